@@ -1,0 +1,184 @@
+// The subcommands: check, decide, explain, replay, compile --dump.
+#include <fmt/format.h>
+
+#include <iostream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "cli.hpp"
+
+namespace recourse::cli {
+namespace {
+
+using json = nlohmann::ordered_json;
+
+int fail(const std::string& message) {
+  std::cerr << "error: " << message << "\n";
+  return 1;
+}
+
+// Reads the envelope JSON (file or stdin) and the context JSON (file, or empty context).
+bool read_inputs(const Options& o, Envelope& envelope, Context& context) {
+  std::string error;
+  auto text = read_text(o.envelope, error);
+  if (!text) return fail(error), false;
+  EnvelopeResult e = read_envelope(*text);
+  if (!e.ok) return fail("envelope: " + e.error), false;
+  envelope = std::move(e.envelope);
+  if (!o.context.empty()) {
+    auto ctx_text = read_text(o.context, error);
+    if (!ctx_text) return fail(error), false;
+    ContextResult c = read_context(*ctx_text);
+    if (!c.ok) {
+      print_diagnostics(c.errors, o.format, std::cerr);
+      return false;
+    }
+    context = std::move(c.context);
+  }
+  return true;
+}
+
+std::string delay_text(const Decision& d) {
+  return d.route == Route::Retry ? fmt::format("{}ms", d.delay_ms) : "-";
+}
+
+}  // namespace
+
+int run_check(const Options& o) {
+  CompileResult r = compile_paths(o.paths);
+  print_diagnostics(r.diagnostics, o.format, std::cout);
+  const bool failed = !r.ok() || has_errors(r.diagnostics, o.strict);
+  if (o.format == Format::Text) {
+    std::size_t errors = 0, warnings = 0;
+    for (const auto& d : r.diagnostics) (d.severity == Severity::Error ? errors : warnings) += d.severity != Severity::Note;
+    if (r.ok())
+      std::cout << fmt::format("{} policies checked: {} errors, {} warnings\n", r.bundle->policies().size(), errors, warnings);
+    else
+      std::cout << fmt::format("{} errors, {} warnings\n", errors, warnings);
+  }
+  return failed ? 1 : 0;
+}
+
+int run_decide(const Options& o, bool explain) {
+  auto bundle = load(o.policies, o);
+  if (!bundle) return 1;
+  Envelope envelope;
+  Context context;
+  if (!read_inputs(o, envelope, context)) return 1;
+  if (!explain) {
+    std::cout << to_json(bundle->decide(envelope, context), envelope) << "\n";
+    return 0;
+  }
+  const Policy* policy = bundle->find(context.tool);
+  if (!policy) return fail(fmt::format("no policy for tool \"{}\" and no \"*\" policy", context.tool));
+  const Explanation x = policy->explain(envelope, context);
+  if (o.format == Format::Json) {
+    json rules = json::array();
+    for (const auto& r : x.rules) {
+      json tests = json::array();
+      for (const auto& t : r.tests) tests.push_back({{"test", t.test}, {"value", t.value}, {"result", t.result}});
+      rules.push_back({{"rule", r.rule}, {"line", r.line}, {"column", r.column}, {"matched", r.matched}, {"tests", tests}});
+    }
+    json out = {{"policy", std::string(policy->name())}, {"rules", rules}, {"guard", x.guard},
+                {"decision", json::parse(to_json(x.decision, envelope))}};
+    std::cout << out.dump(2) << "\n";
+    return 0;
+  }
+  std::cout << fmt::format("policy \"{}\" {}\n", policy->name(), policy->hash());
+  for (const auto& r : x.rules) {
+    std::cout << fmt::format("  {} rule {} (line {})\n", r.matched ? "MATCH" : "no   ", r.rule, r.line);
+    for (const auto& t : r.tests)
+      std::cout << fmt::format("        {:<5} {}   [{}]\n", t.result ? "true" : "false", t.test, t.value);
+  }
+  if (!x.guard.empty())
+    std::cout << fmt::format("  guard {} overrides the rule's route: {}\n", x.guard, x.decision.reason);
+  std::cout << fmt::format("decision: {} (delay {}, rule {})\n", to_string(x.decision.route),
+                           delay_text(x.decision), x.decision.rule);
+  std::cout << to_json(x.decision, envelope) << "\n";
+  return 0;
+}
+
+int run_replay(const Options& o) {
+  auto bundle = load(o.policies, o);
+  if (!bundle) return 1;
+  std::string error;
+  if (o.paths.empty()) return fail("replay needs a trace file (JSONL)");
+  auto text = read_text(o.paths.front(), error);
+  if (!text) return fail(error);
+
+  std::map<std::string, int> routes, warnings;
+  int lines = 0, bad = 0, retries_avoided = 0;
+  json decisions = json::array();
+  std::istringstream in(*text);
+  std::string line;
+  if (o.format == Format::Text)
+    std::cout << fmt::format("{:>4}  {:<26} {:<16} {:<9} {:>8}  {:<22} {}\n", "#", "tool", "code", "route",
+                             "delay", "rule", "warnings");
+  for (int number = 1; std::getline(in, line); ++number) {
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    const json entry = json::parse(line, nullptr, false);
+    if (entry.is_discarded() || !entry.is_object() || !entry.contains("envelope")) {
+      std::cerr << fmt::format("{}:{}: error: not a trace line {{\"tool\", \"envelope\", \"context\"}}\n", o.paths.front(), number);
+      ++bad;
+      continue;
+    }
+    ++lines;
+    EnvelopeResult e = read_envelope(entry["envelope"].dump());
+    json ctx_json = entry.value("context", json::object());
+    if (entry.contains("tool") && ctx_json.is_object() && !ctx_json.contains("tool")) ctx_json["tool"] = entry["tool"];
+    ContextResult c = read_context(ctx_json.dump());
+    if (!c.ok) {
+      for (auto& d : c.errors) std::cerr << fmt::format("{}:{}: error: {}\n", o.paths.front(), number, d.message);
+      ++bad;
+      continue;
+    }
+    Decision d;
+    if (e.ok) {
+      d = bundle->decide(e.envelope, c.context);
+    } else {
+      d.route = Route::Stop;
+      d.rule = "unreadable_envelope";
+      d.warnings = kUnreadableEnvelope;
+    }
+    const json out = json::parse(to_json(d, e.envelope));
+    ++routes[out["route"].get<std::string>()];
+    for (const auto& w : out["warnings"]) ++warnings[w["kind"].get<std::string>()];
+    const bool claimed_retryable = e.envelope.retryable.value_or(false);
+    if (claimed_retryable && d.route != Route::Retry) ++retries_avoided;
+    if (o.format == Format::Json) {
+      json row = {{"line", number}, {"tool", c.context.tool}, {"decision", out}};
+      decisions.push_back(std::move(row));
+    } else {
+      std::string kinds;
+      for (const auto& w : out["warnings"]) kinds += (kinds.empty() ? "" : ",") + w["kind"].get<std::string>();
+      std::cout << fmt::format("{:>4}  {:<26} {:<16} {:<9} {:>8}  {:<22} {}\n", number,
+                               c.context.tool.substr(0, 26), e.envelope.code.value_or("-").substr(0, 16),
+                               to_string(d.route), delay_text(d), std::string(d.rule).substr(0, 22), kinds);
+    }
+  }
+  if (o.format == Format::Json) {
+    json summary = {{"decisions", lines}, {"badLines", bad}, {"routes", routes},
+                    {"retriesAvoided", retries_avoided}, {"warnings", warnings}};
+    std::cout << json{{"decisions", decisions}, {"summary", summary}}.dump(2) << "\n";
+  } else {
+    std::cout << fmt::format("\n{} decisions, {} bad lines\nroutes:", lines, bad);
+    for (const auto& [route, n] : routes) std::cout << fmt::format(" {} {}", route, n);
+    std::cout << fmt::format("\nretries avoided (envelope said retryable, policy did not retry): {}\nwarnings:", retries_avoided);
+    for (const auto& [kind, n] : warnings) std::cout << fmt::format(" {} {}", kind, n);
+    std::cout << "\n";
+  }
+  return bad > 0 ? 1 : 0;
+}
+
+int run_compile(const Options& o) {
+  auto bundle = load(o.paths, o);
+  if (!bundle) return 1;
+  for (const auto& p : bundle->policies()) {
+    if (o.dump) std::cout << p.dump();
+    else std::cout << fmt::format("policy \"{}\" {}\n", p.name(), p.hash());
+  }
+  return 0;
+}
+
+}  // namespace recourse::cli

@@ -1,0 +1,62 @@
+// recourse: check, explain and run tool-failure recovery policies from the command line.
+#include <CLI/CLI.hpp>
+
+#include "cli.hpp"
+
+int main(int argc, char** argv) {
+  using recourse::cli::Format;
+  recourse::cli::Options o;
+  CLI::App app{"recourse: decide how to recover when a tool call fails"};
+  app.require_subcommand(1);
+  const std::map<std::string, Format> formats{{"text", Format::Text}, {"json", Format::Json}};
+  auto common = [&](CLI::App* c) {
+    c->add_option("--format", o.format, "output format: text or json")
+        ->transform(CLI::CheckedTransformer(formats, CLI::ignore_case));
+    c->add_flag("--strict", o.strict, "treat warnings as errors");
+  };
+  auto inputs = [&](CLI::App* c) {
+    c->add_option("--policy,-p", o.policies, "policy files or directories")->required();
+    c->add_option("--envelope,-e", o.envelope, "envelope JSON file (default: stdin)");
+    c->add_option("--context,-c", o.context, "context JSON file");
+  };
+
+  auto* check = app.add_subcommand("check", "check policy files and report every problem");
+  common(check);
+  check->add_option("paths", o.paths, "policy files or directories")->required();
+
+  auto* decide = app.add_subcommand("decide", "decide one failed call; prints the decision as JSON");
+  common(decide);
+  inputs(decide);
+
+  auto* explain = app.add_subcommand("explain", "show which rule matched and why");
+  common(explain);
+  inputs(explain);
+
+  auto* replay = app.add_subcommand("replay", "replay a JSONL trace of failed calls through the policies");
+  common(replay);
+  replay->add_option("--policy,-p", o.policies, "policy files or directories")->required();
+  replay->add_option("trace", o.paths, "trace file, one {\"tool\",\"envelope\",\"context\"} a line")->required();
+
+  auto* compile = app.add_subcommand("compile", "compile policies; --dump prints the decision tables");
+  common(compile);
+  compile->add_flag("--dump", o.dump, "print each decision table as stable text");
+  compile->add_option("paths", o.paths, "policy files or directories")->required();
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int code = app.exit(e);
+    return code == 0 ? 0 : 2;
+  }
+  try {
+    if (*check) return recourse::cli::run_check(o);
+    if (*decide) return recourse::cli::run_decide(o, false);
+    if (*explain) return recourse::cli::run_decide(o, true);
+    if (*replay) return recourse::cli::run_replay(o);
+    if (*compile) return recourse::cli::run_compile(o);
+  } catch (const std::exception& e) {
+    std::cerr << "error: " << e.what() << "\n";
+    return 1;
+  }
+  return 2;
+}

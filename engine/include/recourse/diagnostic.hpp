@@ -1,0 +1,44 @@
+// Diagnostics: the one record every stage and every command reports problems in.
+//
+// A diagnostic is data, never an exception: {severity, code, file, line, column, message, help}.
+// Codes are stable (E0xx syntax and checking, W0xx warnings); tests assert on them. Rendering as
+// `file:line:col: error[E012]: message`, the source line and a caret, or as JSON, is done by
+// to_text() and to_json() so the CLI, editors and CI all see the same record.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace recourse {
+
+/// How bad a diagnostic is. Errors stop a policy from compiling; warnings do not (unless the
+/// caller asks for strictness, as `recourse check --strict` does).
+enum class Severity : std::uint8_t { Error, Warning, Note };
+
+/// One problem found in a policy, an envelope or a context.
+struct Diagnostic {
+  Severity severity = Severity::Error;
+  std::string code;         ///< stable identifier, e.g. "E012"
+  std::string file;         ///< path as given by the caller; empty for non-file input
+  std::uint32_t line = 0;   ///< 1-based; 0 when the problem has no position
+  std::uint32_t column = 0; ///< 1-based byte column; 0 when the problem has no position
+  std::string message;      ///< one sentence, no trailing period
+  std::string help;         ///< how to fix it, or empty
+  std::string source_line;  ///< the text of `line` (no newline), for the caret; may be empty
+};
+
+/// "error", "warning" or "note".
+const char* to_string(Severity severity) noexcept;
+
+/// Renders `file:line:col: error[CODE]: message`, then the source line and a caret under the
+/// column, then `help: ...` when present. Deterministic; ends with a newline.
+std::string to_text(const Diagnostic& diagnostic);
+
+/// Renders the list as a JSON array of {severity, code, file, line, column, message, help}.
+std::string to_json(const std::vector<Diagnostic>& diagnostics);
+
+/// True when any diagnostic is an error (or, with `strict`, a warning).
+bool has_errors(const std::vector<Diagnostic>& diagnostics, bool strict = false) noexcept;
+
+}  // namespace recourse

@@ -1,0 +1,101 @@
+// Inputs of a decision: the error envelope (untrusted, from the tool's server) and the call
+// context (trusted, from the host).
+//
+// The envelope is the seed's ToolError JSON in camelCase: {code, message, retryable, field,
+// suggestion, retryAfterMs, traceId}. read_envelope() reads it with a streaming (SAX) reader and
+// never trusts it: a malformed field (wrong type, negative or non-finite number, a duplicate
+// key, over a size limit) is read as absent with a warning, never as another valid value. A
+// valid but extreme value is kept (a retryAfterMs of years stays years) so the policy's limits
+// act on it. Unknown keys are ignored.
+//
+// The context is the host's own knowledge and is read strictly: a malformed context is an
+// error, since guessing a trusted fact (was the payment committed?) would be unsafe.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "recourse/diagnostic.hpp"
+
+namespace recourse {
+
+/// A field the envelope reader dropped or changed, e.g. {"malformed", "retryAfterMs",
+/// "expected a finite number >= 0, got a string"}.
+struct EnvelopeWarning {
+  std::string kind;     ///< "malformed", "duplicate", "oversized", "null"
+  std::string field;    ///< the envelope key, camelCase
+  std::string message;  ///< one sentence for people
+};
+
+/// A tool error, read. Every field may be absent (std::nullopt). Strings are kept as received,
+/// within ReaderLimits; the code string is matched against a policy's codes only at decide time.
+struct Envelope {
+  std::optional<std::string> code;
+  std::optional<std::string> message;
+  std::optional<bool> retryable;
+  std::optional<std::string> field;
+  std::optional<std::string> suggestion;
+  std::optional<std::int64_t> retry_after_ms;  ///< ms, >= 0; fractions rounded up; saturates at INT64_MAX
+  std::optional<std::string> trace_id;
+  std::vector<EnvelopeWarning> warnings;       ///< what the reader dropped, in input order
+};
+
+/// Limits of the envelope reader. Input beyond max_bytes or max_depth is an error; a string
+/// field beyond its limit is dropped with a warning.
+struct ReaderLimits {
+  std::size_t max_bytes = 64 * 1024;   ///< whole envelope
+  std::size_t max_depth = 32;          ///< nesting of objects and arrays (unknown keys included)
+  std::size_t max_code_bytes = 64;     ///< code
+  std::size_t max_field_bytes = 256;   ///< field and traceId
+  std::size_t max_text_bytes = 8192;   ///< message and suggestion
+};
+
+/// The outcome of reading an envelope: `ok` false means the input was not a JSON object (or broke
+/// a whole-input limit) and `error` says why; `envelope` is then empty.
+struct EnvelopeResult {
+  bool ok = false;
+  std::string error;
+  Envelope envelope;
+};
+
+/// Reads one envelope from JSON text. Never throws.
+EnvelopeResult read_envelope(std::string_view json, const ReaderLimits& limits = {}) noexcept;
+
+/// Side-effect state of the call that failed, as the host knows it.
+enum class SideEffect : std::uint8_t {
+  None,      ///< nothing happened downstream
+  Unknown,   ///< the request may have been applied (e.g. a timeout after it was sent)
+  Committed  ///< the side effect happened
+};
+
+/// What the host knows about the failed call. Durations in ms, counts in calls.
+struct Context {
+  std::string tool;                        ///< selects the policy in a bundle
+  std::optional<bool> idempotent;          ///< per-call override of the tool block's default
+  std::optional<SideEffect> side_effect;   ///< absent reads as Unknown (the conservative state)
+  std::int64_t attempt = 1;                ///< calls made for this operation at our layer, >= 1
+  std::int64_t repairs = 0;                ///< repaired calls made so far, >= 0
+  std::int64_t elapsed_ms = 0;             ///< time spent on the operation so far
+  std::optional<std::vector<std::string>> arguments;  ///< the call's argument names; wins over the tool block
+  std::optional<std::int64_t> max_attempts;  ///< per-call override of limits.attempts
+  std::optional<std::int64_t> deadline_ms;   ///< per-call override of limits.deadline (whole operation)
+  std::string operation_id;                ///< keys jitter; falls back to the trace id
+  std::string workflow_id;
+};
+
+/// The outcome of reading a context: errors are Diagnostics with codes C0xx and no position.
+struct ContextResult {
+  bool ok = false;
+  std::vector<Diagnostic> errors;
+  Context context;
+};
+
+/// Reads a context from JSON with camelCase keys (tool, idempotent, sideEffect, attempt, repairs,
+/// elapsedMs, arguments, maxAttempts, deadlineMs, operationId, workflowId). Unknown keys are
+/// ignored; a known key with a wrong type or range is an error. Never throws.
+ContextResult read_context(std::string_view json) noexcept;
+
+}  // namespace recourse

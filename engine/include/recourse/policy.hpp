@@ -1,0 +1,173 @@
+// Compiling policies and deciding with them: the embedding API.
+//
+// compile() turns .recourse sources into a Bundle of compiled policies (one per tool, "*" the
+// fallback). It either returns a complete Bundle or none at all, with every diagnostic found; a
+// policy that fails to compile never replaces a good one. A Bundle and its Policies are
+// immutable after compilation and safe to share between threads; decide() is const, noexcept and
+// allocates nothing for an already-read envelope. A Decision keeps its policy alive, so a bundle
+// may be dropped or replaced while decisions made from it are still in use.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "recourse/diagnostic.hpp"
+#include "recourse/envelope.hpp"
+
+namespace recourse {
+
+namespace detail {
+struct Compiled;
+}
+struct BundleBuilder;
+
+/// What to do next. Ordered from the most to the least permissive; issue of the seed 000.
+enum class Route : std::uint8_t {
+  Retry,      ///< call again, unchanged, after delay_ms
+  Repair,     ///< call again with an argument changed (see Envelope::field, suggestion)
+  Authorize,  ///< obtain a credential or approval first
+  Replace,    ///< call another tool (Decision::target)
+  Degrade,    ///< fall back to a degraded answer (Decision::target names it, if any)
+  Escalate,   ///< hand to a human
+  Stop        ///< give up; another attempt would waste time or repeat a side effect
+};
+
+/// "retry", "repair", ... as in the language.
+const char* to_string(Route route) noexcept;
+
+/// What the host should do with the idempotency key of the next call (IETF Idempotency-Key
+/// draft; RFC 9110 section 9.2.2): send the same key (Reuse), a fresh one because the arguments
+/// changed (New), or none because the tool takes none or no call follows (None).
+enum class KeyDirective : std::uint8_t { None, Reuse, New };
+const char* to_string(KeyDirective directive) noexcept;
+
+/// Problems met while deciding, as bits of Decision::warnings.
+enum DecisionWarning : std::uint32_t {
+  kUnknownCode = 1u << 0,      ///< the code matched none; read as UNKNOWN (see nearest_code)
+  kNoPolicy = 1u << 1,         ///< no policy for the tool and no "*" fallback: route is stop
+  kSideEffectAssumed = 1u << 2,///< the context gave no sideEffect: read as unknown
+  kTraceIdMinted = 1u << 3,    ///< the envelope had no traceId: Decision::minted_trace_id
+  kUnreadableEnvelope = 1u << 4///< the envelope was not JSON: conservative stop
+};
+
+/// One decision. String views point into the compiled policy, which `keep_alive` owns.
+struct Decision {
+  Route route = Route::Stop;
+  std::int64_t delay_ms = 0;          ///< wait before the next call (retry); 0 otherwise
+  std::int64_t jitter_draw = 0;       ///< the random part drawn for delay_ms, ms
+  std::string_view rule;              ///< the rule that decided (or "default", or a guard name)
+  std::string_view reason;            ///< the route's reason string, or the guard's
+  std::string_view target;            ///< replace/degrade target tool, or empty
+  std::string_view policy;            ///< policy name
+  std::string_view policy_hash;       ///< "sha256:<hex>" of the compiled table
+  std::string_view exhausted;         ///< the budget that ran out ("attempts", ...), or empty
+  std::string_view nearest_code;      ///< with kUnknownCode: the known code nearest the input
+  std::int64_t attempt = 1;           ///< Context::attempt
+  std::int64_t attempts_left = 0;     ///< max attempts - attempt, before the next call
+  std::int64_t repairs_left = 0;      ///< max repairs - repairs
+  std::optional<std::int64_t> retry_after_ms;  ///< the server's valid hint, carried on every route
+  KeyDirective idempotency_key = KeyDirective::None;
+  std::uint32_t warnings = 0;         ///< DecisionWarning bits
+  std::uint64_t minted_trace_id = 0;  ///< with kTraceIdMinted: print as "local-%016x"
+  std::uint32_t row = 0;              ///< decision-table row that matched
+  std::shared_ptr<const detail::Compiled> keep_alive;
+};
+
+/// One tested condition in an explanation: the test as written, the value the attribute had and
+/// whether the test held.
+struct ExplainedTest {
+  std::string test;
+  std::string value;
+  bool result = false;
+};
+
+/// One rule in an explanation, in file order, up to the rule that matched.
+struct ExplainedRule {
+  std::string rule;
+  std::uint32_t line = 0, column = 0;
+  bool matched = false;
+  std::vector<ExplainedTest> tests;  ///< all tests of the matched rule; the first failing one otherwise
+};
+
+/// Why a decision came out as it did, by the reference interpreter (which walks the rules, not
+/// the table); `guard` names the budget guard that overrode the rule's route, if any.
+struct Explanation {
+  std::vector<ExplainedRule> rules;
+  std::string guard;
+  Decision decision;
+};
+
+/// Limits of the compiler; each has a stable diagnostic when exceeded.
+struct CompileOptions {
+  std::size_t max_source_bytes = 1 << 20;      ///< per file (E090)
+  std::size_t max_rules = 20000;               ///< per policy (E091)
+  std::size_t max_depth = 64;                  ///< condition nesting (E092)
+  std::size_t max_terms_per_rule = 4096;       ///< DNF terms of one rule's condition (E093)
+  std::size_t direct_table_max_entries = 1 << 16;  ///< largest direct-indexed table, entries
+  std::int64_t attempt_ceiling = 10;           ///< no policy may allow more attempts (gRPC clamps at 5)
+};
+
+/// A compiled policy: immutable and thread-safe. Copying shares the compiled form.
+class Policy {
+ public:
+  /// Decides the route for one failed call. Never throws; allocates nothing.
+  Decision decide(const Envelope& envelope, const Context& context) const noexcept;
+  /// The same decision, with each rule's tests and values, from the reference interpreter.
+  Explanation explain(const Envelope& envelope, const Context& context) const;
+  /// The decision the reference interpreter gives (walks the AST; used to check the table).
+  Decision interpret(const Envelope& envelope, const Context& context) const noexcept;
+  /// The decision table as stable text: strategy, columns and their cells, rows with cube, action
+  /// and source position. Golden tests compare it.
+  std::string dump() const;
+  std::string_view name() const noexcept;
+  std::string_view hash() const noexcept;
+
+ private:
+  friend struct BundleBuilder;
+  std::shared_ptr<const detail::Compiled> impl_;
+};
+
+/// One source to compile: a path for diagnostics and the text.
+struct Source {
+  std::string path;
+  std::string text;
+};
+
+/// Compiled policies selected by tool name; the policy named "*" catches other tools.
+class Bundle {
+ public:
+  /// The policy for `tool`, else the "*" policy, else nullptr.
+  const Policy* find(std::string_view tool) const noexcept;
+  /// Decides with find(context.tool); without a policy: stop, with kNoPolicy. Never throws.
+  Decision decide(const Envelope& envelope, const Context& context) const noexcept;
+  const std::vector<Policy>& policies() const noexcept { return policies_; }
+
+ private:
+  friend struct BundleBuilder;
+  std::vector<Policy> policies_;  // sorted by name
+};
+
+/// A Bundle, or the reasons there is none. Warnings come with a Bundle too.
+struct CompileResult {
+  std::optional<Bundle> bundle;
+  std::vector<Diagnostic> diagnostics;
+  bool ok() const noexcept { return bundle.has_value(); }
+};
+
+/// Parses, checks and compiles sources into one bundle. Never throws.
+CompileResult compile(const std::vector<Source>& sources, const CompileOptions& options = {});
+
+/// Reads files and directories (every *.recourse file below, sorted by path) and compiles them
+/// as one bundle. Unreadable paths are diagnostics (E000). Never throws.
+CompileResult compile_paths(const std::vector<std::string>& paths, const CompileOptions& options = {});
+
+/// The decision as one JSON object (route, delayMs, rule, policy, policyHash, attempt,
+/// attemptsLeft, idempotencyKey, warnings, traceId, ...). `envelope` supplies the trace id and
+/// the reader's warnings.
+std::string to_json(const Decision& decision, const Envelope& envelope);
+
+}  // namespace recourse

@@ -1,0 +1,7 @@
+// recourse: an embeddable policy engine that decides how to recover when a tool call fails.
+// Include this header for the whole C++ API.
+#pragma once
+
+#include "recourse/diagnostic.hpp"
+#include "recourse/envelope.hpp"
+#include "recourse/policy.hpp"

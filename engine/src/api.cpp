@@ -1,0 +1,179 @@
+// The pipeline behind compile(): read -> parse -> check -> compile -> Bundle, and the decision's
+// JSON form. All or nothing: any error in any source means no Bundle.
+#include <openssl/sha.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "backoff.hpp"
+#include "check.hpp"
+#include "compile.hpp"
+#include "compiled.hpp"
+#include "parse.hpp"
+
+namespace recourse {
+
+namespace detail {
+
+std::shared_ptr<const Compiled> Compiled::make(PolicySpec spec, Table table, std::int64_t attempt_ceiling) {
+  auto c = std::make_shared<Compiled>();
+  c->spec = std::move(spec);
+  c->table = std::move(table);
+  c->attempt_ceiling = attempt_ceiling;
+  const std::string text = dump(c->table, c->spec, false);
+  unsigned char digest[SHA256_DIGEST_LENGTH];
+  SHA256(reinterpret_cast<const unsigned char*>(text.data()), text.size(), digest);
+  c->hash = "sha256:";
+  for (unsigned char b : digest) c->hash += fmt::format("{:02x}", b);
+  for (std::size_t i = 0; i < c->spec.codes.size(); ++i)
+    c->code_ids.emplace(c->spec.codes[i], static_cast<std::int64_t>(i));
+  c->seed = splitmix64(fnv1a(c->spec.name));
+  return c;
+}
+
+}  // namespace detail
+
+struct BundleBuilder {
+  static Bundle make(std::vector<Policy> policies) {
+    Bundle b;
+    b.policies_ = std::move(policies);
+    std::sort(b.policies_.begin(), b.policies_.end(),
+              [](const Policy& x, const Policy& y) { return x.name() < y.name(); });
+    return b;
+  }
+  static Policy wrap(std::shared_ptr<const detail::Compiled> c) {
+    Policy p;
+    p.impl_ = std::move(c);
+    return p;
+  }
+};
+
+CompileResult compile(const std::vector<Source>& sources, const CompileOptions& options) {
+  CompileResult out;
+  try {
+    std::vector<Policy> policies;
+    std::vector<std::pair<std::string, std::pair<std::string, ast::Pos>>> names;
+    for (const Source& src : sources) {
+      if (src.text.size() > options.max_source_bytes) {
+        Diagnostic d;
+        d.code = "E090";
+        d.file = src.path;
+        d.message = fmt::format("file is {} bytes; the limit is {}", src.text.size(), options.max_source_bytes);
+        d.help = "raise CompileOptions::max_source_bytes";
+        out.diagnostics.push_back(std::move(d));
+        continue;
+      }
+      auto file = grammar::parse(src.path, src.text, options.max_depth, out.diagnostics);
+      if (!file) continue;
+      for (auto& spec : detail::check(*file, src.text, options, out.diagnostics)) {
+        for (const auto& [name, where] : names)
+          if (name == spec.name) {
+            Diagnostic d;
+            d.code = "E020";
+            d.file = spec.file;
+            d.line = spec.pos.line;
+            d.column = spec.pos.column;
+            d.message = fmt::format("policy \"{}\" is defined twice", spec.name);
+            d.help = fmt::format("first defined at {}:{}", where.first, where.second.line);
+            d.source_line = grammar::line_of(src.text, spec.pos.line);
+            out.diagnostics.push_back(std::move(d));
+          }
+        names.push_back({spec.name, {spec.file, spec.pos}});
+        auto table = detail::compile(spec, options, out.diagnostics);
+        if (table)
+          policies.push_back(BundleBuilder::wrap(
+              detail::Compiled::make(std::move(spec), std::move(*table), options.attempt_ceiling)));
+      }
+    }
+    if (!has_errors(out.diagnostics)) out.bundle = BundleBuilder::make(std::move(policies));
+  } catch (const std::exception& e) {
+    out.bundle.reset();
+    Diagnostic d;
+    d.code = "E099";
+    d.message = std::string("internal error while compiling: ") + e.what();
+    out.diagnostics.push_back(std::move(d));
+  }
+  return out;
+}
+
+CompileResult compile_paths(const std::vector<std::string>& paths, const CompileOptions& options) {
+  namespace fs = std::filesystem;
+  std::vector<Source> sources;
+  std::vector<Diagnostic> unreadable;
+  auto unreadable_path = [&](const std::string& path, const std::string& why) {
+    Diagnostic d;
+    d.code = "E000";
+    d.file = path;
+    d.message = why;
+    unreadable.push_back(std::move(d));
+  };
+  auto read = [&](const fs::path& p) {
+    std::ifstream in(p, std::ios::binary);
+    if (!in) return unreadable_path(p.string(), "cannot read file");
+    std::ostringstream text;
+    text << in.rdbuf();
+    sources.push_back({p.string(), text.str()});
+  };
+  for (const auto& path : paths) {
+    std::error_code ec;
+    if (fs::is_directory(path, ec)) {
+      std::vector<fs::path> files;
+      for (fs::recursive_directory_iterator it(path, ec), end; !ec && it != end; it.increment(ec))
+        if (it->is_regular_file() && it->path().extension() == ".recourse") files.push_back(it->path());
+      if (ec) unreadable_path(path, "cannot list directory: " + ec.message());
+      std::sort(files.begin(), files.end());
+      for (const auto& f : files) read(f);
+    } else if (fs::exists(path, ec)) {
+      read(path);
+    } else {
+      unreadable_path(path, "no such file or directory");
+    }
+  }
+  CompileResult out = compile(sources, options);
+  if (!unreadable.empty()) {
+    out.bundle.reset();
+    out.diagnostics.insert(out.diagnostics.begin(), unreadable.begin(), unreadable.end());
+  }
+  return out;
+}
+
+std::string to_json(const Decision& d, const Envelope& e) {
+  nlohmann::ordered_json j;
+  j["route"] = to_string(d.route);
+  j["delayMs"] = d.delay_ms;
+  if (d.route == Route::Retry) j["jitterMs"] = d.jitter_draw;
+  j["rule"] = std::string(d.rule);
+  if (!d.reason.empty()) j["reason"] = std::string(d.reason);
+  if (!d.target.empty()) j["target"] = std::string(d.target);
+  j["policy"] = std::string(d.policy);
+  j["policyHash"] = std::string(d.policy_hash);
+  if (!d.exhausted.empty()) j["exhausted"] = std::string(d.exhausted);
+  j["attempt"] = d.attempt;
+  j["attemptsLeft"] = d.attempts_left;
+  j["repairsLeft"] = d.repairs_left;
+  if (d.retry_after_ms) j["retryAfterMs"] = *d.retry_after_ms;
+  j["idempotencyKey"] = to_string(d.idempotency_key);
+  auto warnings = nlohmann::ordered_json::array();
+  for (const auto& w : e.warnings) warnings.push_back({{"kind", w.kind}, {"field", w.field}, {"message", w.message}});
+  auto add = [&](const char* kind, const char* field, std::string message) {
+    warnings.push_back({{"kind", kind}, {"field", field}, {"message", std::move(message)}});
+  };
+  if (d.warnings & kUnknownCode)
+    add("unknown_code", "code",
+        fmt::format("code \"{}\" is not known; read as UNKNOWN{}", e.code.value_or(""),
+                    d.nearest_code.empty() ? "" : fmt::format(" (nearest: {})", d.nearest_code)));
+  if (d.warnings & kSideEffectAssumed) add("side_effect_assumed", "sideEffect", "context gave no sideEffect; read as unknown");
+  if (d.warnings & kNoPolicy) add("no_policy", "tool", "no policy for this tool and no \"*\" policy");
+  if (d.warnings & kUnreadableEnvelope) add("unreadable_envelope", "", "the envelope could not be read");
+  if (d.warnings & kTraceIdMinted) add("trace_id_minted", "traceId", "envelope had no traceId; a local one was minted");
+  j["warnings"] = std::move(warnings);
+  if (!d.nearest_code.empty()) j["nearestCode"] = std::string(d.nearest_code);
+  j["traceId"] = e.trace_id ? *e.trace_id : fmt::format("local-{:016x}", d.minted_trace_id);
+  return j.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
+}
+
+}  // namespace recourse

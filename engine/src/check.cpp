@@ -1,0 +1,559 @@
+// Check stage: resolves and validates the AST of one file into PolicySpecs.
+//
+// Every error is collected (no early exit), each with a stable code and the position of the
+// offending token: unknown attributes, codes, routes and settings (with the nearest valid name as
+// help), type errors, duplicate rules, a missing or repeated default, and nonsense limits. The
+// checker also synthesizes the budget guards from the limits, in the documented precedence
+// order, so the compiler and the reference interpreter read the same guards.
+#include "check.hpp"
+
+#include <cmath>
+#include <map>
+#include <set>
+
+#include "nearest.hpp"
+#include "parse.hpp"
+
+namespace recourse::detail {
+namespace {
+
+using ast::Op;
+using Kind = ast::Value::Kind;
+
+constexpr std::array<std::string_view, 7> kRoutes = {"retry",    "repair",   "authorize", "replace",
+                                                     "degrade", "escalate", "stop"};
+
+class Checker {
+ public:
+  Checker(const ast::File& file, std::string_view text, const CompileOptions& options,
+          std::vector<Diagnostic>& out)
+      : file_(file), text_(text), options_(options), out_(out) {}
+
+  std::vector<PolicySpec> run() {
+    std::vector<PolicySpec> specs;
+    if (file_.version && file_.version->text != "1") {
+      error("E002", file_.version->pos,
+            "unknown language version " + file_.version->text,
+            "this engine reads version 1");
+      return specs;
+    }
+    for (const auto& policy : file_.policies) {
+      errors_ = 0;
+      PolicySpec spec = check_policy(policy);
+      if (errors_ == 0) specs.push_back(std::move(spec));
+    }
+    return specs;
+  }
+
+ private:
+  void report(Severity severity, const char* code, ast::Pos pos, std::string message,
+              std::string help) {
+    Diagnostic d;
+    d.severity = severity;
+    d.code = code;
+    d.file = file_.path;
+    d.line = pos.line;
+    d.column = pos.column;
+    d.message = std::move(message);
+    d.help = std::move(help);
+    d.source_line = grammar::line_of(text_, pos.line);
+    out_.push_back(std::move(d));
+    if (severity == Severity::Error) ++errors_;
+  }
+  void error(const char* code, ast::Pos pos, std::string message, std::string help = {}) {
+    report(Severity::Error, code, pos, std::move(message), std::move(help));
+  }
+  void warning(const char* code, ast::Pos pos, std::string message, std::string help = {}) {
+    report(Severity::Warning, code, pos, std::move(message), std::move(help));
+  }
+
+  template <typename Range>
+  static std::string did_you_mean(std::string_view name, const Range& candidates) {
+    const auto n = nearest(name, candidates);
+    return n.empty() ? std::string() : "did you mean '" + std::string(n) + "'?";
+  }
+
+  // ---- values -------------------------------------------------------------------------------
+
+  // A duration literal in ms: a number with a unit (ms, s, m, h) that is a whole number of ms.
+  std::optional<std::int64_t> duration(const ast::Value& v) {
+    if (v.kind != Kind::Number || v.unit.empty()) {
+      error("E025", v.pos, "expected a duration such as 250ms, 60s or 2m, got '" + v.text + v.unit + "'",
+            "durations need a unit: ms, s, m or h");
+      return std::nullopt;
+    }
+    const double scale = v.unit == "ms" ? 1 : v.unit == "s" ? 1e3 : v.unit == "m" ? 6e4 : 3.6e6;
+    const double ms = std::strtod(v.text.c_str(), nullptr) * scale;
+    if (!std::isfinite(ms) || ms != std::floor(ms) || std::fabs(ms) > 9.0e15) {
+      error("E025", v.pos, "duration " + v.text + v.unit + " is not a whole number of milliseconds");
+      return std::nullopt;
+    }
+    return static_cast<std::int64_t>(ms);
+  }
+
+  // A plain integer (a count).
+  std::optional<std::int64_t> count(const ast::Value& v) {
+    if (v.kind != Kind::Number || !v.unit.empty() || v.text.find('.') != std::string::npos ||
+        v.text.size() > 15) {
+      error("E012", v.pos, "expected a whole number (a count), got '" + v.text + v.unit + "'");
+      return std::nullopt;
+    }
+    return std::stoll(v.text);
+  }
+
+  std::optional<double> real(const ast::Value& v) {
+    if (v.kind != Kind::Number || !v.unit.empty() || v.text.size() > 20) {
+      error("E012", v.pos, "expected a number, got '" + v.text + v.unit + "'");
+      return std::nullopt;
+    }
+    return std::strtod(v.text.c_str(), nullptr);
+  }
+
+  std::optional<bool> boolean(const ast::Value& v) {
+    if (v.kind == Kind::Ident && (v.text == "true" || v.text == "false")) return v.text == "true";
+    error("E012", v.pos, "expected true or false, got '" + v.text + v.unit + "'");
+    return std::nullopt;
+  }
+
+  std::optional<std::int64_t> code_id(const ast::Value& v, const PolicySpec& spec) {
+    if (v.kind == Kind::Ident) {
+      for (std::size_t i = 0; i < spec.codes.size(); ++i)
+        if (spec.codes[i] == v.text) return static_cast<std::int64_t>(i);
+    }
+    error("E011", v.pos, "unknown code '" + v.text + "'",
+          did_you_mean(v.text, spec.codes) + (v.kind == Kind::Ident ? " (declare it in `codes { }`)" : ""));
+    return std::nullopt;
+  }
+
+  // ---- conditions ---------------------------------------------------------------------------
+
+  std::optional<Constant> constant(Attr attr, const ast::Value& v, const PolicySpec& spec) {
+    Constant c;
+    switch (info(attr).type) {
+      case Type::Code: {
+        auto id = code_id(v, spec);
+        if (!id) return std::nullopt;
+        c.num = *id;
+        return c;
+      }
+      case Type::Bool: {
+        auto b = boolean(v);
+        if (!b) return std::nullopt;
+        c.num = *b;
+        return c;
+      }
+      case Type::SideEffect:
+        for (std::size_t i = 0; i < kSideEffects.size(); ++i)
+          if (v.kind == Kind::Ident && v.text == kSideEffects[i]) {
+            c.num = static_cast<std::int64_t>(i);
+            return c;
+          }
+        error("E012", v.pos, "side_effect is none, unknown or committed, not '" + v.text + "'",
+              did_you_mean(v.text, kSideEffects));
+        return std::nullopt;
+      case Type::String:
+        if (v.kind == Kind::Number) {
+          error("E012", v.pos, std::string(info(attr).name) + " is a string; write \"" + v.text + "\"");
+          return std::nullopt;
+        }
+        c.str = v.text;
+        return c;
+      case Type::Duration: {
+        auto ms = duration(v);
+        if (!ms) return std::nullopt;
+        c.num = *ms;
+        return c;
+      }
+      case Type::Count: {
+        auto n = count(v);
+        if (!n) return std::nullopt;
+        c.num = *n;
+        return c;
+      }
+    }
+    return std::nullopt;
+  }
+
+  std::optional<Cond> condition(const ast::Expr& e, const PolicySpec& spec) {
+    Cond c;
+    c.kind = e.kind;
+    c.pos = e.pos;
+    if (e.kind != ast::Expr::Kind::Test) {
+      bool ok = true;
+      for (const auto& child : e.children) {
+        auto cc = condition(child, spec);
+        if (cc) c.children.push_back(std::move(*cc));
+        else ok = false;
+      }
+      if (!ok) return std::nullopt;
+      return c;
+    }
+    c.op = e.op;
+    c.text = text_of(e);
+    std::optional<Attr> attr;
+    std::vector<std::string_view> names;
+    for (std::size_t i = 0; i < kAttrCount; ++i) {
+      if (static_cast<Attr>(i) == Attr::FieldInArguments) continue;
+      names.push_back(kAttributes[i].name);
+      if (kAttributes[i].name == e.attr) attr = static_cast<Attr>(i);
+    }
+    if (!attr) {
+      error("E010", e.pos, "unknown attribute '" + e.attr + "'", did_you_mean(e.attr, names));
+      return std::nullopt;
+    }
+    c.attr = *attr;
+    const AttrInfo& ai = info(*attr);
+    const std::string name(ai.name);
+    switch (e.op) {
+      case Op::Truthy:
+        if (ai.type == Type::Bool || ai.type == Type::String) return c;
+        error("E012", e.pos, "'" + name + "' alone is not a condition",
+              ai.untrusted ? "compare it, or write `" + name + " is present`" : "compare it with a value");
+        return std::nullopt;
+      case Op::IsAbsent:
+      case Op::IsPresent:
+        if (ai.untrusted) return c;
+        error("E012", e.pos, "'" + name + "' comes from the host and is never absent",
+              "only envelope attributes (code, retryable, field, suggestion, retry_after, trace_id) can be absent");
+        return std::nullopt;
+      case Op::InArguments:
+        if (*attr == Attr::Field) {
+          c.attr = Attr::FieldInArguments;
+          c.op = Op::Truthy;
+          return c;
+        }
+        error("E024", e.pos, "only `field in arguments` is allowed, not '" + name + " in arguments'");
+        return std::nullopt;
+      case Op::Lt:
+      case Op::Le:
+      case Op::Gt:
+      case Op::Ge:
+        if (ai.type != Type::Duration && ai.type != Type::Count) {
+          error("E012", e.pos, "'" + name + "' cannot be ordered; use ==, != or in",
+                "<, <=, > and >= apply to durations and counts");
+          return std::nullopt;
+        }
+        break;
+      case Op::InList:
+        if (e.values.empty()) {
+          error("E012", e.pos, "empty list after 'in'", "an empty set never matches");
+          return std::nullopt;
+        }
+        break;
+      default:
+        break;
+    }
+    bool ok = true;
+    for (const auto& v : e.values) {
+      auto k = constant(*attr, v, spec);
+      if (k) c.values.push_back(std::move(*k));
+      else ok = false;
+    }
+    if (!ok) return std::nullopt;
+    return c;
+  }
+
+  static std::string text_of(const ast::Expr& e) {
+    std::string s = e.attr;
+    auto value = [](const ast::Value& v) {
+      return v.kind == Kind::String ? "\"" + v.text + "\"" : v.text + v.unit;
+    };
+    switch (e.op) {
+      case Op::Truthy: return s;
+      case Op::IsAbsent: return s + " is absent";
+      case Op::IsPresent: return s + " is present";
+      case Op::InArguments: return s + " in arguments";
+      case Op::InList: {
+        s += " in [";
+        for (std::size_t i = 0; i < e.values.size(); ++i) s += (i ? ", " : "") + value(e.values[i]);
+        return s + "]";
+      }
+      default: break;
+    }
+    static constexpr std::array<const char*, 6> ops = {"==", "!=", "<", "<=", ">", ">="};
+    return s + " " + ops[static_cast<std::size_t>(e.op)] + " " + value(e.values.at(0));
+  }
+
+  // W001: a retry or repair rule that tests an envelope attribute only under `not` also matches
+  // when the server omitted it (a comparison on an absent attribute is false; `not` makes it true).
+  void warn_absent_through_not(const RuleSpec& rule) {
+    if (!rule.when || (rule.action.route != Route::Retry && rule.action.route != Route::Repair)) return;
+    std::set<Attr> negated, positive;
+    collect_polarity(*rule.when, false, negated, positive);
+    for (Attr a : negated) {
+      if (!info(a).untrusted || positive.count(a)) continue;
+      warning("W001", rule.pos,
+              "rule '" + rule.name + "' can " + to_string(rule.action.route) + " when " +
+                  std::string(info(a).name) + " is absent, only because of `not`",
+              "add `" + std::string(a == Attr::FieldInArguments ? "field" : info(a).name) +
+                  " is present` if an absent value should not match");
+    }
+  }
+  static void collect_polarity(const Cond& c, bool negated, std::set<Attr>& neg, std::set<Attr>& pos) {
+    if (c.kind == ast::Expr::Kind::Test) {
+      // `is absent` / `is present` state their intent about absence explicitly.
+      if (c.op == Op::IsAbsent || c.op == Op::IsPresent) pos.insert(c.attr);
+      else (negated ? neg : pos).insert(c.attr);
+      return;
+    }
+    const bool flip = c.kind == ast::Expr::Kind::Not;
+    for (const auto& child : c.children) collect_polarity(child, negated != flip, neg, pos);
+  }
+
+  // ---- routes -------------------------------------------------------------------------------
+
+  std::optional<Action> action(const ast::Route& r) {
+    Action a;
+    auto it = std::find(kRoutes.begin(), kRoutes.end(), r.kind);
+    if (it == kRoutes.end()) {
+      error("E013", r.pos, "unknown route '" + r.kind + "'", did_you_mean(r.kind, kRoutes));
+      return std::nullopt;
+    }
+    a.route = static_cast<Route>(it - kRoutes.begin());
+    std::size_t next = 0;
+    if (a.route == Route::Replace || a.route == Route::Degrade) {
+      if (a.route == Route::Replace && r.args.empty()) {
+        error("E014", r.pos, "replace needs the tool to call instead", "write replace \"tool.name\"");
+        return std::nullopt;
+      }
+      if (!r.args.empty()) a.target = r.args[next++].text;
+      if (a.route == Route::Degrade && r.args.size() == 1) {  // one string: the reason
+        a.reason = std::move(a.target);
+        a.target.clear();
+      }
+    }
+    if (next < r.args.size()) a.reason = r.args[next++].text;
+    if (next < r.args.size()) {
+      error("E014", r.args[next].pos, "too many strings after route '" + r.kind + "'",
+            "a route takes an optional reason (replace and degrade: a target first)");
+      return std::nullopt;
+    }
+    return a;
+  }
+
+  // ---- blocks -------------------------------------------------------------------------------
+
+  template <typename Handler>
+  void settings(const std::vector<ast::Setting>& list, const std::vector<std::string_view>& keys,
+                const char* block, Handler&& handle) {
+    std::set<std::string> seen;
+    for (const auto& s : list) {
+      if (std::find(keys.begin(), keys.end(), s.key) == keys.end()) {
+        error("E018", s.pos, std::string("unknown ") + block + " setting '" + s.key + "'",
+              did_you_mean(s.key, keys));
+        continue;
+      }
+      if (!seen.insert(s.key).second) {
+        error("E021", s.pos, std::string(block) + " setting '" + s.key + "' is set twice");
+        continue;
+      }
+      if (s.is_list != (s.key == "arguments")) {
+        error("E019", s.pos, s.is_list ? "'" + s.key + "' takes one value, not a list"
+                                       : "'" + s.key + "' takes a [list]");
+        continue;
+      }
+      handle(s);
+    }
+  }
+
+  void tool_block(const ast::Policy& p, PolicySpec& spec) {
+    settings(p.tool, {"idempotent", "arguments", "idempotency_keys"}, "tool", [&](const ast::Setting& s) {
+      if (s.key == "arguments") {
+        for (const auto& v : s.values) {
+          if (v.kind == Kind::Number) error("E019", v.pos, "argument names are names or strings");
+          else spec.arguments.push_back(v.text);
+        }
+        return;
+      }
+      auto b = boolean(s.values[0]);
+      if (b) (s.key == "idempotent" ? spec.idempotent : spec.honours_keys) = *b;
+    });
+  }
+
+  void limits_block(const ast::Policy& p, PolicySpec& spec) {
+    settings(p.limits,
+             {"attempts", "repairs", "retry_after_max", "deadline", "min_delay", "on_exhausted"},
+             "limits", [&](const ast::Setting& s) {
+      const ast::Value& v = s.values[0];
+      if (s.key == "attempts") {
+        auto n = count(v);
+        if (!n) return;
+        if (*n < 1 || *n > options_.attempt_ceiling)
+          error("E019", v.pos, "attempts = " + v.text + " is outside [1, " +
+                std::to_string(options_.attempt_ceiling) + "]",
+                "attempts counts every call, the first included; the engine's ceiling is " +
+                std::to_string(options_.attempt_ceiling));
+        else spec.attempts = *n;
+      } else if (s.key == "repairs") {
+        auto n = count(v);
+        if (!n) return;
+        if (*n < 0 || *n > options_.attempt_ceiling)
+          error("E019", v.pos, "repairs = " + v.text + " is outside [0, " +
+                std::to_string(options_.attempt_ceiling) + "]");
+        else spec.repairs = *n;
+      } else if (s.key == "on_exhausted") {
+        constexpr std::array<std::string_view, 4> allowed = {"stop", "escalate", "degrade", "authorize"};
+        if (v.kind != Kind::Ident || std::find(allowed.begin(), allowed.end(), v.text) == allowed.end()) {
+          error("E019", v.pos, "on_exhausted must be stop, escalate, degrade or authorize, not '" + v.text + "'",
+                "a spent budget must not lead to another retry or repair");
+          return;
+        }
+        spec.on_exhausted.route =
+            static_cast<Route>(std::find(kRoutes.begin(), kRoutes.end(), v.text) - kRoutes.begin());
+      } else {
+        auto ms = duration(v);
+        if (!ms) return;
+        if (*ms < 0 || (*ms == 0 && s.key != "min_delay")) {
+          error("E019", v.pos, s.key + " must be positive");
+          return;
+        }
+        (s.key == "retry_after_max" ? spec.retry_after_max_ms
+         : s.key == "deadline"      ? spec.deadline_ms
+                                    : spec.min_delay_ms) = *ms;
+      }
+    });
+  }
+
+  void backoff(const ast::Policy& p, PolicySpec& spec) {
+    if (p.backoff.empty()) return;
+    for (std::size_t i = 1; i < p.backoff.size(); ++i)
+      error("E021", p.backoff[i].pos, "a policy has one backoff line");
+    const ast::Backoff& b = p.backoff[0];
+    constexpr std::array<std::string_view, 3> kinds = {"constant", "linear", "exponential"};
+    auto k = std::find(kinds.begin(), kinds.end(), b.kind);
+    if (k == kinds.end()) {
+      error("E018", b.kind_pos, "unknown backoff '" + b.kind + "'", did_you_mean(b.kind, kinds));
+      return;
+    }
+    Backoff& out = spec.backoff;
+    out.kind = static_cast<BackoffKind>(k - kinds.begin());
+    if (out.kind != BackoffKind::Exponential) out.factor = 1.0;
+    settings(b.params, {"base", "factor", "max", "jitter"}, "backoff", [&](const ast::Setting& s) {
+      const ast::Value& v = s.values[0];
+      if (s.key == "jitter") {
+        constexpr std::array<std::string_view, 4> jitters = {"none", "full", "equal", "decorrelated"};
+        auto j = std::find(jitters.begin(), jitters.end(), v.text);
+        if (v.kind != Kind::Ident || j == jitters.end())
+          error("E019", v.pos, "jitter is none, full, equal or decorrelated, not '" + v.text + "'",
+                did_you_mean(v.text, jitters));
+        else out.jitter = static_cast<Jitter>(j - jitters.begin());
+      } else if (s.key == "factor") {
+        auto f = real(v);
+        if (f && (!(*f >= 1.0) || *f > 100.0))
+          error("E019", v.pos, "factor must be in [1, 100], got " + v.text);
+        else if (f) out.factor = *f;
+      } else {
+        auto ms = duration(v);
+        if (ms && *ms <= 0) error("E019", v.pos, "backoff " + s.key + " must be positive");
+        else if (ms) (s.key == "base" ? out.base_ms : out.max_ms) = *ms;
+      }
+    });
+    if (out.max_ms < out.base_ms)
+      error("E019", b.pos, "backoff max (" + std::to_string(out.max_ms) + "ms) is below its base (" +
+            std::to_string(out.base_ms) + "ms)");
+  }
+
+  // ---- policy -------------------------------------------------------------------------------
+
+  PolicySpec check_policy(const ast::Policy& p) {
+    PolicySpec spec;
+    spec.name = p.name;
+    spec.file = file_.path;
+    spec.pos = p.pos;
+    if (p.name.empty()) error("E019", p.name_pos, "a policy needs a name");
+    for (auto c : kBuiltinCodes) spec.codes.emplace_back(c);
+    for (const auto& c : p.codes) {
+      if (std::find(spec.codes.begin(), spec.codes.end(), c.text) != spec.codes.end())
+        error("E022", c.pos, "code '" + c.text + "' is already " +
+              (std::find(kBuiltinCodes.begin(), kBuiltinCodes.end(), c.text) != kBuiltinCodes.end()
+                   ? "built in" : "declared"));
+      else spec.codes.push_back(c.text);
+    }
+    tool_block(p, spec);
+    limits_block(p, spec);
+    backoff(p, spec);
+
+    if (p.rules.size() > options_.max_rules)
+      error("E091", p.pos, "policy has " + std::to_string(p.rules.size()) + " rules; the limit is " +
+            std::to_string(options_.max_rules), "split the policy, or raise CompileOptions::max_rules");
+    std::map<std::string, ast::Pos> names;
+    for (const auto& r : p.rules) {
+      auto [it, fresh] = names.emplace(r.name, r.pos);
+      if (!fresh)
+        error("E015", r.pos, "rule '" + r.name + "' is defined twice",
+              "first defined at line " + std::to_string(it->second.line));
+      RuleSpec rule;
+      rule.name = r.name;
+      rule.pos = r.pos;
+      if (r.when) rule.when = condition(*r.when, spec);
+      auto a = action(r.route);
+      if (a) rule.action = std::move(*a);
+      warn_absent_through_not(rule);
+      spec.rules.push_back(std::move(rule));
+    }
+    if (p.defaults.empty()) {
+      error("E016", p.pos, "policy '" + p.name + "' has no default route",
+            "add `default -> stop` (or another route) as its last line");
+    } else {
+      for (std::size_t i = 1; i < p.defaults.size(); ++i)
+        error("E017", p.defaults[i].pos, "a policy has one default");
+      RuleSpec rule;
+      rule.name = "default";
+      rule.pos = p.defaults[0].pos;
+      auto a = action(p.defaults[0].route);
+      if (a) rule.action = std::move(*a);
+      spec.rules.push_back(std::move(rule));
+    }
+    add_guards(spec);
+    return spec;
+  }
+
+  // The budget guards, in precedence order (docs/language.md, "Budgets and precedence").
+  static void add_guards(PolicySpec& spec) {
+    auto test = [](Attr attr, Op op, std::int64_t value, std::string text) {
+      Cond c;
+      c.attr = attr;
+      c.op = op;
+      c.values.push_back(Constant{value, {}});
+      c.text = std::move(text);
+      return c;
+    };
+    auto guard = [&](std::string exhausted, bool retry, bool repair, Cond when, std::string reason) {
+      Guard g;
+      g.name = "budget:" + exhausted;
+      g.exhausted = std::move(exhausted);
+      g.applies_to_retry = retry;
+      g.applies_to_repair = repair;
+      g.when = std::move(when);
+      g.action = spec.on_exhausted;
+      g.action.reason = std::move(reason);
+      spec.guards.push_back(std::move(g));
+    };
+    const auto ms = [](std::int64_t v) { return std::to_string(v) + "ms"; };
+    guard("retry_after", true, false,
+          test(Attr::RetryAfter, Op::Gt, spec.retry_after_max_ms, "retry_after > " + ms(spec.retry_after_max_ms)),
+          "server asked to wait longer than retry_after_max");
+    guard("attempts", true, true, test(Attr::AttemptsLeft, Op::Le, 0, "attempts_left <= 0"),
+          "attempt budget spent");
+    guard("repairs", false, true,
+          test(Attr::Repairs, Op::Ge, spec.repairs, "repairs >= " + std::to_string(spec.repairs)),
+          "repair budget spent");
+    guard("deadline", true, true, test(Attr::TimeLeft, Op::Le, 0, "time_left <= 0"),
+          "operation deadline passed");
+  }
+
+  const ast::File& file_;
+  std::string_view text_;
+  const CompileOptions& options_;
+  std::vector<Diagnostic>& out_;
+  std::size_t errors_ = 0;
+};
+
+}  // namespace
+
+std::vector<PolicySpec> check(const ast::File& file, std::string_view text,
+                              const CompileOptions& options, std::vector<Diagnostic>& diagnostics) {
+  return Checker(file, text, options, diagnostics).run();
+}
+
+}  // namespace recourse::detail

@@ -1,0 +1,264 @@
+// Compile stage: checked policy -> decision table.
+//
+// 1. Columns: every attribute a rule or guard tests. Numbers are cut at the constants compared
+//    with (x < c cuts at c, x <= c at c+1, x == c at c and c+1), strings get one cell per
+//    constant plus "other", envelope attributes one `absent` cell.
+// 2. Each test becomes the set of cells on whose representative value eval_test() holds, so the
+//    table means exactly what the reference interpreter computes.
+// 3. Conditions go to disjunctive normal form (negation pushed to the tests, where it is the
+//    complement of the cell set, `absent` included: `not` negates the whole test). Each term is
+//    a row. A retry or repair rule is preceded, term by term, by its budget guards intersected
+//    with the term, so first-match order gives the guards precedence over the rule's own route.
+// 4. Per column and cell, the bitset of accepting rows; and when the product of column sizes is
+//    at most options.direct_table_max_entries, the first matching row of every cell
+//    combination in one array.
+#include "compile.hpp"
+
+#include <algorithm>
+#include <set>
+
+#include "eval.hpp"
+
+namespace recourse::detail {
+namespace {
+
+using Cube = std::vector<CellSet>;
+
+struct TooManyTerms {};
+
+class Compiler {
+ public:
+  Compiler(const PolicySpec& spec, const CompileOptions& options) : spec_(spec), options_(options) {
+    column_of_.fill(-1);
+  }
+
+  Table run() {
+    for (const auto& r : spec_.rules)
+      if (r.when) collect(*r.when);
+    for (const auto& g : spec_.guards) collect(g.when);
+    build_columns();
+    for (std::uint32_t i = 0; i < spec_.rules.size(); ++i) add_rule(i);
+    build_bitsets();
+    build_direct();
+    return std::move(table_);
+  }
+
+  std::size_t current_rule = 0;
+
+ private:
+  // ---- columns ------------------------------------------------------------------------------
+
+  void collect(const Cond& c) {
+    if (c.kind != ast::Expr::Kind::Test) {
+      for (const auto& child : c.children) collect(child);
+      return;
+    }
+    used_.insert(c.attr);
+    auto& cuts = cuts_[static_cast<std::size_t>(c.attr)];
+    auto& strings = strings_[static_cast<std::size_t>(c.attr)];
+    auto after = [](std::int64_t v) { return v == std::numeric_limits<std::int64_t>::max() ? v : v + 1; };
+    for (const auto& k : c.values) {
+      switch (c.op) {
+        case ast::Op::Lt:
+        case ast::Op::Ge: cuts.insert(k.num); break;
+        case ast::Op::Le:
+        case ast::Op::Gt: cuts.insert(after(k.num)); break;
+        default:
+          cuts.insert(k.num);
+          cuts.insert(after(k.num));
+      }
+      strings.insert(k.str);
+    }
+  }
+
+  void build_columns() {
+    for (Attr a : used_) {  // std::set: attribute order, so dumps are stable
+      Column col;
+      col.attr = a;
+      const std::size_t i = static_cast<std::size_t>(a);
+      switch (info(a).type) {
+        case Type::Code:
+          col.values = spec_.codes.size();
+          col.code_names = spec_.codes;
+          break;
+        case Type::Bool: col.values = 2; break;
+        case Type::SideEffect: col.values = kSideEffects.size(); break;
+        case Type::String:
+          col.strings.assign(strings_[i].begin(), strings_[i].end());
+          col.values = col.strings.size() + 1;
+          break;
+        default:
+          col.cuts.assign(cuts_[i].begin(), cuts_[i].end());
+          col.values = col.cuts.size() + 1;
+      }
+      col.cells = col.values + (info(a).untrusted ? 1 : 0);
+      column_of_[i] = static_cast<int>(table_.columns.size());
+      table_.columns.push_back(std::move(col));
+    }
+  }
+
+  Cube full_cube() const {
+    Cube cube;
+    for (const auto& col : table_.columns) cube.emplace_back(col.cells, true);
+    return cube;
+  }
+
+  // ---- conditions to DNF --------------------------------------------------------------------
+
+  void limit(std::size_t terms) const {
+    if (terms > options_.max_terms_per_rule) throw TooManyTerms{};
+  }
+
+  std::vector<Cube> dnf(const Cond& c, bool negated) {
+    using K = ast::Expr::Kind;
+    if (c.kind == K::Test) {
+      const int col = column_of_[static_cast<std::size_t>(c.attr)];
+      const Column& column = table_.columns[static_cast<std::size_t>(col)];
+      CellSet set(column.cells, false);
+      std::string scratch;
+      for (std::size_t k = 0; k < column.cells; ++k)
+        if (eval_test(c, column.representative(k, scratch)) != negated) set.set(k);
+      if (set.empty()) return {};
+      Cube cube = full_cube();
+      cube[static_cast<std::size_t>(col)] = std::move(set);
+      return {std::move(cube)};
+    }
+    if (c.kind == K::Not) return dnf(c.children.at(0), !negated);
+    const bool conjunction = (c.kind == K::And) != negated;  // De Morgan
+    if (!conjunction) {
+      std::vector<Cube> out;
+      for (const auto& child : c.children) {
+        auto terms = dnf(child, negated);
+        limit(out.size() + terms.size());
+        std::move(terms.begin(), terms.end(), std::back_inserter(out));
+      }
+      return out;
+    }
+    std::vector<Cube> out{full_cube()};
+    for (const auto& child : c.children) {
+      const auto terms = dnf(child, negated);
+      std::vector<Cube> next;
+      for (const auto& a : out)
+        for (const auto& b : terms) {
+          Cube both = intersect(a, b);
+          if (!both.empty()) {
+            next.push_back(std::move(both));
+            limit(next.size());
+          }
+        }
+      out = std::move(next);
+      if (out.empty()) break;
+    }
+    return out;
+  }
+
+  // The intersection, or an empty vector when some column's set is empty.
+  static Cube intersect(const Cube& a, const Cube& b) {
+    Cube out = a;
+    for (std::size_t i = 0; i < out.size(); ++i) {
+      out[i] &= b[i];
+      if (out[i].empty()) return {};
+    }
+    return out;
+  }
+
+  // ---- rows ---------------------------------------------------------------------------------
+
+  std::uint32_t add_action(const Action& action, std::string label, std::string exhausted,
+                           std::uint32_t rule, ast::Pos pos) {
+    table_.actions.push_back(RowAction{action, std::move(label), std::move(exhausted), rule, pos});
+    return static_cast<std::uint32_t>(table_.actions.size() - 1);
+  }
+
+  void add_rule(std::uint32_t index) {
+    current_rule = index;
+    const RuleSpec& rule = spec_.rules[index];
+    const std::vector<Cube> terms = rule.when ? dnf(*rule.when, false) : std::vector<Cube>{full_cube()};
+    const std::uint32_t own = add_action(rule.action, rule.name, "", index, rule.pos);
+    const Route route = rule.action.route;
+    for (const Cube& term : terms) {
+      for (const Guard& g : spec_.guards) {
+        if (!(route == Route::Retry ? g.applies_to_retry : route == Route::Repair && g.applies_to_repair))
+          continue;
+        const std::uint32_t action = add_action(g.action, g.name, g.exhausted, index, rule.pos);
+        for (const Cube& guard_term : dnf(g.when, false)) {
+          Cube both = intersect(term, guard_term);
+          if (!both.empty()) table_.rows.push_back(Row{std::move(both), action});
+        }
+      }
+      table_.rows.push_back(Row{term, own});
+    }
+  }
+
+  // ---- matchers -----------------------------------------------------------------------------
+
+  void build_bitsets() {
+    table_.words = (table_.rows.size() + 63) / 64;
+    table_.bits.resize(table_.columns.size());
+    for (std::size_t c = 0; c < table_.columns.size(); ++c) {
+      auto& per_cell = table_.bits[c];
+      per_cell.assign(table_.columns[c].cells, std::vector<std::uint64_t>(table_.words, 0));
+      for (std::size_t r = 0; r < table_.rows.size(); ++r)
+        for (std::size_t k = 0; k < table_.columns[c].cells; ++k)
+          if (table_.rows[r].cube[c].test(k)) per_cell[k][r / 64] |= std::uint64_t{1} << (r % 64);
+    }
+  }
+
+  void build_direct() {
+    std::size_t entries = 1;
+    for (const auto& col : table_.columns) {
+      if (entries > options_.direct_table_max_entries / col.cells + 1) return;
+      entries *= col.cells;
+    }
+    if (entries > options_.direct_table_max_entries) return;
+    table_.strides.assign(table_.columns.size(), 0);
+    std::size_t stride = 1;
+    for (std::size_t c = table_.columns.size(); c-- > 0;) {
+      table_.strides[c] = stride;
+      stride *= table_.columns[c].cells;
+    }
+    table_.entries.resize(entries);
+    std::vector<std::size_t> cells(table_.columns.size() + 1, 0);
+    for (std::size_t index = 0; index < entries; ++index) {
+      std::size_t rest = index;
+      for (std::size_t c = 0; c < table_.columns.size(); ++c) {
+        cells[c] = rest / table_.strides[c];
+        rest %= table_.strides[c];
+      }
+      table_.entries[index] = table_.match_cells(cells.data());
+    }
+    table_.strategy = Strategy::Direct;
+  }
+
+  const PolicySpec& spec_;
+  const CompileOptions& options_;
+  Table table_;
+  std::set<Attr> used_;
+  std::array<std::set<std::int64_t>, kAttrCount> cuts_;
+  std::array<std::set<std::string>, kAttrCount> strings_;
+  std::array<int, kAttrCount> column_of_{};
+};
+
+}  // namespace
+
+std::optional<Table> compile(const PolicySpec& spec, const CompileOptions& options,
+                             std::vector<Diagnostic>& diagnostics) {
+  Compiler compiler(spec, options);
+  try {
+    return compiler.run();
+  } catch (const TooManyTerms&) {
+    const RuleSpec& rule = spec.rules.at(compiler.current_rule);
+    Diagnostic d;
+    d.code = "E093";
+    d.file = spec.file;
+    d.line = rule.pos.line;
+    d.column = rule.pos.column;
+    d.message = "rule '" + rule.name + "' expands to more than " +
+                std::to_string(options.max_terms_per_rule) + " terms";
+    d.help = "an `and` of many `or`s multiplies out; split the rule, or raise CompileOptions::max_terms_per_rule";
+    diagnostics.push_back(std::move(d));
+    return std::nullopt;
+  }
+}
+
+}  // namespace recourse::detail

@@ -1,0 +1,18 @@
+// Compile stage: PolicySpec -> decision table.
+#pragma once
+
+#include <optional>
+#include <vector>
+
+#include "table.hpp"
+
+namespace recourse::detail {
+
+/// Builds the table of `spec`: columns and cells, one row per DNF term of each rule (guard rows
+/// first for retry and repair rules), the bitsets, and the direct array when the domain is small
+/// enough. A rule whose condition expands beyond options.max_terms_per_rule terms is E093 and
+/// yields nullopt.
+std::optional<Table> compile(const PolicySpec& spec, const CompileOptions& options,
+                             std::vector<Diagnostic>& diagnostics);
+
+}  // namespace recourse::detail

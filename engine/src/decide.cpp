@@ -1,0 +1,158 @@
+// Evaluate stage: envelope + context -> attributes -> table row -> decision.
+//
+// make_point() computes every attribute before the lookup, the derived ones included
+// (attempts_left = max attempts - attempt, with the host's per-call override clamped to the
+// engine's ceiling; time_left = deadline - elapsed; `field in arguments` against the host's list
+// or the tool block's). The table picks the row; finish() adds what is computed after the
+// lookup: the delay (tested, not proven), budgets left, the idempotency-key directive and the
+// trace id. Nothing here allocates or throws.
+#include <algorithm>
+
+#include "backoff.hpp"
+#include "compiled.hpp"
+#include "nearest.hpp"
+
+namespace recourse {
+
+const char* to_string(Route route) noexcept {
+  static constexpr const char* names[] = {"retry", "repair", "authorize", "replace",
+                                          "degrade", "escalate", "stop"};
+  return names[static_cast<std::size_t>(route)];
+}
+
+const char* to_string(KeyDirective directive) noexcept {
+  static constexpr const char* names[] = {"none", "reuse", "new"};
+  return names[static_cast<std::size_t>(directive)];
+}
+
+namespace detail {
+
+namespace {
+
+Slot number(std::int64_t v) { return Slot{true, v, {}}; }
+
+Slot text(const std::optional<std::string>& s) {
+  return s ? Slot{true, 0, std::string_view(*s)} : Slot{};
+}
+
+std::int64_t max_attempts(const Compiled& p, const Context& c) {
+  return std::min(c.max_attempts.value_or(p.spec.attempts), p.attempt_ceiling);
+}
+
+std::int64_t saturating_sub(std::int64_t a, std::int64_t b) {
+  std::int64_t r;
+  if (__builtin_sub_overflow(a, b, &r)) return b > 0 ? std::numeric_limits<std::int64_t>::min()
+                                                     : std::numeric_limits<std::int64_t>::max();
+  return r;
+}
+
+}  // namespace
+
+Point make_point(const Compiled& p, const Envelope& e, const Context& c, std::uint32_t& warnings,
+                 std::string_view& nearest_code) noexcept {
+  Point point;
+  auto at = [&](Attr a) -> Slot& { return point[static_cast<std::size_t>(a)]; };
+  if (e.code) {
+    auto it = p.code_ids.find(std::string_view(*e.code));
+    if (it != p.code_ids.end()) {
+      at(Attr::Code) = number(it->second);
+    } else {
+      at(Attr::Code) = number(kUnknownCode);
+      warnings |= kUnknownCode;
+      nearest_code = nearest(*e.code, p.spec.codes);
+    }
+  }
+  if (e.retryable) at(Attr::Retryable) = number(*e.retryable);
+  at(Attr::Field) = text(e.field);
+  at(Attr::Suggestion) = text(e.suggestion);
+  if (e.retry_after_ms) at(Attr::RetryAfter) = number(*e.retry_after_ms);
+  at(Attr::TraceId) = text(e.trace_id);
+  at(Attr::Idempotent) = number(c.idempotent.value_or(p.spec.idempotent));
+  if (!c.side_effect) warnings |= kSideEffectAssumed;
+  at(Attr::SideEffect) = number(static_cast<std::int64_t>(c.side_effect.value_or(SideEffect::Unknown)));
+  at(Attr::Attempt) = number(c.attempt);
+  at(Attr::Repairs) = number(c.repairs);
+  at(Attr::Elapsed) = number(c.elapsed_ms);
+  at(Attr::Tool) = Slot{true, 0, c.tool};
+  at(Attr::AttemptsLeft) = number(saturating_sub(max_attempts(p, c), c.attempt));
+  const std::int64_t deadline = c.deadline_ms.value_or(p.spec.deadline_ms);
+  at(Attr::TimeLeft) = number(deadline == kNoLimit ? kNoLimit : saturating_sub(deadline, c.elapsed_ms));
+  if (e.field) {
+    const auto& args = c.arguments ? *c.arguments : p.spec.arguments;
+    const bool in = std::find(args.begin(), args.end(), *e.field) != args.end();
+    at(Attr::FieldInArguments) = number(in);
+  }
+  return point;
+}
+
+void finish(const Compiled& p, const RowAction& a, std::uint32_t row, const Point& point,
+            const Envelope& e, const Context& c, Decision& d) noexcept {
+  d.route = a.action.route;
+  d.rule = a.label;
+  d.reason = a.action.reason;
+  d.target = a.action.target;
+  d.exhausted = a.exhausted;
+  d.row = row;
+  d.policy = p.spec.name;
+  d.policy_hash = p.hash;
+  d.attempt = c.attempt;
+  d.attempts_left = std::max<std::int64_t>(0, point[static_cast<std::size_t>(Attr::AttemptsLeft)].num);
+  d.repairs_left = std::max<std::int64_t>(0, p.spec.repairs - c.repairs);
+  d.retry_after_ms = e.retry_after_ms;
+  if (!e.trace_id) {
+    d.warnings |= kTraceIdMinted;
+    d.minted_trace_id = splitmix64(fnv1a(c.operation_id, fnv1a(c.tool)) ^
+                                   static_cast<std::uint64_t>(c.attempt) ^ p.seed);
+  }
+  const bool keys = p.spec.honours_keys;
+  if (d.route == Route::Retry) {
+    const std::string_view key_source = !c.operation_id.empty() ? std::string_view(c.operation_id)
+                                        : e.trace_id              ? std::string_view(*e.trace_id)
+                                                                  : std::string_view(c.tool);
+    const Delay delay = backoff_delay(p.spec.backoff, c.attempt, fnv1a(key_source, p.seed));
+    d.delay_ms = std::max({delay.delay_ms, p.spec.min_delay_ms, e.retry_after_ms.value_or(0)});
+    d.jitter_draw = delay.draw_ms;
+    d.idempotency_key = keys ? KeyDirective::Reuse : KeyDirective::None;
+  } else if (d.route == Route::Repair) {
+    d.idempotency_key = keys ? KeyDirective::New : KeyDirective::None;
+  }
+}
+
+}  // namespace detail
+
+Decision Policy::decide(const Envelope& envelope, const Context& context) const noexcept {
+  Decision d;
+  const detail::Compiled& p = *impl_;
+  const detail::Point point = detail::make_point(p, envelope, context, d.warnings, d.nearest_code);
+  const std::uint32_t row = p.table.match(point);
+  detail::finish(p, p.table.actions[p.table.rows[row].action], row, point, envelope, context, d);
+  d.keep_alive = impl_;
+  return d;
+}
+
+std::string_view Policy::name() const noexcept { return impl_->spec.name; }
+std::string_view Policy::hash() const noexcept { return impl_->hash; }
+std::string Policy::dump() const { return detail::dump(impl_->table, impl_->spec, true); }
+
+const Policy* Bundle::find(std::string_view tool) const noexcept {
+  auto by_name = [](const Policy& p, std::string_view n) { return p.name() < n; };
+  for (std::string_view name : {tool, std::string_view("*")}) {
+    auto it = std::lower_bound(policies_.begin(), policies_.end(), name, by_name);
+    if (it != policies_.end() && it->name() == name) return &*it;
+  }
+  return nullptr;
+}
+
+Decision Bundle::decide(const Envelope& envelope, const Context& context) const noexcept {
+  if (const Policy* p = find(context.tool)) return p->decide(envelope, context);
+  Decision d;
+  d.route = Route::Stop;
+  d.rule = "no_policy";
+  d.reason = "no policy for this tool and no \"*\" policy";
+  d.attempt = context.attempt;
+  d.retry_after_ms = envelope.retry_after_ms;
+  d.warnings = kNoPolicy;
+  return d;
+}
+
+}  // namespace recourse

@@ -1,0 +1,300 @@
+// Envelope reader (untrusted input) and context reader (trusted input).
+//
+// The envelope is read with nlohmann's SAX interface: no DOM is built, nesting is bounded while
+// reading, and a key seen twice is visible (a DOM keeps only one of them). Per field, the value
+// either passes its check or the field is absent with a warning; never a different valid value.
+// The context comes from the host and is parsed strictly: any bad field is an error.
+#include <cmath>
+#include <nlohmann/json.hpp>
+
+#include "recourse/envelope.hpp"
+
+namespace recourse {
+namespace {
+
+enum class Field { Code, Message, Retryable, FieldName, Suggestion, RetryAfter, TraceId, kCount, None };
+
+constexpr const char* kKeys[] = {"code", "message", "retryable", "field", "suggestion", "retryAfterMs", "traceId"};
+
+Field field_of(const std::string& key) {
+  for (int i = 0; i < static_cast<int>(Field::kCount); ++i)
+    if (key == kKeys[i]) return static_cast<Field>(i);
+  return Field::None;
+}
+
+class Reader : public nlohmann::json_sax<nlohmann::json> {
+ public:
+  Reader(const ReaderLimits& limits, EnvelopeResult& out) : limits_(limits), out_(out) {}
+
+  bool null() override { return scalar([&] { drop("null", "is null"); }); }
+  bool boolean(bool v) override {
+    return scalar([&] {
+      if (current_ == Field::Retryable) set_bool(v);
+      else drop("malformed", "expected " + expected() + ", got a boolean");
+    });
+  }
+  bool number_integer(number_integer_t v) override { return number(static_cast<double>(v), v >= 0, v); }
+  bool number_unsigned(number_unsigned_t v) override {
+    const bool fits = v <= static_cast<number_unsigned_t>(std::numeric_limits<std::int64_t>::max());
+    return number(static_cast<double>(v), true,
+                  fits ? static_cast<std::int64_t>(v) : std::numeric_limits<std::int64_t>::max());
+  }
+  bool number_float(number_float_t v, const string_t&) override {
+    if (!std::isfinite(v) || v < 0) return number(v, false, 0);
+    const double up = std::ceil(v);
+    return number(v, true, up >= 9.2e18 ? std::numeric_limits<std::int64_t>::max() : static_cast<std::int64_t>(up));
+  }
+  bool string(string_t& v) override {
+    return scalar([&] {
+      if (current_ == Field::Retryable || current_ == Field::RetryAfter) {
+        drop("malformed", "expected " + expected() + ", got a string");
+        return;
+      }
+      const std::size_t cap = current_ == Field::Code ? limits_.max_code_bytes
+                              : current_ == Field::Message || current_ == Field::Suggestion
+                                  ? limits_.max_text_bytes
+                                  : limits_.max_field_bytes;
+      if (v.size() > cap) return drop("oversized", "is longer than " + std::to_string(cap) + " bytes");
+      if (v.empty() && current_ != Field::Message && current_ != Field::Suggestion)
+        return drop("malformed", "is an empty string");
+      set_string(std::move(v));
+    });
+  }
+  bool binary(binary_t&) override { return scalar([&] { drop("malformed", "is binary"); }); }
+  bool start_object(std::size_t) override { return open(); }
+  bool end_object() override { return close(); }
+  bool start_array(std::size_t) override {
+    if (depth_ == 0) {
+      error_ = "an envelope is a JSON object";
+      return false;
+    }
+    return open();
+  }
+  bool end_array() override { return close(); }
+  bool key(string_t& k) override {
+    if (depth_ == 1) current_ = field_of(k);
+    return true;
+  }
+  bool parse_error(std::size_t position, const std::string&, const nlohmann::detail::exception& e) override {
+    if (error_.empty()) error_ = "invalid JSON at byte " + std::to_string(position) + ": " + e.what();
+    return false;
+  }
+
+  std::string error_;
+
+ private:
+  std::string expected() const {
+    switch (current_) {
+      case Field::Retryable: return "true or false";
+      case Field::RetryAfter: return "a finite number of ms >= 0";
+      default: return "a string";
+    }
+  }
+
+  // A scalar at the top level is not an envelope; inside an unknown key or a nested value it is
+  // skipped; at depth 1 it is the value of `current_`.
+  template <typename F>
+  bool scalar(F&& handle) {
+    if (depth_ == 0) {
+      error_ = "an envelope is a JSON object";
+      return false;
+    }
+    if (depth_ == 1 && current_ != Field::None) {
+      if (!duplicate()) handle();
+      current_ = Field::None;
+    }
+    return true;
+  }
+
+  bool number(double, bool valid, std::int64_t value) {
+    return scalar([&] {
+      if (current_ != Field::RetryAfter) return drop("malformed", "expected " + expected() + ", got a number");
+      if (!valid) return drop("malformed", "expected a finite number of ms >= 0");
+      out_.envelope.retry_after_ms = value;
+    });
+  }
+
+  bool open() {
+    if (depth_ == 1 && current_ != Field::None) {
+      if (!duplicate()) drop("malformed", "expected " + expected() + ", got an object or array");
+      current_ = Field::None;
+    }
+    if (++depth_ > limits_.max_depth) return too_deep();
+    return true;
+  }
+  bool close() {
+    --depth_;
+    return true;
+  }
+  bool too_deep() {
+    error_ = "envelope nested deeper than " + std::to_string(limits_.max_depth) + " levels";
+    return false;
+  }
+
+  // A second occurrence of a key drops the field, whatever either value was.
+  bool duplicate() {
+    const auto i = static_cast<std::size_t>(current_);
+    if (!seen_[i]) {
+      seen_[i] = true;
+      return false;
+    }
+    if (!duplicated_[i]) {
+      duplicated_[i] = true;
+      clear(current_);
+      out_.envelope.warnings.push_back({"duplicate", kKeys[i], std::string(kKeys[i]) + " appears more than once; read as absent"});
+    }
+    return true;
+  }
+
+  void drop(const char* kind, const std::string& why) {
+    clear(current_);
+    const char* key = kKeys[static_cast<std::size_t>(current_)];
+    out_.envelope.warnings.push_back({kind, key, std::string(key) + " " + why + "; read as absent"});
+  }
+
+  void clear(Field f) {
+    Envelope& e = out_.envelope;
+    switch (f) {
+      case Field::Code: e.code.reset(); break;
+      case Field::Message: e.message.reset(); break;
+      case Field::Retryable: e.retryable.reset(); break;
+      case Field::FieldName: e.field.reset(); break;
+      case Field::Suggestion: e.suggestion.reset(); break;
+      case Field::RetryAfter: e.retry_after_ms.reset(); break;
+      case Field::TraceId: e.trace_id.reset(); break;
+      default: break;
+    }
+  }
+  void set_bool(bool v) { out_.envelope.retryable = v; }
+  void set_string(std::string v) {
+    Envelope& e = out_.envelope;
+    switch (current_) {
+      case Field::Code: e.code = std::move(v); break;
+      case Field::Message: e.message = std::move(v); break;
+      case Field::FieldName: e.field = std::move(v); break;
+      case Field::Suggestion: e.suggestion = std::move(v); break;
+      case Field::TraceId: e.trace_id = std::move(v); break;
+      default: break;
+    }
+  }
+
+  const ReaderLimits& limits_;
+  EnvelopeResult& out_;
+  std::size_t depth_ = 0;
+  Field current_ = Field::None;
+  bool seen_[static_cast<std::size_t>(Field::kCount)] = {};
+  bool duplicated_[static_cast<std::size_t>(Field::kCount)] = {};
+};
+
+}  // namespace
+
+EnvelopeResult read_envelope(std::string_view json, const ReaderLimits& limits) noexcept {
+  EnvelopeResult out;
+  try {
+    if (json.size() > limits.max_bytes) {
+      out.error = "envelope is " + std::to_string(json.size()) + " bytes; the limit is " +
+                  std::to_string(limits.max_bytes);
+      return out;
+    }
+    Reader reader(limits, out);
+    const bool ok = nlohmann::json::sax_parse(json.begin(), json.end(), &reader);
+    if (!ok || !reader.error_.empty()) {
+      out.error = reader.error_.empty() ? "invalid JSON" : reader.error_;
+      out.envelope = Envelope{};
+      return out;
+    }
+    out.ok = true;
+  } catch (const std::exception& e) {
+    out = EnvelopeResult{};
+    out.error = std::string("envelope could not be read: ") + e.what();
+  }
+  return out;
+}
+
+namespace {
+
+struct ContextReader {
+  std::vector<Diagnostic>& errors;
+
+  void fail(const std::string& key, const std::string& what) {
+    Diagnostic d;
+    d.code = "C001";
+    d.message = "context." + key + " " + what;
+    errors.push_back(std::move(d));
+  }
+
+  template <typename T>
+  void integer(const nlohmann::json& j, const char* key, T& out, std::int64_t min) {
+    auto it = j.find(key);
+    if (it == j.end() || it->is_null()) return;
+    if (!it->is_number_integer() || it->get<std::int64_t>() < min)
+      return fail(key, "must be an integer >= " + std::to_string(min));
+    out = it->get<std::int64_t>();
+  }
+  void text(const nlohmann::json& j, const char* key, std::string& out) {
+    auto it = j.find(key);
+    if (it == j.end() || it->is_null()) return;
+    if (!it->is_string()) return fail(key, "must be a string");
+    out = it->get<std::string>();
+  }
+};
+
+}  // namespace
+
+ContextResult read_context(std::string_view json) noexcept {
+  ContextResult out;
+  try {
+    const auto j = nlohmann::json::parse(json.begin(), json.end(), nullptr, false);
+    ContextReader r{out.errors};
+    if (j.is_discarded() || !j.is_object()) {
+      r.fail("", "is not a JSON object");
+      out.errors.back().message = "context is not a JSON object";
+      return out;
+    }
+    Context& c = out.context;
+    r.text(j, "tool", c.tool);
+    r.text(j, "operationId", c.operation_id);
+    r.text(j, "workflowId", c.workflow_id);
+    if (auto it = j.find("idempotent"); it != j.end() && !it->is_null()) {
+      if (it->is_boolean()) c.idempotent = it->get<bool>();
+      else r.fail("idempotent", "must be true or false");
+    }
+    if (auto it = j.find("sideEffect"); it != j.end() && !it->is_null()) {
+      const std::string s = it->is_string() ? it->get<std::string>() : "";
+      if (s == "none") c.side_effect = SideEffect::None;
+      else if (s == "unknown") c.side_effect = SideEffect::Unknown;
+      else if (s == "committed") c.side_effect = SideEffect::Committed;
+      else r.fail("sideEffect", "must be \"none\", \"unknown\" or \"committed\"");
+    }
+    r.integer(j, "attempt", c.attempt, 1);
+    r.integer(j, "repairs", c.repairs, 0);
+    r.integer(j, "elapsedMs", c.elapsed_ms, 0);
+    std::int64_t v = -1;
+    r.integer(j, "maxAttempts", v, 1);
+    if (v >= 1) c.max_attempts = v;
+    v = -1;
+    r.integer(j, "deadlineMs", v, 0);
+    if (v >= 0) c.deadline_ms = v;
+    if (auto it = j.find("arguments"); it != j.end() && !it->is_null()) {
+      std::vector<std::string> args;
+      bool ok = it->is_array();
+      if (ok)
+        for (const auto& a : *it) {
+          if (!a.is_string()) ok = false;
+          else args.push_back(a.get<std::string>());
+        }
+      if (ok) c.arguments = std::move(args);
+      else r.fail("arguments", "must be a list of strings");
+    }
+    out.ok = out.errors.empty();
+  } catch (const std::exception& e) {
+    out.ok = false;
+    Diagnostic d;
+    d.code = "C001";
+    d.message = std::string("context could not be read: ") + e.what();
+    out.errors.push_back(std::move(d));
+  }
+  return out;
+}
+
+}  // namespace recourse

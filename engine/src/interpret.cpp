@@ -1,0 +1,106 @@
+// Reference interpreter: walks the checked rules directly, with no table.
+//
+// It exists to be obviously right: tests and the differential fuzzer compare it with the
+// compiled table on many inputs, and `recourse explain` uses it to show each rule's tests and
+// the values they saw. It shares make_point() and finish() with decide(), and eval_test() with
+// the compiler, so what it checks is the table: cells, DNF, guard rows and the matcher.
+#include "compiled.hpp"
+#include "eval.hpp"
+
+namespace recourse {
+namespace detail {
+namespace {
+
+std::string value_text(const Compiled& p, Attr attr, const Slot& s) {
+  if (!s.present) return "absent";
+  switch (info(attr).type) {
+    case Type::Code: return p.spec.codes.at(static_cast<std::size_t>(s.num));
+    case Type::Bool: return s.num ? "true" : "false";
+    case Type::SideEffect: return std::string(kSideEffects.at(static_cast<std::size_t>(s.num)));
+    case Type::String: return "\"" + std::string(s.str) + "\"";
+    case Type::Duration: return s.num == kNoLimit ? "unlimited" : std::to_string(s.num) + "ms";
+    default: return std::to_string(s.num);
+  }
+}
+
+// Evaluates `c`; with `trace`, appends each test evaluated (short-circuit order).
+bool eval(const Compiled& p, const Cond& c, const Point& point, std::vector<ExplainedTest>* trace) {
+  using K = ast::Expr::Kind;
+  switch (c.kind) {
+    case K::Test: {
+      const Slot& slot = point[static_cast<std::size_t>(c.attr)];
+      const bool r = eval_test(c, slot);
+      if (trace) trace->push_back({c.text, value_text(p, c.attr, slot), r});
+      return r;
+    }
+    case K::Not: return !eval(p, c.children[0], point, trace);
+    case K::And:
+      for (const auto& child : c.children)
+        if (!eval(p, child, point, trace)) return false;
+      return true;
+    case K::Or:
+      for (const auto& child : c.children)
+        if (eval(p, child, point, trace)) return true;
+      return false;
+  }
+  return false;
+}
+
+struct Outcome {
+  std::uint32_t rule = 0;
+  const Guard* guard = nullptr;
+};
+
+Outcome run(const Compiled& p, const Point& point, std::vector<ExplainedRule>* trace) {
+  for (std::uint32_t i = 0; i < p.spec.rules.size(); ++i) {
+    const RuleSpec& rule = p.spec.rules[i];
+    std::vector<ExplainedTest> tests;
+    const bool matched = !rule.when || eval(p, *rule.when, point, trace ? &tests : nullptr);
+    if (trace) {
+      if (!matched && !tests.empty()) tests.erase(tests.begin(), tests.end() - 1);
+      trace->push_back({rule.name, rule.pos.line, rule.pos.column, matched, std::move(tests)});
+    }
+    if (!matched) continue;
+    const Route route = rule.action.route;
+    for (const Guard& g : p.spec.guards) {
+      const bool applies = route == Route::Retry ? g.applies_to_retry : route == Route::Repair && g.applies_to_repair;
+      if (applies && eval(p, g.when, point, nullptr)) return {i, &g};
+    }
+    return {i, nullptr};
+  }
+  return {static_cast<std::uint32_t>(p.spec.rules.size() - 1), nullptr};  // unreachable: default
+}
+
+// The row action a table would hold for this outcome (row number unknown to the interpreter).
+RowAction action_of(const Compiled& p, const Outcome& o) {
+  const RuleSpec& rule = p.spec.rules[o.rule];
+  if (o.guard) return RowAction{o.guard->action, o.guard->name, o.guard->exhausted, o.rule, rule.pos};
+  return RowAction{rule.action, rule.name, "", o.rule, rule.pos};
+}
+
+}  // namespace
+}  // namespace detail
+
+Decision Policy::interpret(const Envelope& envelope, const Context& context) const noexcept {
+  return explain(envelope, context).decision;
+}
+
+Explanation Policy::explain(const Envelope& envelope, const Context& context) const {
+  const detail::Compiled& p = *impl_;
+  Explanation x;
+  Decision& d = x.decision;
+  const detail::Point point = detail::make_point(p, envelope, context, d.warnings, d.nearest_code);
+  const detail::Outcome o = detail::run(p, point, &x.rules);
+  // Labels must outlive this call: point into the compiled policy, not into a temporary.
+  const detail::RowAction a = detail::action_of(p, o);
+  detail::finish(p, a, 0, point, envelope, context, d);
+  d.rule = o.guard ? std::string_view(o.guard->name) : std::string_view(p.spec.rules[o.rule].name);
+  d.reason = o.guard ? std::string_view(o.guard->action.reason) : std::string_view(p.spec.rules[o.rule].action.reason);
+  d.target = o.guard ? std::string_view(o.guard->action.target) : std::string_view(p.spec.rules[o.rule].action.target);
+  d.exhausted = o.guard ? std::string_view(o.guard->exhausted) : std::string_view();
+  if (o.guard) x.guard = o.guard->name;
+  d.keep_alive = impl_;
+  return x;
+}
+
+}  // namespace recourse

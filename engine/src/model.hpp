@@ -1,0 +1,157 @@
+// The checked policy model: what the checker produces and what the compiler, the reference
+// interpreter and decide() consume.
+//
+// Everything here is resolved: attributes are ids with types, codes are ids into the policy's
+// code table, durations are ms, routes are enums. The attribute catalogue (kAttributes) is the
+// one place that lists the language's attributes, their types, whether they come from the
+// untrusted envelope (and so have an `absent` value) and their JSON keys.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <limits>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ast.hpp"
+#include "recourse/policy.hpp"
+
+namespace recourse::detail {
+
+/// Value types of attributes.
+enum class Type : std::uint8_t { Code, Bool, SideEffect, String, Duration, Count };
+
+/// Attribute ids; kAttributes is indexed by them.
+enum class Attr : std::uint8_t {
+  Code, Retryable, Field, Suggestion, RetryAfter, TraceId,           // envelope (untrusted)
+  Idempotent, SideEffect, Attempt, Repairs, Elapsed, Tool,           // context (trusted)
+  AttemptsLeft, TimeLeft,                                            // derived before the lookup
+  FieldInArguments,                                                  // derived: `field in arguments`
+  kCount
+};
+inline constexpr std::size_t kAttrCount = static_cast<std::size_t>(Attr::kCount);
+
+struct AttrInfo {
+  std::string_view name;      ///< in the language
+  std::string_view json_key;  ///< in the envelope or context JSON ("" for derived)
+  Type type;
+  bool untrusted;             ///< from the envelope: has an `absent` value
+};
+
+inline constexpr std::array<AttrInfo, kAttrCount> kAttributes = {{
+    {"code", "code", Type::Code, true},
+    {"retryable", "retryable", Type::Bool, true},
+    {"field", "field", Type::String, true},
+    {"suggestion", "suggestion", Type::String, true},
+    {"retry_after", "retryAfterMs", Type::Duration, true},
+    {"trace_id", "traceId", Type::String, true},
+    {"idempotent", "idempotent", Type::Bool, false},
+    {"side_effect", "sideEffect", Type::SideEffect, false},
+    {"attempt", "attempt", Type::Count, false},
+    {"repairs", "repairs", Type::Count, false},
+    {"elapsed", "elapsedMs", Type::Duration, false},
+    {"tool", "tool", Type::String, false},
+    {"attempts_left", "", Type::Count, false},
+    {"time_left", "", Type::Duration, false},
+    {"field in arguments", "", Type::Bool, true},
+}};
+
+inline const AttrInfo& info(Attr a) { return kAttributes[static_cast<std::size_t>(a)]; }
+
+/// The built-in codes, ids 0..9 in every policy; declared codes follow.
+inline constexpr std::array<std::string_view, 10> kBuiltinCodes = {
+    "TRANSIENT", "RATE_LIMITED", "TIMEOUT", "VALIDATION", "PERMISSION",
+    "NOT_FOUND", "CONFLICT", "QUOTA_EXCEEDED", "CONTEXT_OVERFLOW", "UNKNOWN"};
+inline constexpr std::int64_t kUnknownCode = 9;
+
+inline constexpr std::array<std::string_view, 3> kSideEffects = {"none", "unknown", "committed"};
+inline constexpr std::int64_t kNoLimit = std::numeric_limits<std::int64_t>::max();
+
+/// One attribute's value for one input. Enums and booleans are small integers in `num`.
+struct Slot {
+  bool present = false;
+  std::int64_t num = 0;
+  std::string_view str;
+};
+
+/// All attributes of one input, computed before the lookup (see point.cpp).
+using Point = std::array<Slot, kAttrCount>;
+
+/// A resolved constant of a test: a number (count, ms, enum id, 0/1) or a string.
+struct Constant {
+  std::int64_t num = 0;
+  std::string str;
+};
+
+/// A resolved condition: the AST's shape with attributes and constants resolved.
+struct Cond {
+  ast::Expr::Kind kind = ast::Expr::Kind::Test;
+  ast::Pos pos;
+  std::vector<Cond> children;
+  Attr attr = Attr::Code;
+  ast::Op op = ast::Op::Truthy;
+  std::vector<Constant> values;
+  std::string text;  ///< the test as written, for explanations
+};
+
+/// A route with its target and reason.
+struct Action {
+  Route route = Route::Stop;
+  std::string target;
+  std::string reason;
+};
+
+/// A rule after checking. `when` empty matches every input.
+struct RuleSpec {
+  std::string name;
+  ast::Pos pos;
+  std::optional<Cond> when;
+  Action action;
+};
+
+/// A budget guard: overrides a retry or repair chosen by a rule when `when` holds. Guards are
+/// synthesized by the checker from the limits, in the documented precedence order.
+struct Guard {
+  std::string name;       ///< e.g. "budget:attempts"; shown as the decision's rule
+  std::string exhausted;  ///< the budget's name in the decision
+  bool applies_to_retry = true;
+  bool applies_to_repair = true;
+  Cond when;
+  Action action;
+};
+
+enum class BackoffKind : std::uint8_t { Constant, Linear, Exponential };
+enum class Jitter : std::uint8_t { None, Full, Equal, Decorrelated };
+
+/// Backoff parameters; the defaults are those of a policy without a backoff line.
+struct Backoff {
+  BackoffKind kind = BackoffKind::Exponential;
+  std::int64_t base_ms = 250;
+  double factor = 2.0;
+  std::int64_t max_ms = 20000;
+  Jitter jitter = Jitter::Full;
+};
+
+/// A checked policy: the input of compile() and of the reference interpreter.
+struct PolicySpec {
+  std::string name;
+  std::string file;
+  ast::Pos pos;
+  bool idempotent = false;             ///< tool default
+  bool honours_keys = false;           ///< tool honours idempotency keys
+  std::vector<std::string> arguments;  ///< tool's argument names
+  std::int64_t attempts = 3;           ///< limits.attempts, calls including the first
+  std::int64_t repairs = 1;            ///< limits.repairs
+  std::int64_t retry_after_max_ms = 60000;
+  std::int64_t deadline_ms = kNoLimit; ///< limits.deadline (kNoLimit: none)
+  std::int64_t min_delay_ms = 50;
+  Action on_exhausted;                 ///< route when a budget guard fires
+  Backoff backoff;
+  std::vector<std::string> codes;      ///< built-ins then declared
+  std::vector<RuleSpec> rules;         ///< author rules, then the default as a rule without `when`
+  std::vector<Guard> guards;           ///< in precedence order
+};
+
+}  // namespace recourse::detail

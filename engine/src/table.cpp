@@ -1,0 +1,152 @@
+// Decision table: cell sets, cell lookup, matching and the stable text dump.
+#include "table.hpp"
+
+#include <algorithm>
+#include <fmt/format.h>
+
+namespace recourse::detail {
+
+CellSet::CellSet(std::size_t cells, bool full) : cells_(cells), words_((cells + 63) / 64, 0) {
+  if (full)
+    for (std::size_t c = 0; c < cells; ++c) set(c);
+}
+
+bool CellSet::empty() const {
+  return std::all_of(words_.begin(), words_.end(), [](std::uint64_t w) { return w == 0; });
+}
+
+bool CellSet::full() const { return complement().empty(); }
+
+CellSet& CellSet::operator&=(const CellSet& other) {
+  for (std::size_t i = 0; i < words_.size(); ++i) words_[i] &= other.words_[i];
+  return *this;
+}
+
+CellSet CellSet::complement() const {
+  CellSet out(cells_, false);
+  for (std::size_t c = 0; c < cells_; ++c)
+    if (!test(c)) out.set(c);
+  return out;
+}
+
+std::size_t Column::cell_of(const Slot& slot) const noexcept {
+  if (!slot.present) return cells - 1;  // only untrusted columns reach here without a value
+  switch (info(attr).type) {
+    case Type::Duration:
+    case Type::Count:
+      return static_cast<std::size_t>(std::upper_bound(cuts.begin(), cuts.end(), slot.num) - cuts.begin());
+    case Type::String:
+      for (std::size_t i = 0; i < strings.size(); ++i)
+        if (strings[i] == slot.str) return i;
+      return strings.size();
+    default:
+      return static_cast<std::size_t>(slot.num);
+  }
+}
+
+Slot Column::representative(std::size_t cell, std::string& scratch) const {
+  Slot s;
+  if (info(attr).untrusted && cell == cells - 1) return s;  // absent
+  s.present = true;
+  switch (info(attr).type) {
+    case Type::Duration:
+    case Type::Count:
+      s.num = cell == 0 ? std::numeric_limits<std::int64_t>::min() : cuts[cell - 1];
+      break;
+    case Type::String:
+      if (cell < strings.size()) {
+        s.str = strings[cell];
+      } else {  // "other": longer than every constant, so equal to none
+        scratch.clear();
+        for (const auto& k : strings) scratch += k;
+        scratch += '\x01';
+        s.str = scratch;
+      }
+      break;
+    default:
+      s.num = static_cast<std::int64_t>(cell);
+  }
+  return s;
+}
+
+std::string Column::cell_name(std::size_t cell) const {
+  if (info(attr).untrusted && cell == cells - 1) return "absent";
+  switch (info(attr).type) {
+    case Type::Code: return code_names.at(cell);
+    case Type::Bool: return cell ? "true" : "false";
+    case Type::SideEffect: return std::string(kSideEffects.at(cell));
+    case Type::String: return cell < strings.size() ? fmt::format("\"{}\"", strings[cell]) : "other";
+    default: {
+      auto bound = [](std::int64_t v) {
+        if (v == std::numeric_limits<std::int64_t>::min()) return std::string("-inf");
+        if (v == std::numeric_limits<std::int64_t>::max()) return std::string("+inf");
+        return std::to_string(v);
+      };
+      const std::int64_t lo = cell == 0 ? std::numeric_limits<std::int64_t>::min() : cuts[cell - 1];
+      const std::int64_t hi = cell == cuts.size() ? std::numeric_limits<std::int64_t>::max() : cuts[cell];
+      return fmt::format("[{},{})", bound(lo), bound(hi));
+    }
+  }
+}
+
+std::uint32_t Table::match_cells(const std::size_t* cells) const noexcept {
+  for (std::size_t w = 0; w < words; ++w) {
+    std::uint64_t acc = ~std::uint64_t{0};
+    for (std::size_t c = 0; c < columns.size() && acc; ++c) acc &= bits[c][cells[c]][w];
+    if (acc) return static_cast<std::uint32_t>(w * 64 + static_cast<std::size_t>(__builtin_ctzll(acc)));
+  }
+  return static_cast<std::uint32_t>(rows.size() - 1);  // unreachable: the default row matches all
+}
+
+std::uint32_t Table::match(const Point& point) const noexcept {
+  constexpr std::size_t kMaxColumns = kAttrCount;
+  std::size_t cells[kMaxColumns];
+  for (std::size_t c = 0; c < columns.size(); ++c)
+    cells[c] = columns[c].cell_of(point[static_cast<std::size_t>(columns[c].attr)]);
+  if (strategy == Strategy::Direct) {
+    std::size_t index = 0;
+    for (std::size_t c = 0; c < columns.size(); ++c) index += cells[c] * strides[c];
+    return entries[index];
+  }
+  return match_cells(cells);
+}
+
+std::string dump(const Table& table, const PolicySpec& spec, bool with_positions) {
+  std::string out = fmt::format("policy \"{}\"\nhit first\n", spec.name);
+  if (table.strategy == Strategy::Direct) {
+    std::string dims;
+    for (const auto& c : table.columns) dims += (dims.empty() ? "" : "x") + std::to_string(c.cells);
+    out += fmt::format("strategy direct {} = {} entries\n", dims.empty() ? "1" : dims, table.entries.size());
+  } else {
+    out += fmt::format("strategy bitset {} rows x {} words\n", table.rows.size(), table.words);
+  }
+  out += "columns\n";
+  for (std::size_t c = 0; c < table.columns.size(); ++c) {
+    const Column& col = table.columns[c];
+    out += fmt::format("  c{} {}:", c, info(col.attr).name);
+    for (std::size_t k = 0; k < col.cells; ++k) out += " " + col.cell_name(k);
+    out += "\n";
+  }
+  out += "rows\n";
+  for (std::size_t r = 0; r < table.rows.size(); ++r) {
+    const Row& row = table.rows[r];
+    const RowAction& a = table.actions[row.action];
+    std::string cube;
+    for (std::size_t c = 0; c < table.columns.size(); ++c) {
+      if (row.cube[c].full()) continue;
+      std::string cells;
+      for (std::size_t k = 0; k < table.columns[c].cells; ++k)
+        if (row.cube[c].test(k)) cells += (cells.empty() ? "" : ",") + table.columns[c].cell_name(k);
+      cube += fmt::format(" {}={{{}}}", info(table.columns[c].attr).name, cells);
+    }
+    std::string action = to_string(a.action.route);
+    if (!a.action.target.empty()) action += fmt::format(" \"{}\"", a.action.target);
+    if (!a.action.reason.empty()) action += fmt::format(" \"{}\"", a.action.reason);
+    out += fmt::format("  r{} {}{}{} -> {}", r, a.label, cube.empty() ? " *" : "", cube, action);
+    if (with_positions) out += fmt::format("  @{}:{}:{}", spec.file, a.pos.line, a.pos.column);
+    out += "\n";
+  }
+  return out;
+}
+
+}  // namespace recourse::detail

@@ -1,0 +1,97 @@
+// The decision table: what the compiler produces and decide() matches against.
+//
+// Columns are the attributes the rules test. Each column cuts its domain into cells: one per
+// enum value, elementary intervals between the constants the rules compare numbers with, one
+// cell per string constant plus "other", and an `absent` cell for envelope attributes. A row is
+// a cube (one cell set per column), an action and the rule (or budget guard) it came from; the
+// hit policy is first match in row order.
+//
+// Matching is packet classification (docs/ALGORITHMS: Lakshman and Stiliadis 1998): per column
+// and cell a bitset of the rows that accept it; an input ANDs one bitset per column and the
+// lowest set bit is the row. When the product of the column sizes is small the compiler also
+// fills a direct-indexed array over the whole domain (the collapsed form of Gupta and McKeown's
+// RFC), and a decision is one array read.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "model.hpp"
+
+namespace recourse::detail {
+
+/// A set of cells of one column, as bits.
+class CellSet {
+ public:
+  CellSet() = default;
+  CellSet(std::size_t cells, bool full);
+  bool test(std::size_t cell) const { return (words_[cell / 64] >> (cell % 64)) & 1u; }
+  void set(std::size_t cell) { words_[cell / 64] |= std::uint64_t{1} << (cell % 64); }
+  bool empty() const;
+  bool full() const;
+  std::size_t size() const { return cells_; }
+  CellSet& operator&=(const CellSet& other);
+  CellSet complement() const;
+  bool operator==(const CellSet& other) const { return words_ == other.words_; }
+
+ private:
+  std::size_t cells_ = 0;
+  std::vector<std::uint64_t> words_;
+};
+
+/// One column: an attribute and how its values fall into cells.
+struct Column {
+  Attr attr = Attr::Code;
+  std::size_t values = 0;             ///< Code/Bool/SideEffect: number of values
+  std::vector<std::int64_t> cuts;     ///< Duration/Count: sorted cut points
+  std::vector<std::string> strings;   ///< String: the constants the rules use
+  std::vector<std::string> code_names;///< Code: names, for dumps
+  std::size_t cells = 0;              ///< including `absent` when the attribute is untrusted
+
+  /// The cell of a value. Allocates nothing.
+  std::size_t cell_of(const Slot& slot) const noexcept;
+  /// A value that falls into `cell` (absent for the absent cell), to evaluate tests on.
+  Slot representative(std::size_t cell, std::string& scratch) const;
+  /// The cell's name in dumps: a code, `true`, `[0, 3)`, `"x"`, `other`, `absent`.
+  std::string cell_name(std::size_t cell) const;
+};
+
+/// What a row decides, and where it came from.
+struct RowAction {
+  Action action;
+  std::string label;       ///< rule name, "default", or a guard name such as "budget:attempts"
+  std::string exhausted;   ///< for guard rows: the budget
+  std::uint32_t rule = 0;  ///< index into PolicySpec::rules
+  ast::Pos pos;
+};
+
+struct Row {
+  std::vector<CellSet> cube;  ///< one per column
+  std::uint32_t action = 0;   ///< index into Table::actions
+};
+
+enum class Strategy : std::uint8_t { Direct, Bitset };
+
+struct Table {
+  std::vector<Column> columns;
+  std::vector<Row> rows;
+  std::vector<RowAction> actions;
+  Strategy strategy = Strategy::Bitset;
+  // Bitset matcher: bits[column][cell] is `words` words; bit r set when row r accepts the cell.
+  std::size_t words = 0;
+  std::vector<std::vector<std::vector<std::uint64_t>>> bits;
+  // Direct matcher: entries[sum(cell_c * stride_c)] is the first matching row.
+  std::vector<std::size_t> strides;
+  std::vector<std::uint32_t> entries;
+
+  /// The first row matching the point. Allocates nothing.
+  std::uint32_t match(const Point& point) const noexcept;
+  /// The same by the bitset matcher, whatever the strategy (used to fill the direct table).
+  std::uint32_t match_cells(const std::size_t* cells) const noexcept;
+};
+
+/// The table as stable text; positions (`@file:line:col`) only with `with_positions`.
+std::string dump(const Table& table, const PolicySpec& spec, bool with_positions);
+
+}  // namespace recourse::detail

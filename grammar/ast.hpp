@@ -1,0 +1,96 @@
+// The abstract syntax tree of a .recourse file, with source positions.
+//
+// Stage: produced by grammar/parse.cpp from the PEGTL parse tree; read by the checker
+// (engine/src/check.cpp), the compiler, the reference interpreter and the formatter. The AST
+// keeps the author's spelling (names, units) so the checker can point at the exact token; all
+// meaning (which attribute, which code) is resolved by the checker, not here.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace recourse::ast {
+
+/// A 1-based line and column (columns count bytes) inside one source file.
+struct Pos {
+  std::uint32_t line = 0;
+  std::uint32_t column = 0;
+};
+
+/// A literal as written: an identifier, a "string", or a number with an optional unit.
+struct Value {
+  enum class Kind { Ident, String, Number };
+  Kind kind = Kind::Ident;
+  std::string text;  ///< identifier or unescaped string; for numbers the digits without the unit
+  std::string unit;  ///< "", "ms", "s", "m" or "h" (numbers only)
+  Pos pos;
+};
+
+/// `key = value` or `key = [v1, v2]` inside a tool or limits block, or `key value` after backoff.
+struct Setting {
+  std::string key;
+  Pos pos;
+  bool is_list = false;
+  std::vector<Value> values;  ///< one value unless is_list
+};
+
+/// Comparison operators of a test. `Truthy` is a bare attribute (`retryable`, `suggestion`).
+enum class Op { Eq, Ne, Lt, Le, Gt, Ge, InList, InArguments, IsAbsent, IsPresent, Truthy };
+
+/// A condition. And/Or/Not own their operands in `children`; Test compares one attribute.
+struct Expr {
+  enum class Kind { And, Or, Not, Test };
+  Kind kind = Kind::Test;
+  Pos pos;
+  std::vector<Expr> children;
+  std::string attr;           ///< Test: the attribute as written
+  Op op = Op::Truthy;         ///< Test: the operator
+  std::vector<Value> values;  ///< Test: one value for comparisons, several for `in [..]`
+};
+
+/// The route a rule takes, e.g. `replace "payments.lookup" "reason"`.
+struct Route {
+  std::string kind;  ///< as written; the checker resolves it
+  Pos pos;
+  std::vector<Value> args;  ///< the strings after the route kind (target and/or reason)
+};
+
+/// `rule NAME [when COND] -> ROUTE` (a missing `when` matches every input).
+struct Rule {
+  std::string name;
+  Pos pos;
+  std::optional<Expr> when;
+  Route route;
+};
+
+/// `backoff KIND key value ...`.
+struct Backoff {
+  std::string kind;
+  Pos pos;
+  Pos kind_pos;
+  std::vector<Setting> params;
+};
+
+/// One `policy "name" { ... }` declaration.
+struct Policy {
+  std::string name;
+  Pos pos;
+  Pos name_pos;
+  std::vector<Setting> tool;    ///< settings of every `tool {}` block, in order
+  std::vector<Setting> limits;  ///< settings of every `limits {}` block, in order
+  std::vector<Backoff> backoff; ///< every backoff line (the checker allows one)
+  std::vector<Value> codes;     ///< declared codes, every `codes {}` block
+  std::vector<Rule> rules;
+  std::vector<Rule> defaults;   ///< `default -> ROUTE` lines (the checker wants exactly one)
+};
+
+/// A parsed file: an optional language version and its policies.
+struct File {
+  std::string path;
+  std::optional<Value> version;
+  std::vector<Policy> policies;
+};
+
+}  // namespace recourse::ast

@@ -1,0 +1,172 @@
+// The .recourse policy language, version 1, as a PEGTL grammar.
+//
+// Stage: text -> parse tree (grammar/parse.cpp turns the tree into the AST of grammar/ast.hpp).
+// Each rule carries the EBNF production it implements; docs/language.md lists the same EBNF.
+// Keywords are matched with TAO_PEGTL_KEYWORD so `retry` never matches a prefix of `retryx`.
+// `must<>` appears only after the input has committed to one alternative; the messages for the
+// points where parsing can fail live in `errors` at the bottom and become diagnostic E001.
+// A test asserts that tao::pegtl::analyze<file>() reports no rule that can loop without input.
+#pragma once
+
+#include <tao/pegtl.hpp>
+
+namespace recourse::grammar {
+
+namespace pg = tao::pegtl;
+
+// comment = "#" { any char but newline } ;
+struct comment : pg::seq<pg::one<'#'>, pg::until<pg::eolf>> {};
+// _ = { whitespace | comment } ;
+struct sep : pg::star<pg::sor<pg::space, comment>> {};
+
+// Keywords: identifiers reserved by the language.
+struct kw_version : TAO_PEGTL_KEYWORD("version") {};
+struct kw_policy : TAO_PEGTL_KEYWORD("policy") {};
+struct kw_tool : TAO_PEGTL_KEYWORD("tool") {};
+struct kw_limits : TAO_PEGTL_KEYWORD("limits") {};
+struct kw_backoff : TAO_PEGTL_KEYWORD("backoff") {};
+struct kw_codes : TAO_PEGTL_KEYWORD("codes") {};
+struct kw_rule : TAO_PEGTL_KEYWORD("rule") {};
+struct kw_when : TAO_PEGTL_KEYWORD("when") {};
+struct kw_default : TAO_PEGTL_KEYWORD("default") {};
+struct kw_and : TAO_PEGTL_KEYWORD("and") {};
+struct kw_or : TAO_PEGTL_KEYWORD("or") {};
+struct kw_not : TAO_PEGTL_KEYWORD("not") {};
+struct kw_in : TAO_PEGTL_KEYWORD("in") {};
+struct kw_is : TAO_PEGTL_KEYWORD("is") {};
+struct kw_absent : TAO_PEGTL_KEYWORD("absent") {};
+struct kw_present : TAO_PEGTL_KEYWORD("present") {};
+struct kw_arguments : TAO_PEGTL_KEYWORD("arguments") {};
+struct keyword : pg::sor<kw_version, kw_policy, kw_rule, kw_when, kw_default, kw_and, kw_or, kw_not,
+                         kw_in, kw_is, kw_absent, kw_present> {};
+
+// ident = letter_ { letter_ | digit } ;
+struct ident : pg::identifier {};
+// name = ident - keyword ;
+struct name : pg::seq<pg::not_at<keyword>, ident> {};
+
+// string = '"' { char | escape } '"' ;   escape = "\" ( '"' | "\" | "n" | "t" ) ;
+struct escape : pg::seq<pg::one<'\\'>, pg::one<'"', '\\', 'n', 't'>> {};
+struct string_char : pg::sor<escape, pg::not_one<'"', '\\', '\n', '\r'>> {};
+struct string_lit : pg::seq<pg::one<'"'>, pg::star<string_char>, pg::one<'"'>> {};
+
+// number = [ "-" ] digit { digit } [ "." digit { digit } ] [ unit ] ;  unit = "ms" | "s" | "m" | "h" ;
+struct unit : pg::sor<TAO_PEGTL_STRING("ms"), pg::one<'s', 'm', 'h'>> {};
+struct number
+    : pg::seq<pg::opt<pg::one<'-'>>, pg::plus<pg::digit>,
+              pg::opt<pg::one<'.'>, pg::plus<pg::digit>>, pg::opt<unit>, pg::not_at<pg::identifier_other>> {};
+
+// value = string | number | ident ;
+struct value_ident : ident {};
+struct value : pg::sor<string_lit, number, value_ident> {};
+// list = "[" [ value { "," value } ] "]" ;
+struct comma : pg::seq<sep, pg::one<','>, sep> {};
+struct value_list
+    : pg::seq<pg::one<'['>, sep, pg::opt<pg::list<value, comma>>, sep, pg::one<']'>> {};
+
+// setting = ident "=" ( list | value ) ;
+struct setting_key : ident {};
+struct setting : pg::seq<setting_key, sep, pg::must<pg::one<'='>>, sep, pg::must<pg::sor<value_list, value>>> {};
+// block = "{" { setting } "}" ;
+struct block_open : pg::one<'{'> {};
+struct block_close : pg::one<'}'> {};
+struct settings : pg::seq<pg::must<block_open>, sep, pg::star<setting, sep>, pg::must<block_close>> {};
+
+// tool_block = "tool" block ;   limits_block = "limits" block ;
+struct tool_block : pg::seq<kw_tool, sep, settings> {};
+struct limits_block : pg::seq<kw_limits, sep, settings> {};
+// backoff = "backoff" ident { ident value } ;
+struct backoff_kind : ident {};
+// A backoff line ends where the next item starts.
+struct item_keyword : pg::sor<kw_tool, kw_limits, kw_backoff, kw_codes, kw_rule, kw_default> {};
+struct param_name : pg::seq<pg::not_at<item_keyword>, name> {};
+struct backoff_param : pg::seq<param_name, sep, pg::must<value>> {};
+struct backoff_decl
+    : pg::seq<kw_backoff, sep, pg::must<backoff_kind>, pg::star<sep, backoff_param>> {};
+// codes = "codes" "{" { ident [","] } "}" ;
+struct code_name : ident {};
+struct codes_close : pg::one<'}'> {};
+struct codes_decl : pg::seq<kw_codes, sep, pg::must<block_open>, sep,
+                            pg::star<code_name, sep, pg::opt<pg::one<','>, sep>>,
+                            pg::must<codes_close>> {};
+
+// Conditions.
+//   cond    = and_expr { "or" and_expr } ;
+//   and_expr = unary { "and" unary } ;
+//   unary   = "not" unary | "(" cond ")" | test ;
+//   test    = name ( cmp_op value | "in" "arguments" | "in" list | "is" ( "absent" | "present" ) )
+//           | name ;                          (* bare: present and true / present *)
+//   cmp_op  = "==" | "!=" | "<=" | ">=" | "<" | ">" ;
+struct cond;
+struct attr : name {};
+struct cmp_op : pg::sor<TAO_PEGTL_STRING("=="), TAO_PEGTL_STRING("!="), TAO_PEGTL_STRING("<="),
+                        TAO_PEGTL_STRING(">="), pg::one<'<'>, pg::one<'>'>> {};
+struct compare : pg::seq<cmp_op, sep, pg::must<value>> {};
+struct in_arguments : kw_arguments {};
+struct in_test : pg::seq<kw_in, sep, pg::must<pg::sor<in_arguments, value_list>>> {};
+struct is_what : pg::sor<kw_absent, kw_present> {};
+struct is_test : pg::seq<kw_is, sep, pg::must<is_what>> {};
+struct test : pg::seq<attr, pg::opt<sep, pg::sor<compare, in_test, is_test>>> {};
+struct group : pg::seq<pg::one<'('>, sep, pg::must<cond>, sep, pg::must<pg::one<')'>>> {};
+struct unary;
+struct not_expr : pg::seq<kw_not, sep, pg::must<unary>> {};
+struct unary : pg::sor<not_expr, group, test> {};
+struct and_expr : pg::seq<unary, pg::star<sep, kw_and, sep, pg::must<unary>>> {};
+struct cond : pg::seq<and_expr, pg::star<sep, kw_or, sep, pg::must<and_expr>>> {};
+
+// route = route_kind [ string ] [ string ] ;   route_kind = ident ;
+struct arrow : TAO_PEGTL_STRING("->") {};
+struct route_kind : ident {};
+struct route_arg : string_lit {};
+struct route : pg::seq<route_kind, pg::opt<sep, route_arg>, pg::opt<sep, route_arg>> {};
+// rule = "rule" name [ "when" cond ] "->" route ;
+struct rule_name : name {};
+struct rule_decl : pg::seq<kw_rule, sep, pg::must<rule_name>, sep,
+                           pg::opt<kw_when, sep, pg::must<cond>, sep>, pg::must<arrow>, sep,
+                           pg::must<route>> {};
+// default = "default" "->" route ;
+struct default_decl : pg::seq<kw_default, sep, pg::must<arrow>, sep, pg::must<route>> {};
+
+// item = tool_block | limits_block | backoff | codes | rule | default ;
+struct item : pg::sor<tool_block, limits_block, backoff_decl, codes_decl, rule_decl, default_decl> {};
+// policy = "policy" string "{" { item } "}" ;
+struct policy_name : string_lit {};
+struct policy_close : pg::one<'}'> {};
+struct policy_decl : pg::seq<kw_policy, sep, pg::must<policy_name>, sep, pg::must<block_open>, sep,
+                             pg::star<item, sep>, pg::must<policy_close>> {};
+// version = "version" number ;
+struct version_number : pg::plus<pg::digit> {};
+struct version_decl : pg::seq<kw_version, sep, pg::must<version_number>> {};
+// file = [ version ] { policy } EOF ;
+struct file : pg::seq<sep, pg::opt<version_decl, sep>, pg::star<policy_decl, sep>, pg::must<pg::eof>> {};
+
+// Messages for every rule that can fail under must<>: the text after "expected".
+template <typename Rule>
+inline constexpr const char* error_message = nullptr;
+template <> inline constexpr const char* error_message<pg::one<'='>> = "'=' after the setting name";
+template <> inline constexpr const char* error_message<pg::sor<value_list, value>> = "a value or a [list]";
+template <> inline constexpr const char* error_message<block_open> = "'{'";
+template <> inline constexpr const char* error_message<block_close> = "a setting 'name = value' or '}'";
+template <> inline constexpr const char* error_message<codes_close> = "a code name or '}'";
+template <> inline constexpr const char* error_message<backoff_kind> = "a backoff kind (constant, linear, exponential)";
+template <> inline constexpr const char* error_message<value> = "a value (name, number, duration or \"string\")";
+template <> inline constexpr const char* error_message<cond> = "a condition";
+template <> inline constexpr const char* error_message<pg::one<')'>> = "')'";
+template <> inline constexpr const char* error_message<pg::sor<in_arguments, value_list>> = "'arguments' or a [list] after 'in'";
+template <> inline constexpr const char* error_message<is_what> = "'absent' or 'present' after 'is'";
+template <> inline constexpr const char* error_message<unary> = "a condition after 'not', 'and' or 'or'";
+template <> inline constexpr const char* error_message<and_expr> = "a condition after 'or'";
+template <> inline constexpr const char* error_message<rule_name> = "a rule name (a name that is not a keyword)";
+template <> inline constexpr const char* error_message<arrow> = "'->' and a route (or 'when' and a condition)";
+template <> inline constexpr const char* error_message<route> = "a route (retry, repair, authorize, replace \"tool\", degrade, escalate, stop)";
+template <> inline constexpr const char* error_message<policy_name> = "the policy's name as a \"string\"";
+template <> inline constexpr const char* error_message<policy_close> = "a policy item (tool, limits, backoff, codes, rule, default) or '}'";
+template <> inline constexpr const char* error_message<version_number> = "a language version number";
+template <> inline constexpr const char* error_message<pg::eof> = "'policy' (or 'version' at the top of the file)";
+
+struct errors {
+  template <typename Rule>
+  static constexpr const char* message = error_message<Rule>;
+};
+
+}  // namespace recourse::grammar

@@ -1,0 +1,270 @@
+// Parse stage: policy text -> ast::File.
+//
+// PEGTL builds a parse tree of the selected rules of grammar.hpp; this file walks that tree
+// into the AST. Syntax errors become one E001 diagnostic at the failing position with the
+// grammar's "expected ..." message; condition nesting beyond the configured depth is E092,
+// checked while parsing (a control hook counts open `unary` rules), so no later recursive pass
+// over conditions can run deep.
+#include "parse.hpp"
+
+#include <tao/pegtl.hpp>
+#include <tao/pegtl/contrib/parse_tree.hpp>
+
+#include "grammar.hpp"
+
+namespace recourse::grammar {
+namespace {
+
+namespace pt = tao::pegtl::parse_tree;
+
+template <typename Rule>
+using selector = pt::selector<
+    Rule,
+    pt::store_content::on<version_number, policy_name, setting_key, string_lit, number, value_ident,
+                          backoff_kind, param_name, code_name, rule_name, route_kind, route_arg,
+                          attr, cmp_op, is_what>,
+    pt::remove_content::on<policy_decl, tool_block, limits_block, setting, value_list, backoff_decl,
+                           backoff_param, codes_decl, rule_decl, default_decl, route, not_expr,
+                           test, in_arguments>,
+    pt::fold_one::on<cond, and_expr>>;
+
+struct TooDeep {
+  tao::pegtl::position pos;
+};
+
+struct Depth {
+  std::size_t current = 0;
+  std::size_t max = 0;
+};
+
+// must_if's control, plus a nesting counter for `unary`.
+template <typename Rule>
+struct control : tao::pegtl::must_if<errors>::control<Rule> {
+  using base = typename tao::pegtl::must_if<errors>::template control<Rule>;
+  template <typename Input, typename... States>
+  static void start(const Input& in, Depth& depth, States&&... st) {
+    if constexpr (std::is_same_v<Rule, unary>) {
+      if (++depth.current > depth.max) throw TooDeep{in.position()};
+    }
+    base::start(in, depth, st...);
+  }
+  template <typename Input, typename... States>
+  static void success(const Input& in, Depth& depth, States&&... st) {
+    if constexpr (std::is_same_v<Rule, unary>) --depth.current;
+    base::success(in, depth, st...);
+  }
+  template <typename Input, typename... States>
+  static void failure(const Input& in, Depth& depth, States&&... st) {
+    if constexpr (std::is_same_v<Rule, unary>) --depth.current;
+    base::failure(in, depth, st...);
+  }
+};
+
+using Node = pt::node;
+
+ast::Pos pos_of(const Node& n) {
+  const auto p = n.begin();
+  return {static_cast<std::uint32_t>(p.line), static_cast<std::uint32_t>(p.column)};
+}
+
+// The string between the quotes, with escapes resolved.
+std::string unquote(std::string_view quoted) {
+  std::string out;
+  for (std::size_t i = 1; i + 1 < quoted.size(); ++i) {
+    char c = quoted[i];
+    if (c == '\\' && i + 2 < quoted.size()) {
+      c = quoted[++i];
+      c = c == 'n' ? '\n' : c == 't' ? '\t' : c;
+    }
+    out += c;
+  }
+  return out;
+}
+
+ast::Value to_value(const Node& n) {
+  ast::Value v;
+  v.pos = pos_of(n);
+  if (n.is_type<string_lit>() || n.is_type<route_arg>()) {
+    v.kind = ast::Value::Kind::String;
+    v.text = unquote(n.string_view());
+  } else if (n.is_type<number>()) {
+    v.kind = ast::Value::Kind::Number;
+    const auto s = n.string_view();
+    std::size_t end = s.size();
+    while (end > 0 && std::isalpha(static_cast<unsigned char>(s[end - 1]))) --end;
+    v.text = std::string(s.substr(0, end));
+    v.unit = std::string(s.substr(end));
+  } else {
+    v.kind = ast::Value::Kind::Ident;
+    v.text = n.string();
+  }
+  return v;
+}
+
+// setting: setting_key (value | value_list); backoff_param: param_name value.
+ast::Setting to_setting(const Node& n) {
+  ast::Setting s;
+  const Node& key = *n.children.at(0);
+  s.key = key.string();
+  s.pos = pos_of(key);
+  const Node& val = *n.children.at(1);
+  if (val.is_type<value_list>()) {
+    s.is_list = true;
+    for (const auto& c : val.children) s.values.push_back(to_value(*c));
+  } else {
+    s.values.push_back(to_value(val));
+  }
+  return s;
+}
+
+ast::Op to_op(std::string_view op) {
+  if (op == "==") return ast::Op::Eq;
+  if (op == "!=") return ast::Op::Ne;
+  if (op == "<") return ast::Op::Lt;
+  if (op == "<=") return ast::Op::Le;
+  if (op == ">") return ast::Op::Gt;
+  return ast::Op::Ge;
+}
+
+// Depth is bounded by Depth::max during parsing, so this recursion is bounded too.
+ast::Expr to_expr(const Node& n) {
+  ast::Expr e;
+  e.pos = pos_of(n);
+  if (n.is_type<cond>() || n.is_type<and_expr>()) {
+    e.kind = n.is_type<cond>() ? ast::Expr::Kind::Or : ast::Expr::Kind::And;
+    for (const auto& c : n.children) e.children.push_back(to_expr(*c));
+  } else if (n.is_type<not_expr>()) {
+    e.kind = ast::Expr::Kind::Not;
+    e.children.push_back(to_expr(*n.children.at(0)));
+  } else {  // test: attr [cmp_op value | in_arguments | value_list | is_what]
+    e.kind = ast::Expr::Kind::Test;
+    e.attr = n.children.at(0)->string();
+    if (n.children.size() == 1) {
+      e.op = ast::Op::Truthy;
+    } else {
+      const Node& second = *n.children[1];
+      if (second.is_type<cmp_op>()) {
+        e.op = to_op(second.string_view());
+        e.values.push_back(to_value(*n.children.at(2)));
+      } else if (second.is_type<in_arguments>()) {
+        e.op = ast::Op::InArguments;
+      } else if (second.is_type<value_list>()) {
+        e.op = ast::Op::InList;
+        for (const auto& c : second.children) e.values.push_back(to_value(*c));
+      } else {
+        e.op = second.string_view() == "absent" ? ast::Op::IsAbsent : ast::Op::IsPresent;
+      }
+    }
+  }
+  return e;
+}
+
+ast::Route to_route(const Node& n) {
+  ast::Route r;
+  r.kind = n.children.at(0)->string();
+  r.pos = pos_of(*n.children.at(0));
+  for (std::size_t i = 1; i < n.children.size(); ++i) r.args.push_back(to_value(*n.children[i]));
+  return r;
+}
+
+ast::Policy to_policy(const Node& n) {
+  ast::Policy p;
+  p.pos = pos_of(n);
+  const Node& name = *n.children.at(0);
+  p.name = unquote(name.string_view());
+  p.name_pos = pos_of(name);
+  for (std::size_t i = 1; i < n.children.size(); ++i) {
+    const Node& item = *n.children[i];
+    if (item.is_type<tool_block>() || item.is_type<limits_block>()) {
+      auto& into = item.is_type<tool_block>() ? p.tool : p.limits;
+      for (const auto& s : item.children) into.push_back(to_setting(*s));
+    } else if (item.is_type<backoff_decl>()) {
+      ast::Backoff b;
+      b.pos = pos_of(item);
+      b.kind = item.children.at(0)->string();
+      b.kind_pos = pos_of(*item.children[0]);
+      for (std::size_t j = 1; j < item.children.size(); ++j) b.params.push_back(to_setting(*item.children[j]));
+      p.backoff.push_back(std::move(b));
+    } else if (item.is_type<codes_decl>()) {
+      for (const auto& c : item.children) p.codes.push_back(to_value(*c));
+    } else if (item.is_type<rule_decl>()) {
+      ast::Rule r;
+      r.pos = pos_of(item);
+      r.name = item.children.at(0)->string();
+      std::size_t k = 1;
+      if (item.children.size() == 3) r.when = to_expr(*item.children[k++]);
+      r.route = to_route(*item.children.at(k));
+      p.rules.push_back(std::move(r));
+    } else if (item.is_type<default_decl>()) {
+      ast::Rule r;
+      r.pos = pos_of(item);
+      r.name = "default";
+      r.route = to_route(*item.children.at(0));
+      p.defaults.push_back(std::move(r));
+    }
+  }
+  return p;
+}
+
+}  // namespace
+
+std::string line_of(std::string_view text, std::uint32_t line) {
+  std::size_t start = 0;
+  for (std::uint32_t l = 1; l < line; ++l) {
+    start = text.find('\n', start);
+    if (start == std::string_view::npos) return {};
+    ++start;
+  }
+  auto end = text.find('\n', start);
+  auto s = text.substr(start, end == std::string_view::npos ? text.size() - start : end - start);
+  if (!s.empty() && s.back() == '\r') s.remove_suffix(1);
+  return std::string(s);
+}
+
+std::optional<ast::File> parse(std::string_view path, std::string_view text, std::size_t max_depth,
+                               std::vector<Diagnostic>& diagnostics) {
+  auto report = [&](const char* code, const tao::pegtl::position& p, std::string message,
+                    std::string help) {
+    Diagnostic d;
+    d.code = code;
+    d.file = std::string(path);
+    d.line = static_cast<std::uint32_t>(p.line);
+    d.column = static_cast<std::uint32_t>(p.column);
+    d.message = std::move(message);
+    d.help = std::move(help);
+    d.source_line = line_of(text, d.line);
+    diagnostics.push_back(std::move(d));
+  };
+  tao::pegtl::memory_input<> in(text.data(), text.size(), std::string(path));
+  Depth depth{0, max_depth};
+  std::unique_ptr<Node> root;
+  try {
+    root = pt::parse<file, Node, selector, tao::pegtl::nothing, control>(in, depth);
+  } catch (const tao::pegtl::parse_error& e) {
+    const auto& p = e.positions().front();
+    report("E001", p, "syntax error: expected " + std::string(e.message()), "");
+    return std::nullopt;
+  } catch (const TooDeep& e) {
+    report("E092", e.pos, "condition nested more than " + std::to_string(max_depth) + " levels deep",
+           "split the condition into several rules, or raise CompileOptions::max_depth");
+    return std::nullopt;
+  }
+  if (!root) {  // `file` ends in must<eof>, so a failed parse has raised already
+    report("E001", in.position(), "syntax error", "");
+    return std::nullopt;
+  }
+  ast::File f;
+  f.path = std::string(path);
+  for (const auto& c : root->children) {
+    if (c->is_type<version_number>()) {
+      f.version = to_value(*c);
+      f.version->kind = ast::Value::Kind::Number;
+      f.version->text = c->string();
+    } else if (c->is_type<policy_decl>()) {
+      f.policies.push_back(to_policy(*c));
+    }
+  }
+  return f;
+}
+
+}  // namespace recourse::grammar

@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Installs the Debian packages recourse builds with, when they are missing.
+set -euo pipefail
+packages=(cmake g++ make tao-pegtl-dev nlohmann-json3-dev libfmt-dev catch2 libcli11-dev libssl-dev)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "installing: ${missing[*]}"
+  sudo_cmd=""
+  [ "$(id -u)" -ne 0 ] && sudo_cmd="sudo"
+  $sudo_cmd apt-get update -qq || true
+  DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y "${missing[@]}"
+fi
