@@ -3,7 +3,7 @@
 // PEGTL builds a parse tree of the selected rules of grammar.hpp; this file walks that tree
 // into the AST. Syntax errors become one E001 diagnostic at the failing position with the
 // grammar's "expected ..." message; condition nesting beyond the configured depth is E092,
-// checked while parsing (a control hook counts open `unary` rules), so no later recursive pass
+// checked while parsing (a control hook counts open conditions), so no later recursive pass
 // over conditions can run deep.
 #include "parse.hpp"
 
@@ -37,25 +37,30 @@ struct Depth {
   std::size_t max = 0;
 };
 
-// must_if's control, plus a nesting counter for `unary`.
+// Rules that nest: each `(` opens a cond, each `not` a not_expr. Both are selected rules, whose
+// control hooks the parse tree calls (it skips them for unselected rules).
+template <typename Rule>
+inline constexpr bool kNests = std::is_same_v<Rule, cond> || std::is_same_v<Rule, not_expr>;
+
+// must_if's control, plus a nesting counter for conditions.
 template <typename Rule>
 struct control : tao::pegtl::must_if<errors>::control<Rule> {
   using base = typename tao::pegtl::must_if<errors>::template control<Rule>;
   template <typename Input, typename... States>
   static void start(const Input& in, Depth& depth, States&&... st) {
-    if constexpr (std::is_same_v<Rule, unary>) {
+    if constexpr (kNests<Rule>) {
       if (++depth.current > depth.max) throw TooDeep{in.position()};
     }
     base::start(in, depth, st...);
   }
   template <typename Input, typename... States>
   static void success(const Input& in, Depth& depth, States&&... st) {
-    if constexpr (std::is_same_v<Rule, unary>) --depth.current;
+    if constexpr (kNests<Rule>) --depth.current;
     base::success(in, depth, st...);
   }
   template <typename Input, typename... States>
   static void failure(const Input& in, Depth& depth, States&&... st) {
-    if constexpr (std::is_same_v<Rule, unary>) --depth.current;
+    if constexpr (kNests<Rule>) --depth.current;
     base::failure(in, depth, st...);
   }
 };

@@ -81,25 +81,38 @@ RowAction action_of(const Compiled& p, const Outcome& o) {
 }  // namespace
 }  // namespace detail
 
-Decision Policy::interpret(const Envelope& envelope, const Context& context) const noexcept {
-  return explain(envelope, context).decision;
+namespace detail {
+namespace {
+
+// The interpreter's decision; with `trace`, each rule's tests up to the one that matched.
+Decision decide_by_rules(const std::shared_ptr<const Compiled>& impl, const Envelope& envelope,
+                         const Context& context, std::vector<ExplainedRule>* trace, std::string* guard) {
+  const Compiled& p = *impl;
+  Decision d;
+  const Point point = make_point(p, envelope, context, d.warnings, d.nearest_code);
+  const Outcome o = run(p, point, trace);
+  const RuleSpec& rule = p.spec.rules[o.rule];
+  finish(p, action_of(p, o), 0, point, envelope, context, d);
+  // finish() saw a temporary RowAction: point the views into the compiled policy instead.
+  d.rule = o.guard ? std::string_view(o.guard->name) : std::string_view(rule.name);
+  d.reason = o.guard ? std::string_view(o.guard->action.reason) : std::string_view(rule.action.reason);
+  d.target = o.guard ? std::string_view(o.guard->action.target) : std::string_view(rule.action.target);
+  d.exhausted = o.guard ? std::string_view(o.guard->exhausted) : std::string_view();
+  if (guard && o.guard) *guard = o.guard->name;
+  d.keep_alive = impl;
+  return d;
+}
+
+}  // namespace
+}  // namespace detail
+
+Decision Policy::interpret(const Envelope& envelope, const Context& context) const {
+  return detail::decide_by_rules(impl_, envelope, context, nullptr, nullptr);
 }
 
 Explanation Policy::explain(const Envelope& envelope, const Context& context) const {
-  const detail::Compiled& p = *impl_;
   Explanation x;
-  Decision& d = x.decision;
-  const detail::Point point = detail::make_point(p, envelope, context, d.warnings, d.nearest_code);
-  const detail::Outcome o = detail::run(p, point, &x.rules);
-  // Labels must outlive this call: point into the compiled policy, not into a temporary.
-  const detail::RowAction a = detail::action_of(p, o);
-  detail::finish(p, a, 0, point, envelope, context, d);
-  d.rule = o.guard ? std::string_view(o.guard->name) : std::string_view(p.spec.rules[o.rule].name);
-  d.reason = o.guard ? std::string_view(o.guard->action.reason) : std::string_view(p.spec.rules[o.rule].action.reason);
-  d.target = o.guard ? std::string_view(o.guard->action.target) : std::string_view(p.spec.rules[o.rule].action.target);
-  d.exhausted = o.guard ? std::string_view(o.guard->exhausted) : std::string_view();
-  if (o.guard) x.guard = o.guard->name;
-  d.keep_alive = impl_;
+  x.decision = detail::decide_by_rules(impl_, envelope, context, &x.rules, &x.guard);
   return x;
 }
 

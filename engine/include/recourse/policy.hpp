@@ -119,7 +119,7 @@ class Policy {
   /// The same decision, with each rule's tests and values, from the reference interpreter.
   Explanation explain(const Envelope& envelope, const Context& context) const;
   /// The decision the reference interpreter gives (walks the AST; used to check the table).
-  Decision interpret(const Envelope& envelope, const Context& context) const noexcept;
+  Decision interpret(const Envelope& envelope, const Context& context) const;
   /// The decision table as stable text: strategy, columns and their cells, rows with cube, action
   /// and source position. Golden tests compare it.
   std::string dump() const;

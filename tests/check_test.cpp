@@ -1,0 +1,230 @@
+// Check stage: every diagnostic code, with its exact message and position; all errors of a file
+// are reported in one pass; a file with errors yields no bundle.
+#include "support.hpp"
+
+namespace {
+
+struct Expected {
+  const char* code;
+  std::uint32_t line, column;
+  const char* message;
+  const char* help;  // nullptr: not checked
+};
+
+// Compiles `body` inside a policy (line 1 is `policy "p" {`, body starts on line 2).
+std::vector<recourse::Diagnostic> in_policy(const std::string& body) {
+  return test::diagnostics("policy \"p\" {\n" + body + "\n}\n");
+}
+
+void expect_one(const std::vector<recourse::Diagnostic>& diagnostics, const Expected& e) {
+  std::string all;
+  for (const auto& d : diagnostics) all += recourse::to_text(d);
+  INFO(all);
+  REQUIRE(diagnostics.size() == 1);
+  const auto& d = diagnostics[0];
+  CHECK(d.code == e.code);
+  CHECK(d.line == e.line);
+  CHECK(d.column == e.column);
+  CHECK(d.message == e.message);
+  if (e.help) CHECK(d.help == e.help);
+}
+
+}  // namespace
+
+TEST_CASE("check: unknown language version (E002)", "[check]") {
+  expect_one(test::diagnostics("version 2\npolicy \"p\" { default -> stop }"),
+             {"E002", 1, 9, "unknown language version 2", "this engine reads version 1"});
+}
+
+TEST_CASE("check: unknown attribute (E010) suggests the nearest", "[check]") {
+  expect_one(in_policy("  rule r when retryabel -> retry\n  default -> stop"),
+             {"E010", 2, 15, "unknown attribute 'retryabel'", "did you mean 'retryable'?"});
+}
+
+TEST_CASE("check: unknown code (E011) suggests the nearest", "[check]") {
+  expect_one(in_policy("  rule r when code == TRANSIENTT -> retry\n  default -> stop"),
+             {"E011", 2, 23, "unknown code 'TRANSIENTT'",
+              "did you mean 'TRANSIENT'? (declare it in `codes { }`)"});
+}
+
+TEST_CASE("check: type errors (E012)", "[check]") {
+  SECTION("ordering a code") {
+    expect_one(in_policy("  rule r when code < 3 -> retry\n  default -> stop"),
+               {"E012", 2, 15, "'code' cannot be ordered; use ==, != or in", nullptr});
+  }
+  SECTION("a bare code") {
+    expect_one(in_policy("  rule r when code -> retry\n  default -> stop"),
+               {"E012", 2, 15, "'code' alone is not a condition", "compare it, or write `code is present`"});
+  }
+  SECTION("a count with a unit") {
+    expect_one(in_policy("  rule r when attempt >= 2s -> retry\n  default -> stop"),
+               {"E012", 2, 26, "expected a whole number (a count), got '2s'", nullptr});
+  }
+  SECTION("a trusted attribute is never absent") {
+    expect_one(in_policy("  rule r when idempotent is absent -> retry\n  default -> stop"),
+               {"E012", 2, 15, "'idempotent' comes from the host and is never absent", nullptr});
+  }
+  SECTION("side effect value") {
+    expect_one(in_policy("  rule r when side_effect == comitted -> stop\n  default -> stop"),
+               {"E012", 2, 30, "side_effect is none, unknown or committed, not 'comitted'",
+                "did you mean 'committed'?"});
+  }
+  SECTION("boolean value") {
+    expect_one(in_policy("  rule r when retryable == yes -> retry\n  default -> stop"),
+               {"E012", 2, 28, "expected true or false, got 'yes'", nullptr});
+  }
+  SECTION("empty list") {
+    expect_one(in_policy("  rule r when code in [] -> retry\n  default -> stop"),
+               {"E012", 2, 15, "empty list after 'in'", nullptr});
+  }
+}
+
+TEST_CASE("check: routes (E013, E014)", "[check]") {
+  expect_one(in_policy("  rule r when retryable -> retyr\n  default -> stop"),
+             {"E013", 2, 28, "unknown route 'retyr'", "did you mean 'retry'?"});
+  expect_one(in_policy("  default -> replace"),
+             {"E014", 2, 14, "replace needs the tool to call instead", nullptr});
+  expect_one(in_policy("  default -> stop \"a\" \"b\""),
+             {"E014", 2, 23, "too many strings after route 'stop'", nullptr});
+}
+
+TEST_CASE("check: duplicate rule, missing and repeated default (E015-E017)", "[check]") {
+  expect_one(in_policy("  rule r -> stop\n  rule r -> stop\n  default -> stop"),
+             {"E015", 3, 3, "rule 'r' is defined twice", "first defined at line 2"});
+  expect_one(in_policy("  rule r -> stop"),
+             {"E016", 1, 1, "policy 'p' has no default route", nullptr});
+  expect_one(in_policy("  default -> stop\n  default -> retry"),
+             {"E017", 3, 3, "a policy has one default", nullptr});
+}
+
+TEST_CASE("check: settings (E018, E019, E021)", "[check]") {
+  expect_one(in_policy("  limits { atempts = 3 }\n  default -> stop"),
+             {"E018", 2, 12, "unknown limits setting 'atempts'", "did you mean 'attempts'?"});
+  expect_one(in_policy("  limits { attempts = 3 attempts = 4 }\n  default -> stop"),
+             {"E021", 2, 25, "limits setting 'attempts' is set twice", nullptr});
+  expect_one(in_policy("  tool { arguments = a }\n  default -> stop"),
+             {"E019", 2, 10, "'arguments' takes a [list]", nullptr});
+  expect_one(in_policy("  backoff exponental base 1s\n  default -> stop"),
+             {"E018", 2, 11, "unknown backoff 'exponental'", "did you mean 'exponential'?"});
+}
+
+TEST_CASE("check: nonsense limits are rejected (E019)", "[check]") {
+  expect_one(in_policy("  limits { attempts = 0 }\n  default -> stop"),
+             {"E019", 2, 23, "attempts = 0 is outside [1, 10]", nullptr});
+  expect_one(in_policy("  limits { attempts = 11 }\n  default -> stop"),
+             {"E019", 2, 23, "attempts = 11 is outside [1, 10]", nullptr});
+  expect_one(in_policy("  limits { on_exhausted = retry }\n  default -> stop"),
+             {"E019", 2, 27, "on_exhausted must be stop, escalate, degrade or authorize, not 'retry'",
+              "a spent budget must not lead to another retry or repair"});
+  expect_one(in_policy("  limits { on_exhausted = repair }\n  default -> stop"),
+             {"E019", 2, 27, "on_exhausted must be stop, escalate, degrade or authorize, not 'repair'", nullptr});
+  expect_one(in_policy("  backoff exponential base 0ms\n  default -> stop"),
+             {"E019", 2, 28, "backoff base must be positive", nullptr});
+  expect_one(in_policy("  backoff exponential factor 0.5\n  default -> stop"),
+             {"E019", 2, 30, "factor must be in [1, 100], got 0.5", nullptr});
+  expect_one(in_policy("  backoff exponential base 2s max 1s\n  default -> stop"),
+             {"E019", 2, 3, "backoff max (1000ms) is below its base (2000ms)", nullptr});
+  expect_one(in_policy("  limits { retry_after_max = 0s }\n  default -> stop"),
+             {"E019", 2, 30, "retry_after_max must be positive", nullptr});
+}
+
+TEST_CASE("check: codes (E022) and `in arguments` (E024)", "[check]") {
+  expect_one(in_policy("  codes { TRANSIENT }\n  default -> stop"),
+             {"E022", 2, 11, "code 'TRANSIENT' is already built in", nullptr});
+  expect_one(in_policy("  codes { X X }\n  default -> stop"),
+             {"E022", 2, 13, "code 'X' is already declared", nullptr});
+  expect_one(in_policy("  rule r when suggestion in arguments -> repair\n  default -> stop"),
+             {"E024", 2, 15, "only `field in arguments` is allowed, not 'suggestion in arguments'", nullptr});
+}
+
+TEST_CASE("check: durations (E025)", "[check]") {
+  expect_one(in_policy("  rule r when retry_after > 60 -> stop\n  default -> stop"),
+             {"E025", 2, 29, "expected a duration such as 250ms, 60s or 2m, got '60'",
+              "durations need a unit: ms, s, m or h"});
+  expect_one(in_policy("  rule r when retry_after > 0.5ms -> stop\n  default -> stop"),
+             {"E025", 2, 29, "duration 0.5ms is not a whole number of milliseconds", nullptr});
+  CHECK(test::diagnostics("policy \"p\" { rule r when retry_after > 1.5s -> stop default -> stop }").empty());
+}
+
+TEST_CASE("check: duplicate policy across files (E020)", "[check]") {
+  auto r = recourse::compile({{"a.recourse", "policy \"p\" { default -> stop }"},
+                              {"b.recourse", "\npolicy \"p\" { default -> stop }"}});
+  REQUIRE_FALSE(r.ok());
+  REQUIRE(r.diagnostics.size() == 1);
+  CHECK(r.diagnostics[0].code == "E020");
+  CHECK(r.diagnostics[0].file == "b.recourse");
+  CHECK(r.diagnostics[0].line == 2);
+  CHECK(r.diagnostics[0].help == "first defined at a.recourse:1");
+}
+
+TEST_CASE("check: W001 warns when a retry matches an absent value only through `not`", "[check]") {
+  auto d = in_policy("  rule r when not code == PERMISSION -> retry\n  default -> stop");
+  REQUIRE(d.size() == 1);
+  CHECK(d[0].severity == recourse::Severity::Warning);
+  CHECK(d[0].code == "W001");
+  CHECK(d[0].line == 2);
+  CHECK(d[0].message == "rule 'r' can retry when code is absent, only because of `not`");
+  CHECK(d[0].help == "add `code is present` if an absent value should not match");
+  // Stating presence silences it; a stop rule never warns.
+  CHECK(in_policy("  rule r when code is present and not code == PERMISSION -> retry\n  default -> stop").empty());
+  CHECK(in_policy("  rule r when not code == PERMISSION -> stop\n  default -> stop").empty());
+  // A warning does not stop compilation.
+  CHECK(recourse::compile({{"t", "policy \"p\" { rule r when not retryable -> retry default -> stop }"}}).ok());
+}
+
+TEST_CASE("check: all errors of a file are reported in one pass", "[check]") {
+  auto d = in_policy(
+      "  limits { attempts = 0 colour = 1 }\n"
+      "  rule a when cod == X -> retry\n"
+      "  rule a when code == NOPE -> retyr\n");
+  std::vector<std::string> codes;
+  for (const auto& x : d) codes.push_back(x.code);
+  CHECK(codes == std::vector<std::string>{"E019", "E018", "E010", "E015", "E011", "E013", "E016"});
+  CHECK_FALSE(recourse::compile({{"t", "policy \"p\" {\n  rule a when cod == X -> retry\n}"}}).ok());
+}
+
+TEST_CASE("check: one bad file means no bundle at all", "[check]") {
+  auto r = recourse::compile({{"good.recourse", "policy \"a\" { default -> stop }"},
+                              {"bad.recourse", "policy \"b\" { rule r when x -> stop default -> stop }"}});
+  CHECK_FALSE(r.ok());
+  CHECK_FALSE(r.bundle.has_value());
+}
+
+TEST_CASE("check: diagnostics render with file:line:col, the line and a caret", "[check]") {
+  auto d = in_policy("  rule r when retryabel -> retry\n  default -> stop");
+  REQUIRE(d.size() == 1);
+  d[0].file = "p.recourse";
+  CHECK(recourse::to_text(d[0]) ==
+        "p.recourse:2:15: error[E010]: unknown attribute 'retryabel'\n"
+        "    rule r when retryabel -> retry\n"
+        "                ^\n"
+        "  help: did you mean 'retryable'?\n");
+  CHECK(recourse::to_json(d) ==
+        "[{\"code\":\"E010\",\"column\":15,\"file\":\"p.recourse\",\"help\":\"did you mean 'retryable'?\","
+        "\"line\":2,\"message\":\"unknown attribute 'retryabel'\",\"severity\":\"error\"}]");
+}
+
+TEST_CASE("check: limits of the compiler (E090, E091, E093)", "[check]") {
+  recourse::CompileOptions small;
+  small.max_source_bytes = 10;
+  auto r = recourse::compile({{"t", "policy \"p\" { default -> stop }"}}, small);
+  REQUIRE(r.diagnostics.size() == 1);
+  CHECK(r.diagnostics[0].code == "E090");
+
+  recourse::CompileOptions few;
+  few.max_rules = 1;
+  r = recourse::compile({{"t", "policy \"p\" { rule a -> stop rule b -> stop default -> stop }"}}, few);
+  REQUIRE(r.diagnostics.size() == 1);
+  CHECK(r.diagnostics[0].code == "E091");
+
+  // (a1 or b1) and (a2 or b2) and ... multiplies out to 2^12 non-empty terms.
+  std::string cond;
+  for (int i = 0; i < 12; ++i) cond += std::string(i ? " and " : "") + "(attempt != " + std::to_string(i) + " or repairs != " + std::to_string(i) + ")";
+  recourse::CompileOptions terms;
+  terms.max_terms_per_rule = 1000;
+  r = recourse::compile({{"t", "policy \"p\" {\n rule big when " + cond + " -> stop default -> stop }"}}, terms);
+  REQUIRE(r.diagnostics.size() == 1);
+  CHECK(r.diagnostics[0].code == "E093");
+  CHECK(r.diagnostics[0].line == 2);
+  CHECK(r.diagnostics[0].message == "rule 'big' expands to more than 1000 terms");
+}

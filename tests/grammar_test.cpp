@@ -1,0 +1,144 @@
+// Grammar and parse stage: the grammar has no rule that loops without input, every bundled
+// policy parses, and syntax errors point at the failing token with the grammar's message.
+#include <tao/pegtl/contrib/analyze.hpp>
+
+#include "grammar.hpp"
+#include "parse.hpp"
+#include "support.hpp"
+
+namespace {
+
+std::optional<recourse::ast::File> parse(const std::string& text, std::vector<recourse::Diagnostic>& d,
+                                          std::size_t depth = 64) {
+  return recourse::grammar::parse("t.recourse", text, depth, d);
+}
+
+recourse::Diagnostic syntax_error(const std::string& text) {
+  std::vector<recourse::Diagnostic> d;
+  REQUIRE_FALSE(parse(text, d).has_value());
+  REQUIRE(d.size() == 1);
+  return d.front();
+}
+
+}  // namespace
+
+TEST_CASE("grammar: analyze finds no rule that can loop without consuming input", "[grammar]") {
+  CHECK(tao::pegtl::analyze<recourse::grammar::file>() == 0);
+}
+
+TEST_CASE("grammar: a policy parses into the AST with positions", "[grammar]") {
+  std::vector<recourse::Diagnostic> d;
+  auto file = parse(
+      "version 1\n"
+      "policy \"p\" {\n"
+      "  tool { idempotent = false arguments = [a, \"b\"] }\n"
+      "  backoff exponential base 250ms factor 1.5 max 20s jitter full\n"
+      "  codes { X, Y }\n"
+      "  rule r when not (code in [X, Y] or retryable) and field in arguments -> replace \"t\" \"why\"\n"
+      "  default -> stop\n"
+      "}\n",
+      d);
+  REQUIRE(file);
+  REQUIRE(d.empty());
+  CHECK(file->version->text == "1");
+  const auto& p = file->policies.at(0);
+  CHECK(p.name == "p");
+  CHECK(p.tool.size() == 2);
+  CHECK(p.tool[1].values.size() == 2);
+  CHECK(p.tool[1].values[1].kind == recourse::ast::Value::Kind::String);
+  REQUIRE(p.backoff.size() == 1);
+  CHECK(p.backoff[0].params.size() == 4);
+  CHECK(p.backoff[0].params[1].values[0].text == "1.5");
+  CHECK(p.backoff[0].params[0].values[0].unit == "ms");
+  CHECK(p.codes.size() == 2);
+  REQUIRE(p.rules.size() == 1);
+  const auto& r = p.rules[0];
+  CHECK(r.pos.line == 6);
+  CHECK(r.pos.column == 3);
+  REQUIRE(r.when);
+  CHECK(r.when->kind == recourse::ast::Expr::Kind::And);
+  CHECK(r.when->children[0].kind == recourse::ast::Expr::Kind::Not);
+  CHECK(r.when->children[0].children[0].kind == recourse::ast::Expr::Kind::Or);
+  CHECK(r.when->children[1].op == recourse::ast::Op::InArguments);
+  CHECK(r.route.kind == "replace");
+  CHECK(r.route.args.size() == 2);
+  CHECK(p.defaults.size() == 1);
+}
+
+TEST_CASE("grammar: keywords are whole words", "[grammar]") {
+  std::vector<recourse::Diagnostic> d;
+  // `notable` and `order` are attribute names (unknown to the checker), not `not` and `or`.
+  auto file = parse("policy \"p\" { rule r when notable or order -> stop default -> stop }", d);
+  REQUIRE(file);
+  const auto& when = *file->policies[0].rules[0].when;
+  CHECK(when.kind == recourse::ast::Expr::Kind::Or);
+  CHECK(when.children[0].attr == "notable");
+  CHECK(when.children[1].attr == "order");
+}
+
+TEST_CASE("grammar: syntax errors carry position and the expected token", "[grammar]") {
+  SECTION("missing arrow") {
+    auto d = syntax_error("policy \"p\" {\n  rule r when code == X stop\n}");
+    CHECK(d.code == "E001");
+    CHECK(d.line == 2);
+    CHECK(d.column == 25);
+    CHECK(d.message == "syntax error: expected '->' and a route (or 'when' and a condition)");
+    CHECK(d.source_line == "  rule r when code == X stop");
+  }
+  SECTION("dangling and") {
+    auto d = syntax_error("policy \"p\" { rule r when retryable and -> retry }");
+    CHECK(d.line == 1);
+    CHECK(d.column == 40);
+    CHECK(d.message == "syntax error: expected a condition after 'not', 'and' or 'or'");
+  }
+  SECTION("unquoted policy name") {
+    auto d = syntax_error("policy payments {}");
+    CHECK(d.column == 8);
+    CHECK(d.message == "syntax error: expected the policy's name as a \"string\"");
+  }
+  SECTION("unknown item") {
+    auto d = syntax_error("policy \"p\" {\n  rules r -> stop\n}");
+    CHECK(d.line == 2);
+    CHECK(d.column == 3);
+    CHECK(d.message == "syntax error: expected a policy item (tool, limits, backoff, codes, rule, default) or '}'");
+  }
+  SECTION("unterminated string") {
+    auto d = syntax_error("policy \"p { default -> stop }");
+    CHECK(d.code == "E001");
+  }
+  SECTION("rule named by a keyword") {
+    auto d = syntax_error("policy \"p\" { rule default -> stop }");
+    CHECK(d.message == "syntax error: expected a rule name (a name that is not a keyword)");
+  }
+  SECTION("garbage after the last policy") {
+    auto d = syntax_error("policy \"p\" { default -> stop }\n}");
+    CHECK(d.line == 2);
+    CHECK(d.message == "syntax error: expected 'policy' (or 'version' at the top of the file)");
+  }
+}
+
+TEST_CASE("grammar: nesting deeper than the limit is E092, not a stack overflow", "[grammar]") {
+  std::vector<recourse::Diagnostic> d;
+  const std::string deep = "policy \"p\" { rule r when " + std::string(5000, '(') + "retryable" +
+                           std::string(5000, ')') + " -> retry default -> stop }";
+  REQUIRE_FALSE(parse(deep, d, 64));
+  REQUIRE(d.size() == 1);
+  CHECK(d[0].code == "E092");
+  d.clear();
+  const std::string nots = "policy \"p\" { rule r when " + [] {
+    std::string s;
+    for (int i = 0; i < 100000; ++i) s += "not ";
+    return s;
+  }() + "retryable -> retry default -> stop }";
+  REQUIRE_FALSE(parse(nots, d, 64));
+  CHECK(d.at(0).code == "E092");
+  d.clear();
+  CHECK(parse("policy \"p\" { rule r when ((((retryable)))) -> retry default -> stop }", d, 64));
+}
+
+TEST_CASE("grammar: comments and CRLF line endings", "[grammar]") {
+  std::vector<recourse::Diagnostic> d;
+  auto file = parse("# head\r\npolicy \"p\" { # trailing\r\n  default -> stop # end\r\n}\r\n# tail", d);
+  REQUIRE(file);
+  CHECK(file->policies[0].defaults[0].pos.line == 3);
+}

@@ -1,0 +1,60 @@
+// Helpers shared by the tests: compiling inline policy text, reading inline JSON, running the CLI.
+#pragma once
+
+#include <catch2/catch.hpp>
+#include <cstdio>
+#include <string>
+
+#include "recourse/recourse.hpp"
+
+namespace test {
+
+/// Compiles one inline policy file and requires success.
+inline recourse::Policy policy(const std::string& text, const std::string& path = "test.recourse") {
+  auto r = recourse::compile({{path, text}});
+  INFO((r.diagnostics.empty() ? std::string() : recourse::to_text(r.diagnostics.front())));
+  REQUIRE(r.ok());
+  REQUIRE(r.bundle->policies().size() == 1);
+  return r.bundle->policies().front();
+}
+
+/// The diagnostics of compiling one inline file (expected to fail or warn).
+inline std::vector<recourse::Diagnostic> diagnostics(const std::string& text) {
+  return recourse::compile({{"test.recourse", text}}).diagnostics;
+}
+
+inline recourse::Envelope envelope(const std::string& json) {
+  auto r = recourse::read_envelope(json);
+  INFO(r.error);
+  REQUIRE(r.ok);
+  return r.envelope;
+}
+
+inline recourse::Context context(const std::string& json) {
+  auto r = recourse::read_context(json);
+  REQUIRE(r.ok);
+  return r.context;
+}
+
+/// Runs a shell command; returns its exit status and stdout (stderr is folded in with `2>&1`
+/// by the caller when wanted).
+struct Run {
+  int status = -1;
+  std::string out;
+};
+inline Run run(const std::string& command) {
+  Run r;
+  FILE* pipe = popen(command.c_str(), "r");
+  REQUIRE(pipe != nullptr);
+  char buffer[4096];
+  std::size_t n;
+  while ((n = fread(buffer, 1, sizeof buffer, pipe)) > 0) r.out.append(buffer, n);
+  const int status = pclose(pipe);
+  r.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+inline std::string source_dir() { return RECOURSE_SOURCE_DIR; }
+inline std::string cli() { return RECOURSE_CLI; }
+
+}  // namespace test
