@@ -12,6 +12,10 @@
 namespace recourse {
 namespace {
 
+// JSON allows numbers such as 1e999 that no double holds; nlohmann stops at them. The reader
+// replaces such a number by this string and reads again, so the field alone is dropped.
+constexpr std::string_view kOverflowMarker = "\x01recourse:number-overflow";
+
 enum class Field { Code, Message, Retryable, FieldName, Suggestion, RetryAfter, TraceId, kCount, None };
 
 constexpr const char* kKeys[] = {"code", "message", "retryable", "field", "suggestion", "retryAfterMs", "traceId"};
@@ -46,6 +50,7 @@ class Reader : public nlohmann::json_sax<nlohmann::json> {
   }
   bool string(string_t& v) override {
     return scalar([&] {
+      if (v == kOverflowMarker) return drop("malformed", "is a number beyond the range of a double");
       if (current_ == Field::Retryable || current_ == Field::RetryAfter) {
         drop("malformed", "expected " + expected() + ", got a string");
         return;
@@ -75,12 +80,20 @@ class Reader : public nlohmann::json_sax<nlohmann::json> {
     if (depth_ == 1) current_ = field_of(k);
     return true;
   }
-  bool parse_error(std::size_t position, const std::string&, const nlohmann::detail::exception& e) override {
-    if (error_.empty()) error_ = "invalid JSON at byte " + std::to_string(position) + ": " + e.what();
+  bool parse_error(std::size_t position, const std::string& token, const nlohmann::detail::exception& e) override {
+    if (e.id == kNumberOverflow && token.size() <= position) {
+      overflow_end_ = position;
+      overflow_size_ = token.size();
+    } else if (error_.empty()) {
+      error_ = "invalid JSON at byte " + std::to_string(position) + ": " + e.what();
+    }
     return false;
   }
 
+  static constexpr int kNumberOverflow = 406;  // nlohmann's out_of_range.406
   std::string error_;
+  std::size_t overflow_end_ = 0;   // a number beyond double's range ended here (0: none)
+  std::size_t overflow_size_ = 0;
 
  private:
   std::string expected() const {
@@ -196,11 +209,33 @@ EnvelopeResult read_envelope(std::string_view json, const ReaderLimits& limits) 
                   std::to_string(limits.max_bytes);
       return out;
     }
-    Reader reader(limits, out);
-    const bool ok = nlohmann::json::sax_parse(json.begin(), json.end(), &reader);
-    if (!ok || !reader.error_.empty()) {
-      out.error = reader.error_.empty() ? "invalid JSON" : reader.error_;
-      out.envelope = Envelope{};
+    std::string text;  // a patched copy, made only when a number overflows
+    std::string_view input = json;
+    std::string error;
+    // Each pass replaces one overflowing number, up to limits.max_overflow_numbers.
+    for (std::size_t pass = 0;; ++pass) {
+      out = EnvelopeResult{};
+      Reader reader(limits, out);
+      const bool ok = nlohmann::json::sax_parse(input.begin(), input.end(), &reader);
+      if (ok && reader.error_.empty()) break;
+      if (reader.overflow_end_ == 0 || !reader.error_.empty()) {
+        error = reader.error_.empty() ? "invalid JSON" : reader.error_;
+        break;
+      }
+      if (pass == limits.max_overflow_numbers) {
+        error = "envelope has more than " + std::to_string(limits.max_overflow_numbers) +
+                " numbers beyond the range of a double";
+        break;
+      }
+      if (text.empty()) text = std::string(json);
+      input = text;
+      text.replace(reader.overflow_end_ - reader.overflow_size_, reader.overflow_size_,
+                   "\"\\u0001recourse:number-overflow\"");
+      input = text;
+    }
+    if (!error.empty()) {
+      out = EnvelopeResult{};
+      out.error = std::move(error);
       return out;
     }
     out.ok = true;

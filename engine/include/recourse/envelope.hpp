@@ -51,6 +51,7 @@ struct ReaderLimits {
   std::size_t max_code_bytes = 64;     ///< code
   std::size_t max_field_bytes = 256;   ///< field and traceId
   std::size_t max_text_bytes = 8192;   ///< message and suggestion
+  std::size_t max_overflow_numbers = 8;  ///< numbers beyond a double's range (1e999), each dropped
 };
 
 /// The outcome of reading an envelope: `ok` false means the input was not a JSON object (or broke

@@ -1,0 +1,153 @@
+// Envelope reader: a malformed field is absent with a warning, never another valid value;
+// extreme valid values are kept; whole-input problems are errors. Context reader: strict.
+#include "support.hpp"
+
+namespace {
+
+recourse::EnvelopeResult read(const std::string& json) { return recourse::read_envelope(json); }
+
+}  // namespace
+
+TEST_CASE("envelope: the seed's ToolError is read field by field", "[envelope]") {
+  auto e = test::envelope(
+      R"({"code":"VALIDATION","message":"bad","retryable":false,"field":"amount",)"
+      R"("suggestion":"use cents","retryAfterMs":250,"traceId":"t-1","extra":{"a":[1,2]}})");
+  CHECK(e.code == "VALIDATION");
+  CHECK(e.message == "bad");
+  CHECK(e.retryable == false);
+  CHECK(e.field == "amount");
+  CHECK(e.suggestion == "use cents");
+  CHECK(e.retry_after_ms == 250);
+  CHECK(e.trace_id == "t-1");
+  CHECK(e.warnings.empty());
+}
+
+TEST_CASE("envelope: malformed fields read as absent with a warning", "[envelope]") {
+  struct Row {
+    const char* json;
+    const char* field;
+    const char* kind;
+  };
+  const Row rows[] = {
+      {R"({"retryAfterMs":"NaN"})", "retryAfterMs", "malformed"},
+      {R"({"retryAfterMs":-5})", "retryAfterMs", "malformed"},
+      {R"({"retryAfterMs":-0.5})", "retryAfterMs", "malformed"},
+      {R"({"retryAfterMs":1e999})", "retryAfterMs", "malformed"},
+      {R"({"retryAfterMs":true})", "retryAfterMs", "malformed"},
+      {R"({"retryAfterMs":[1]})", "retryAfterMs", "malformed"},
+      {R"({"retryable":"yes"})", "retryable", "malformed"},
+      {R"({"retryable":1})", "retryable", "malformed"},
+      {R"({"retryable":null})", "retryable", "null"},
+      {R"({"code":42})", "code", "malformed"},
+      {R"({"code":""})", "code", "malformed"},
+      {R"({"code":{"name":"TRANSIENT"}})", "code", "malformed"},
+      {R"({"field":["amount"]})", "field", "malformed"},
+      {R"({"traceId":""})", "traceId", "malformed"},
+  };
+  for (const auto& row : rows) {
+    INFO(row.json);
+    auto r = read(row.json);
+    REQUIRE(r.ok);
+    const auto& e = r.envelope;
+    CHECK_FALSE(e.code.has_value());
+    CHECK_FALSE(e.retryable.has_value());
+    CHECK_FALSE(e.retry_after_ms.has_value());
+    CHECK_FALSE(e.field.has_value());
+    CHECK_FALSE(e.trace_id.has_value());
+    REQUIRE(e.warnings.size() == 1);
+    CHECK(e.warnings[0].field == row.field);
+    CHECK(e.warnings[0].kind == row.kind);
+  }
+}
+
+TEST_CASE("envelope: a duplicate key drops the field whatever the values", "[envelope]") {
+  for (const char* json : {R"({"code":"TRANSIENT","code":"PERMISSION"})",
+                           R"({"code":"TRANSIENT","code":"TRANSIENT"})",
+                           R"({"code":7,"code":"TRANSIENT"})",
+                           R"({"code":"TRANSIENT","code":"PERMISSION","code":"X"})"}) {
+    INFO(json);
+    auto e = test::envelope(json);
+    CHECK_FALSE(e.code.has_value());
+    REQUIRE_FALSE(e.warnings.empty());
+    CHECK(e.warnings.back().kind == "duplicate");
+    CHECK(e.warnings.back().field == "code");
+  }
+  // Keys nested inside an unknown object are not envelope keys.
+  auto e = test::envelope(R"({"code":"TRANSIENT","details":{"code":"PERMISSION"}})");
+  CHECK(e.code == "TRANSIENT");
+  CHECK(e.warnings.empty());
+}
+
+TEST_CASE("envelope: extreme but valid values are kept", "[envelope]") {
+  CHECK(test::envelope(R"({"retryAfterMs":9999999999000})").retry_after_ms == 9999999999000);
+  CHECK(test::envelope(R"({"retryAfterMs":1e300})").retry_after_ms == std::numeric_limits<std::int64_t>::max());
+  CHECK(test::envelope(R"({"retryAfterMs":18446744073709551615})").retry_after_ms ==
+        std::numeric_limits<std::int64_t>::max());
+  CHECK(test::envelope(R"({"retryAfterMs":0})").retry_after_ms == 0);
+  // Fractions round up: 0.503 s sent as 502.1 ms never becomes an earlier retry.
+  CHECK(test::envelope(R"({"retryAfterMs":502.1})").retry_after_ms == 503);
+  CHECK(test::envelope(R"({"retryAfterMs":0.0001})").retry_after_ms == 1);
+}
+
+TEST_CASE("envelope: size limits drop a field, or reject the whole input", "[envelope]") {
+  recourse::ReaderLimits limits;
+  auto r = recourse::read_envelope(R"({"code":")" + std::string(65, 'A') + R"("})", limits);
+  REQUIRE(r.ok);
+  CHECK_FALSE(r.envelope.code.has_value());
+  CHECK(r.envelope.warnings.at(0).kind == "oversized");
+  limits.max_bytes = 10;
+  r = recourse::read_envelope(R"({"code":"TRANSIENT"})", limits);
+  CHECK_FALSE(r.ok);
+  CHECK(r.error == "envelope is 20 bytes; the limit is 10");
+  r = recourse::read_envelope(R"({"a":1e999,"b":2e999,"c":3e999,"d":4e999,"e":5e999,"f":6e999,"g":7e999,"h":8e999,"i":9e999})");
+  CHECK_FALSE(r.ok);
+  CHECK(r.error == "envelope has more than 8 numbers beyond the range of a double");
+  r = recourse::read_envelope(R"({"code":"TIMEOUT","a":1e999,"retryAfterMs":-1e999})");
+  REQUIRE(r.ok);
+  CHECK(r.envelope.code == "TIMEOUT");
+  CHECK(r.envelope.warnings.size() == 1);
+  limits = {};
+  limits.max_depth = 3;
+  r = recourse::read_envelope(R"({"x":{"y":{"z":{}}}})", limits);
+  CHECK_FALSE(r.ok);
+  CHECK(r.error == "envelope nested deeper than 3 levels");
+}
+
+TEST_CASE("envelope: input that is not a JSON object is an error, not an empty envelope", "[envelope]") {
+  for (const char* json : {"", "[]", "[1,2]", "42", "\"TRANSIENT\"", "null", "{", "{\"code\":}", "{} {}"}) {
+    INFO(json);
+    auto r = read(json);
+    CHECK_FALSE(r.ok);
+    CHECK_FALSE(r.error.empty());
+    CHECK_FALSE(r.envelope.code.has_value());
+  }
+}
+
+TEST_CASE("context: camelCase keys, strict types", "[envelope]") {
+  auto c = test::context(
+      R"({"tool":"t","idempotent":false,"sideEffect":"committed","attempt":2,"repairs":1,)"
+      R"("elapsedMs":500,"arguments":["a","b"],"maxAttempts":4,"deadlineMs":9000,)"
+      R"("operationId":"op","workflowId":"wf","budgets":{"ignored":true}})");
+  CHECK(c.tool == "t");
+  CHECK(c.idempotent == false);
+  CHECK(c.side_effect == recourse::SideEffect::Committed);
+  CHECK(c.attempt == 2);
+  CHECK(c.repairs == 1);
+  CHECK(c.elapsed_ms == 500);
+  CHECK(c.arguments == std::vector<std::string>{"a", "b"});
+  CHECK(c.max_attempts == 4);
+  CHECK(c.deadline_ms == 9000);
+  CHECK(c.operation_id == "op");
+
+  for (const char* bad : {R"({"attempt":0})", R"({"attempt":"2"})", R"({"sideEffect":"maybe"})",
+                          R"({"idempotent":"true"})", R"({"arguments":[1]})", R"({"maxAttempts":0})",
+                          R"([])", R"(nope)"}) {
+    INFO(bad);
+    auto r = recourse::read_context(bad);
+    CHECK_FALSE(r.ok);
+    REQUIRE_FALSE(r.errors.empty());
+    CHECK(r.errors[0].code == "C001");
+  }
+  auto r = recourse::read_context(R"({"attempt":0})");
+  CHECK(r.errors[0].message == "context.attempt must be an integer >= 1");
+}
