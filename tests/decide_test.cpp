@@ -1,0 +1,270 @@
+// Evaluate stage: the meaning of tests on absent values, derived attributes, the budget guards,
+// backoff and jitter, idempotency-key directives, unknown codes and policy selection.
+#include "backoff.hpp"
+#include "support.hpp"
+
+namespace {
+
+using recourse::Route;
+
+const char* kPolicy = R"(
+policy "pay" {
+  tool   { idempotent = false  arguments = [amount, currency]  idempotency_keys = true }
+  limits { attempts = 3  repairs = 1  retry_after_max = 60s  deadline = 2m }
+  backoff exponential base 100ms factor 2 max 1s jitter none
+  codes  { DECLINED }
+  rule committed  when side_effect == committed                          -> stop "already applied"
+  rule unknown    when side_effect == unknown and not idempotent          -> replace "pay.lookup"
+  rule throttled  when code in [TRANSIENT, RATE_LIMITED] and retryable   -> retry
+  rule fix        when code == VALIDATION and field in arguments and suggestion -> repair
+  rule declined   when code == DECLINED                                   -> escalate
+  default -> stop
+})";
+
+recourse::Decision decide(const recourse::Policy& p, const std::string& envelope, const std::string& context) {
+  const auto e = test::envelope(envelope);
+  const auto c = test::context(context);
+  const auto d = p.decide(e, c);
+  const auto i = p.interpret(e, c);  // every decision here is also checked against the interpreter
+  CHECK(d.route == i.route);
+  CHECK(d.rule == i.rule);
+  CHECK(d.delay_ms == i.delay_ms);
+  return d;
+}
+
+}  // namespace
+
+TEST_CASE("decide: first matching rule, with derived attributes", "[decide]") {
+  const auto p = test::policy(kPolicy);
+  auto d = decide(p, R"({"code":"TRANSIENT","retryable":true,"traceId":"t"})", R"({"tool":"pay","sideEffect":"none"})");
+  CHECK(d.route == Route::Retry);
+  CHECK(d.rule == "throttled");
+  CHECK(d.policy == "pay");
+  CHECK(d.attempt == 1);
+  CHECK(d.attempts_left == 2);
+  CHECK(d.delay_ms == 100);
+  CHECK(d.idempotency_key == recourse::KeyDirective::Reuse);
+
+  d = decide(p, R"({"code":"TRANSIENT","retryable":true})", R"({"sideEffect":"committed"})");
+  CHECK(d.route == Route::Stop);
+  CHECK(d.reason == "already applied");
+
+  d = decide(p, R"({"code":"TIMEOUT"})", R"({"sideEffect":"unknown"})");
+  CHECK(d.route == Route::Replace);
+  CHECK(d.target == "pay.lookup");
+
+  // The host's per-call override makes the call idempotent.
+  d = decide(p, R"({"code":"TIMEOUT"})", R"({"sideEffect":"unknown","idempotent":true})");
+  CHECK(d.rule == "default");
+}
+
+TEST_CASE("decide: absent values and `not`", "[decide]") {
+  const auto p = test::policy(R"(policy "p" {
+    rule a when not code == PERMISSION and code is present -> escalate
+    rule b when not retryable -> degrade
+    rule c when retryable != true -> authorize
+    default -> stop })");
+  // code absent: `not code == PERMISSION` is true but `code is present` is false.
+  // retryable absent: `not retryable` is true (not negates the whole test).
+  auto d = decide(p, "{}", "{}");
+  CHECK(d.rule == "b");
+  // retryable false: `not retryable` holds first.
+  CHECK(decide(p, R"({"retryable":false})", "{}").rule == "b");
+  // retryable true and code PERMISSION: nothing matches; `!=` is false on true.
+  CHECK(decide(p, R"({"retryable":true,"code":"PERMISSION"})", "{}").rule == "default");
+  const auto q = test::policy(R"(policy "q" { rule c when retryable != true -> authorize default -> stop })");
+  // `!=` is a comparison: false on an absent value.
+  CHECK(decide(q, "{}", "{}").rule == "default");
+  CHECK(decide(q, R"({"retryable":false})", "{}").rule == "c");
+}
+
+TEST_CASE("decide: unknown codes read as UNKNOWN with the nearest known code", "[decide]") {
+  const auto p = test::policy(R"(policy "p" { codes { DECLINED } rule u when code == UNKNOWN -> escalate default -> stop })");
+  struct Row {
+    const char* code;
+    const char* nearest;
+  };
+  for (const Row& row : {Row{"TRANSlENT", "TRANSIENT"}, Row{"transient", "TRANSIENT"},
+                         Row{"RATE_LIMITED ", "RATE_LIMITED"}, Row{"DECLINE", "DECLINED"},
+                         Row{"WEIRD", ""}}) {
+    INFO(row.code);
+    const auto d = decide(p, std::string(R"({"code":")") + row.code + "\"}", "{}");
+    CHECK(d.rule == "u");
+    CHECK((d.warnings & recourse::kUnknownCode) != 0);
+    CHECK(d.nearest_code == row.nearest);
+  }
+  const auto declared = decide(p, R"({"code":"DECLINED"})", "{}");
+  CHECK(declared.rule == "default");
+  CHECK(declared.warnings == recourse::kSideEffectAssumed + recourse::kTraceIdMinted);
+}
+
+TEST_CASE("decide: budget guards override retry and repair, in precedence order", "[decide]") {
+  const auto p = test::policy(kPolicy);
+  const std::string retry = R"({"code":"RATE_LIMITED","retryable":true,"traceId":"t")";
+  SECTION("Retry-After over its cap") {
+    auto d = decide(p, retry + R"(,"retryAfterMs":60001})", R"({"sideEffect":"none"})");
+    CHECK(d.route == Route::Stop);
+    CHECK(d.rule == "budget:retry_after");
+    CHECK(d.exhausted == "retry_after");
+    CHECK(d.retry_after_ms == 60001);  // carried, so the host can reschedule
+    d = decide(p, retry + R"(,"retryAfterMs":60000})", R"({"sideEffect":"none"})");
+    CHECK(d.route == Route::Retry);
+    CHECK(d.delay_ms == 60000);
+  }
+  SECTION("attempts: the cap precedes the attempts budget") {
+    auto d = decide(p, retry + "}", R"({"sideEffect":"none","attempt":3})");
+    CHECK(d.exhausted == "attempts");
+    CHECK(d.attempts_left == 0);
+    d = decide(p, retry + R"(,"retryAfterMs":99999999})", R"({"sideEffect":"none","attempt":3})");
+    CHECK(d.exhausted == "retry_after");
+    d = decide(p, retry + "}", R"({"sideEffect":"none","attempt":2})");
+    CHECK(d.route == Route::Retry);
+    CHECK(d.attempts_left == 1);
+  }
+  SECTION("the host's maxAttempts, clamped to the engine's ceiling") {
+    CHECK(decide(p, retry + "}", R"({"sideEffect":"none","attempt":2,"maxAttempts":2})").exhausted == "attempts");
+    CHECK(decide(p, retry + "}", R"({"sideEffect":"none","attempt":5,"maxAttempts":8})").route == Route::Retry);
+    CHECK(decide(p, retry + "}", R"({"sideEffect":"none","attempt":10,"maxAttempts":1000})").exhausted == "attempts");
+  }
+  SECTION("repairs") {
+    const std::string fix = R"({"code":"VALIDATION","field":"amount","suggestion":"cents"})";
+    CHECK(decide(p, fix, R"({"sideEffect":"none"})").route == Route::Repair);
+    auto d = decide(p, fix, R"({"sideEffect":"none","repairs":1})");
+    CHECK(d.exhausted == "repairs");
+    CHECK(d.route == Route::Stop);
+    // The field must be one of the call's arguments; the host's list wins over the tool block.
+    CHECK(decide(p, R"({"code":"VALIDATION","field":"iban","suggestion":"x"})", R"({"sideEffect":"none"})").rule == "default");
+    CHECK(decide(p, R"({"code":"VALIDATION","field":"iban","suggestion":"x"})", R"({"sideEffect":"none","arguments":["iban"]})").rule == "fix");
+  }
+  SECTION("deadline") {
+    CHECK(decide(p, retry + "}", R"({"sideEffect":"none","elapsedMs":119999})").route == Route::Retry);
+    CHECK(decide(p, retry + "}", R"({"sideEffect":"none","elapsedMs":120000})").exhausted == "deadline");
+    CHECK(decide(p, retry + "}", R"({"sideEffect":"none","elapsedMs":1000,"deadlineMs":1000})").exhausted == "deadline");
+  }
+  SECTION("on_exhausted") {
+    const auto q = test::policy(R"(policy "q" { limits { attempts = 1 on_exhausted = escalate } rule r -> retry default -> stop })");
+    auto d = decide(q, "{}", "{}");
+    CHECK(d.route == Route::Escalate);
+    CHECK(d.reason == "attempt budget spent");
+  }
+}
+
+TEST_CASE("decide: backoff follows its formula; jitter is a deterministic hash", "[decide][backoff]") {
+  using recourse::detail::Backoff;
+  using recourse::detail::BackoffKind;
+  using recourse::detail::Jitter;
+  Backoff b;
+  b.base_ms = 100;
+  b.factor = 2;
+  b.max_ms = 1000;
+  b.jitter = Jitter::None;
+  const std::int64_t expected[] = {100, 200, 400, 800, 1000, 1000};
+  for (int n = 1; n <= 6; ++n) CHECK(recourse::detail::backoff_delay(b, n, 7).delay_ms == expected[n - 1]);
+  b.kind = BackoffKind::Linear;
+  CHECK(recourse::detail::backoff_delay(b, 3, 7).delay_ms == 300);
+  b.kind = BackoffKind::Constant;
+  CHECK(recourse::detail::backoff_delay(b, 5, 7).delay_ms == 100);
+
+  b.kind = BackoffKind::Exponential;
+  for (std::uint64_t key = 0; key < 2000; ++key) {
+    for (int n = 1; n <= 6; ++n) {
+      const std::int64_t cap = expected[n - 1];
+      b.jitter = Jitter::Full;
+      auto full = recourse::detail::backoff_delay(b, n, key);
+      CHECK((full.delay_ms >= 0 && full.delay_ms <= cap));
+      CHECK(full.delay_ms == recourse::detail::backoff_delay(b, n, key).delay_ms);
+      b.jitter = Jitter::Equal;
+      auto equal = recourse::detail::backoff_delay(b, n, key);
+      CHECK((equal.delay_ms >= cap / 2 && equal.delay_ms <= cap));
+      CHECK(equal.delay_ms == cap / 2 + equal.draw_ms);
+      b.jitter = Jitter::Decorrelated;
+      auto dec = recourse::detail::backoff_delay(b, n, key);
+      CHECK((dec.delay_ms >= b.base_ms && dec.delay_ms <= b.max_ms));
+      if (n == 1) CHECK(dec.delay_ms == b.base_ms);
+    }
+  }
+  // Full jitter spreads: over many keys, draws cover the range's low and high quarters.
+  b.jitter = Jitter::Full;
+  int low = 0, high = 0;
+  for (std::uint64_t key = 0; key < 1000; ++key) {
+    const auto d = recourse::detail::backoff_delay(b, 4, key).delay_ms;
+    low += d < 200;
+    high += d > 600;
+  }
+  CHECK(low > 150);
+  CHECK(high > 150);
+}
+
+TEST_CASE("decide: the delay is floored by min_delay and raised to the server's hint", "[decide][backoff]") {
+  const auto p = test::policy(R"(policy "p" {
+    limits { min_delay = 80ms attempts = 5 }
+    backoff exponential base 100ms factor 2 max 1s jitter full
+    rule r when retryable -> retry default -> stop })");
+  bool floored = false;
+  for (int i = 0; i < 200; ++i) {
+    const auto d = decide(p, R"({"retryable":true,"traceId":"t)" + std::to_string(i) + "\"}", "{}");
+    CHECK(d.delay_ms >= 80);
+    CHECK(d.delay_ms <= 100);
+    floored |= d.delay_ms == 80;
+  }
+  CHECK(floored);
+  // A zero hint cannot cause a hot loop; a larger one wins over the backoff.
+  CHECK(decide(p, R"({"retryable":true,"retryAfterMs":0})", "{}").delay_ms >= 80);
+  CHECK(decide(p, R"({"retryable":true,"retryAfterMs":5000})", "{}").delay_ms == 5000);
+  // Same inputs, same delay; the operation id keys the draw before the trace id.
+  const auto a = decide(p, R"({"retryable":true,"traceId":"x"})", R"({"operationId":"op-1","attempt":3})");
+  const auto b = decide(p, R"({"retryable":true,"traceId":"y"})", R"({"operationId":"op-1","attempt":3})");
+  CHECK(a.delay_ms == b.delay_ms);
+  CHECK(a.jitter_draw == b.jitter_draw);
+}
+
+TEST_CASE("decide: idempotency-key directives", "[decide]") {
+  const auto keys = test::policy(R"(policy "k" { tool { idempotency_keys = true arguments = [a] }
+    rule r when retryable -> retry rule f when field in arguments -> repair default -> stop })");
+  const auto none = test::policy(R"(policy "n" { tool { arguments = [a] }
+    rule r when retryable -> retry rule f when field in arguments -> repair default -> stop })");
+  CHECK(decide(keys, R"({"retryable":true})", "{}").idempotency_key == recourse::KeyDirective::Reuse);
+  CHECK(decide(keys, R"({"field":"a"})", "{}").idempotency_key == recourse::KeyDirective::New);
+  CHECK(decide(keys, "{}", "{}").idempotency_key == recourse::KeyDirective::None);
+  CHECK(decide(none, R"({"retryable":true})", "{}").idempotency_key == recourse::KeyDirective::None);
+  CHECK(decide(none, R"({"field":"a"})", "{}").idempotency_key == recourse::KeyDirective::None);
+}
+
+TEST_CASE("decide: a bundle selects by tool name, then \"*\", else stops", "[decide]") {
+  auto with_fallback = recourse::compile({{"a", R"(policy "a" { default -> retry })"},
+                                          {"star", R"(policy "*" { default -> escalate })"}});
+  REQUIRE(with_fallback.ok());
+  CHECK(with_fallback.bundle->decide({}, test::context(R"({"tool":"a"})")).route == Route::Retry);
+  CHECK(with_fallback.bundle->decide({}, test::context(R"({"tool":"zzz"})")).route == Route::Escalate);
+  auto without = recourse::compile({{"a", R"(policy "a" { default -> retry })"}});
+  const auto d = without.bundle->decide({}, test::context(R"({"tool":"b"})"));
+  CHECK(d.route == Route::Stop);
+  CHECK(d.warnings == recourse::kNoPolicy);
+}
+
+TEST_CASE("decide: a decision keeps its policy alive after the bundle is gone", "[decide]") {
+  recourse::Decision d;
+  {
+    auto r = recourse::compile({{"a", R"(policy "alive" { rule r -> stop "kept" default -> stop })"}});
+    d = r.bundle->decide({}, test::context(R"({"tool":"alive"})"));
+  }
+  CHECK(d.policy == "alive");
+  CHECK(d.reason == "kept");
+  CHECK(d.policy_hash.substr(0, 7) == "sha256:");
+}
+
+TEST_CASE("decide: decision JSON", "[decide]") {
+  const auto p = test::policy(kPolicy);
+  const auto e = test::envelope(R"({"code":"RATE_LIMITED","retryable":true,"traceId":"t-1","retryAfterMs":412})");
+  const auto d = p.decide(e, test::context(R"({"sideEffect":"none","attempt":2})"));
+  CHECK(recourse::to_json(d, e) ==
+        std::string(R"({"route":"retry","delayMs":412,"jitterMs":0,"rule":"throttled","policy":"pay","policyHash":")") +
+            std::string(p.hash()) +
+            R"(","attempt":2,"attemptsLeft":1,"repairsLeft":1,"retryAfterMs":412,"idempotencyKey":"reuse","warnings":[],"traceId":"t-1"})");
+  const auto bare = test::envelope(R"({"code":"X","retryable":"yes"})");
+  const auto json = recourse::to_json(p.decide(bare, test::context("{}")), bare);
+  CHECK_THAT(json, Catch::Contains(R"({"kind":"malformed","field":"retryable")"));
+  CHECK_THAT(json, Catch::Contains(R"("kind":"unknown_code")"));
+  CHECK_THAT(json, Catch::Contains(R"("kind":"side_effect_assumed")"));
+  CHECK_THAT(json, Catch::Contains(R"("traceId":"local-)"));
+}
