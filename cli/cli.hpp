@@ -29,7 +29,8 @@ struct Options {
 std::optional<std::string> read_text(const std::string& path, std::string& error);
 /// Compiles paths, prints diagnostics to stderr (text or JSON), returns the bundle or nullopt.
 std::optional<Bundle> load(const std::vector<std::string>& paths, const Options& options);
-void print_diagnostics(const std::vector<Diagnostic>& diagnostics, Format format, std::ostream& out);
+void print_diagnostics(const std::vector<Diagnostic>& diagnostics, Format format,
+                       std::ostream& out);
 
 // commands.cpp
 int run_check(const Options& options);

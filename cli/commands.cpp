@@ -51,9 +51,11 @@ int run_check(const Options& o) {
   const bool failed = !r.ok() || has_errors(r.diagnostics, o.strict);
   if (o.format == Format::Text) {
     std::size_t errors = 0, warnings = 0;
-    for (const auto& d : r.diagnostics) (d.severity == Severity::Error ? errors : warnings) += d.severity != Severity::Note;
+    for (const auto& d : r.diagnostics)
+      (d.severity == Severity::Error ? errors : warnings) += d.severity != Severity::Note;
     if (r.ok())
-      std::cout << fmt::format("{} policies checked: {} errors, {} warnings\n", r.bundle->policies().size(), errors, warnings);
+      std::cout << fmt::format("{} policies checked: {} errors, {} warnings\n",
+                               r.bundle->policies().size(), errors, warnings);
     else
       std::cout << fmt::format("{} errors, {} warnings\n", errors, warnings);
   }
@@ -71,28 +73,39 @@ int run_decide(const Options& o, bool explain) {
     return 0;
   }
   const Policy* policy = bundle->find(context.tool);
-  if (!policy) return fail(fmt::format("no policy for tool \"{}\" and no \"*\" policy", context.tool));
+  if (!policy)
+    return fail(fmt::format("no policy for tool \"{}\" and no \"*\" policy", context.tool));
   const Explanation x = policy->explain(envelope, context);
   if (o.format == Format::Json) {
     json rules = json::array();
     for (const auto& r : x.rules) {
       json tests = json::array();
-      for (const auto& t : r.tests) tests.push_back({{"test", t.test}, {"value", t.value}, {"result", t.result}});
-      rules.push_back({{"rule", r.rule}, {"line", r.line}, {"column", r.column}, {"matched", r.matched}, {"tests", tests}});
+      for (const auto& t : r.tests)
+        tests.push_back({{"test", t.test}, {"value", t.value}, {"result", t.result}});
+      rules.push_back({{"rule", r.rule},
+                       {"line", r.line},
+                       {"column", r.column},
+                       {"matched", r.matched},
+                       {"tests", tests}});
     }
-    json out = {{"policy", std::string(policy->name())}, {"rules", rules}, {"guard", x.guard},
+    json out = {{"policy", std::string(policy->name())},
+                {"rules", rules},
+                {"guard", x.guard},
                 {"decision", json::parse(to_json(x.decision, envelope))}};
     std::cout << out.dump(2) << "\n";
     return 0;
   }
   std::cout << fmt::format("policy \"{}\" {}\n", policy->name(), policy->hash());
   for (const auto& r : x.rules) {
-    std::cout << fmt::format("  {} rule {} (line {})\n", r.matched ? "MATCH" : "no   ", r.rule, r.line);
+    std::cout << fmt::format("  {} rule {} (line {})\n", r.matched ? "MATCH" : "no   ", r.rule,
+                             r.line);
     for (const auto& t : r.tests)
-      std::cout << fmt::format("        {:<5} {}   [{}]\n", t.result ? "true" : "false", t.test, t.value);
+      std::cout << fmt::format("        {:<5} {}   [{}]\n", t.result ? "true" : "false", t.test,
+                               t.value);
   }
   if (!x.guard.empty())
-    std::cout << fmt::format("  guard {} overrides the rule's route: {}\n", x.guard, x.decision.reason);
+    std::cout << fmt::format("  guard {} overrides the rule's route: {}\n", x.guard,
+                             x.decision.reason);
   std::cout << fmt::format("decision: {} (delay {}, rule {})\n", to_string(x.decision.route),
                            delay_text(x.decision), x.decision.rule);
   std::cout << to_json(x.decision, envelope) << "\n";
@@ -113,23 +126,27 @@ int run_replay(const Options& o) {
   std::istringstream in(*text);
   std::string line;
   if (o.format == Format::Text)
-    std::cout << fmt::format("{:>4}  {:<26} {:<16} {:<9} {:>8}  {:<22} {}\n", "#", "tool", "code", "route",
-                             "delay", "rule", "warnings");
+    std::cout << fmt::format("{:>4}  {:<26} {:<16} {:<9} {:>8}  {:<22} {}\n", "#", "tool", "code",
+                             "route", "delay", "rule", "warnings");
   for (int number = 1; std::getline(in, line); ++number) {
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
     const json entry = json::parse(line, nullptr, false);
     if (entry.is_discarded() || !entry.is_object() || !entry.contains("envelope")) {
-      std::cerr << fmt::format("{}:{}: error: not a trace line {{\"tool\", \"envelope\", \"context\"}}\n", o.paths.front(), number);
+      std::cerr << fmt::format(
+          "{}:{}: error: not a trace line {{\"tool\", \"envelope\", \"context\"}}\n",
+          o.paths.front(), number);
       ++bad;
       continue;
     }
     ++lines;
     EnvelopeResult e = read_envelope(entry["envelope"].dump());
     json ctx_json = entry.value("context", json::object());
-    if (entry.contains("tool") && ctx_json.is_object() && !ctx_json.contains("tool")) ctx_json["tool"] = entry["tool"];
+    if (entry.contains("tool") && ctx_json.is_object() && !ctx_json.contains("tool"))
+      ctx_json["tool"] = entry["tool"];
     ContextResult c = read_context(ctx_json.dump());
     if (!c.ok) {
-      for (auto& d : c.errors) std::cerr << fmt::format("{}:{}: error: {}\n", o.paths.front(), number, d.message);
+      for (auto& d : c.errors)
+        std::cerr << fmt::format("{}:{}: error: {}\n", o.paths.front(), number, d.message);
       ++bad;
       continue;
     }
@@ -151,20 +168,27 @@ int run_replay(const Options& o) {
       decisions.push_back(std::move(row));
     } else {
       std::string kinds;
-      for (const auto& w : out["warnings"]) kinds += (kinds.empty() ? "" : ",") + w["kind"].get<std::string>();
+      for (const auto& w : out["warnings"])
+        kinds += (kinds.empty() ? "" : ",") + w["kind"].get<std::string>();
       std::cout << fmt::format("{:>4}  {:<26} {:<16} {:<9} {:>8}  {:<22} {}\n", number,
-                               c.context.tool.substr(0, 26), e.envelope.code.value_or("-").substr(0, 16),
-                               to_string(d.route), delay_text(d), std::string(d.rule).substr(0, 22), kinds);
+                               c.context.tool.substr(0, 26),
+                               e.envelope.code.value_or("-").substr(0, 16), to_string(d.route),
+                               delay_text(d), std::string(d.rule).substr(0, 22), kinds);
     }
   }
   if (o.format == Format::Json) {
-    json summary = {{"decisions", lines}, {"badLines", bad}, {"routes", routes},
-                    {"retriesAvoided", retries_avoided}, {"warnings", warnings}};
+    json summary = {{"decisions", lines},
+                    {"badLines", bad},
+                    {"routes", routes},
+                    {"retriesAvoided", retries_avoided},
+                    {"warnings", warnings}};
     std::cout << json{{"decisions", decisions}, {"summary", summary}}.dump(2) << "\n";
   } else {
     std::cout << fmt::format("\n{} decisions, {} bad lines\nroutes:", lines, bad);
     for (const auto& [route, n] : routes) std::cout << fmt::format(" {} {}", route, n);
-    std::cout << fmt::format("\nretries avoided (envelope said retryable, policy did not retry): {}\nwarnings:", retries_avoided);
+    std::cout << fmt::format(
+        "\nretries avoided (envelope said retryable, policy did not retry): {}\nwarnings:",
+        retries_avoided);
     for (const auto& [kind, n] : warnings) std::cout << fmt::format(" {} {}", kind, n);
     std::cout << "\n";
   }
@@ -175,8 +199,10 @@ int run_compile(const Options& o) {
   auto bundle = load(o.paths, o);
   if (!bundle) return 1;
   for (const auto& p : bundle->policies()) {
-    if (o.dump) std::cout << p.dump();
-    else std::cout << fmt::format("policy \"{}\" {}\n", p.name(), p.hash());
+    if (o.dump)
+      std::cout << p.dump();
+    else
+      std::cout << fmt::format("policy \"{}\" {}\n", p.name(), p.hash());
   }
   return 0;
 }

@@ -24,7 +24,8 @@ std::optional<std::string> read_text(const std::string& path, std::string& error
   return text.str();
 }
 
-void print_diagnostics(const std::vector<Diagnostic>& diagnostics, Format format, std::ostream& out) {
+void print_diagnostics(const std::vector<Diagnostic>& diagnostics, Format format,
+                       std::ostream& out) {
   if (format == Format::Json) {
     out << to_json(diagnostics) << "\n";
     return;

@@ -24,7 +24,8 @@ int main(int argc, char** argv) {
   common(check);
   check->add_option("paths", o.paths, "policy files or directories")->required();
 
-  auto* decide = app.add_subcommand("decide", "decide one failed call; prints the decision as JSON");
+  auto* decide =
+      app.add_subcommand("decide", "decide one failed call; prints the decision as JSON");
   common(decide);
   inputs(decide);
 
@@ -32,12 +33,15 @@ int main(int argc, char** argv) {
   common(explain);
   inputs(explain);
 
-  auto* replay = app.add_subcommand("replay", "replay a JSONL trace of failed calls through the policies");
+  auto* replay =
+      app.add_subcommand("replay", "replay a JSONL trace of failed calls through the policies");
   common(replay);
   replay->add_option("--policy,-p", o.policies, "policy files or directories")->required();
-  replay->add_option("trace", o.paths, "trace file, one {\"tool\",\"envelope\",\"context\"} a line")->required();
+  replay->add_option("trace", o.paths, "trace file, one {\"tool\",\"envelope\",\"context\"} a line")
+      ->required();
 
-  auto* compile = app.add_subcommand("compile", "compile policies; --dump prints the decision tables");
+  auto* compile =
+      app.add_subcommand("compile", "compile policies; --dump prints the decision tables");
   common(compile);
   compile->add_flag("--dump", o.dump, "print each decision table as stable text");
   compile->add_option("paths", o.paths, "policy files or directories")->required();

@@ -50,27 +50,31 @@ struct escape : pg::seq<pg::one<'\\'>, pg::one<'"', '\\', 'n', 't'>> {};
 struct string_char : pg::sor<escape, pg::not_one<'"', '\\', '\n', '\r'>> {};
 struct string_lit : pg::seq<pg::one<'"'>, pg::star<string_char>, pg::one<'"'>> {};
 
-// number = [ "-" ] digit { digit } [ "." digit { digit } ] [ unit ] ;  unit = "ms" | "s" | "m" | "h" ;
+// number = [ "-" ] digit { digit } [ "." digit { digit } ] [ unit ] ;  unit = "ms" | "s" | "m" |
+// "h" ;
 struct unit : pg::sor<TAO_PEGTL_STRING("ms"), pg::one<'s', 'm', 'h'>> {};
-struct number
-    : pg::seq<pg::opt<pg::one<'-'>>, pg::plus<pg::digit>,
-              pg::opt<pg::one<'.'>, pg::plus<pg::digit>>, pg::opt<unit>, pg::not_at<pg::identifier_other>> {};
+struct number : pg::seq<pg::opt<pg::one<'-'>>, pg::plus<pg::digit>,
+                        pg::opt<pg::one<'.'>, pg::plus<pg::digit>>, pg::opt<unit>,
+                        pg::not_at<pg::identifier_other>> {};
 
 // value = string | number | ident ;
 struct value_ident : ident {};
 struct value : pg::sor<string_lit, number, value_ident> {};
 // list = "[" [ value { "," value } ] "]" ;
 struct comma : pg::seq<sep, pg::one<','>, sep> {};
-struct value_list
-    : pg::seq<pg::one<'['>, sep, pg::opt<pg::list<value, comma>>, sep, pg::one<']'>> {};
+struct value_list : pg::seq<pg::one<'['>, sep, pg::opt<pg::list<value, comma>>, sep, pg::one<']'>> {
+};
 
 // setting = ident "=" ( list | value ) ;
 struct setting_key : ident {};
-struct setting : pg::seq<setting_key, sep, pg::must<pg::one<'='>>, sep, pg::must<pg::sor<value_list, value>>> {};
+struct setting
+    : pg::seq<setting_key, sep, pg::must<pg::one<'='>>, sep, pg::must<pg::sor<value_list, value>>> {
+};
 // block = "{" { setting } "}" ;
 struct block_open : pg::one<'{'> {};
 struct block_close : pg::one<'}'> {};
-struct settings : pg::seq<pg::must<block_open>, sep, pg::star<setting, sep>, pg::must<block_close>> {};
+struct settings
+    : pg::seq<pg::must<block_open>, sep, pg::star<setting, sep>, pg::must<block_close>> {};
 
 // tool_block = "tool" block ;   limits_block = "limits" block ;
 struct tool_block : pg::seq<kw_tool, sep, settings> {};
@@ -86,9 +90,9 @@ struct backoff_decl
 // codes = "codes" "{" { ident [","] } "}" ;
 struct code_name : ident {};
 struct codes_close : pg::one<'}'> {};
-struct codes_decl : pg::seq<kw_codes, sep, pg::must<block_open>, sep,
-                            pg::star<code_name, sep, pg::opt<pg::one<','>, sep>>,
-                            pg::must<codes_close>> {};
+struct codes_decl
+    : pg::seq<kw_codes, sep, pg::must<block_open>, sep,
+              pg::star<code_name, sep, pg::opt<pg::one<','>, sep>>, pg::must<codes_close>> {};
 
 // Conditions.
 //   cond    = and_expr { "or" and_expr } ;
@@ -121,14 +125,15 @@ struct route_arg : string_lit {};
 struct route : pg::seq<route_kind, pg::opt<sep, route_arg>, pg::opt<sep, route_arg>> {};
 // rule = "rule" name [ "when" cond ] "->" route ;
 struct rule_name : name {};
-struct rule_decl : pg::seq<kw_rule, sep, pg::must<rule_name>, sep,
-                           pg::opt<kw_when, sep, pg::must<cond>, sep>, pg::must<arrow>, sep,
-                           pg::must<route>> {};
+struct rule_decl
+    : pg::seq<kw_rule, sep, pg::must<rule_name>, sep, pg::opt<kw_when, sep, pg::must<cond>, sep>,
+              pg::must<arrow>, sep, pg::must<route>> {};
 // default = "default" "->" route ;
 struct default_decl : pg::seq<kw_default, sep, pg::must<arrow>, sep, pg::must<route>> {};
 
 // item = tool_block | limits_block | backoff | codes | rule | default ;
-struct item : pg::sor<tool_block, limits_block, backoff_decl, codes_decl, rule_decl, default_decl> {};
+struct item : pg::sor<tool_block, limits_block, backoff_decl, codes_decl, rule_decl, default_decl> {
+};
 // policy = "policy" string "{" { item } "}" ;
 struct policy_name : string_lit {};
 struct policy_close : pg::one<'}'> {};
@@ -138,31 +143,59 @@ struct policy_decl : pg::seq<kw_policy, sep, pg::must<policy_name>, sep, pg::mus
 struct version_number : pg::plus<pg::digit> {};
 struct version_decl : pg::seq<kw_version, sep, pg::must<version_number>> {};
 // file = [ version ] { policy } EOF ;
-struct file : pg::seq<sep, pg::opt<version_decl, sep>, pg::star<policy_decl, sep>, pg::must<pg::eof>> {};
+struct file
+    : pg::seq<sep, pg::opt<version_decl, sep>, pg::star<policy_decl, sep>, pg::must<pg::eof>> {};
 
 // Messages for every rule that can fail under must<>: the text after "expected".
 template <typename Rule>
 inline constexpr const char* error_message = nullptr;
-template <> inline constexpr const char* error_message<pg::one<'='>> = "'=' after the setting name";
-template <> inline constexpr const char* error_message<pg::sor<value_list, value>> = "a value or a [list]";
-template <> inline constexpr const char* error_message<block_open> = "'{'";
-template <> inline constexpr const char* error_message<block_close> = "a setting 'name = value' or '}'";
-template <> inline constexpr const char* error_message<codes_close> = "a code name or '}'";
-template <> inline constexpr const char* error_message<backoff_kind> = "a backoff kind (constant, linear, exponential)";
-template <> inline constexpr const char* error_message<value> = "a value (name, number, duration or \"string\")";
-template <> inline constexpr const char* error_message<cond> = "a condition";
-template <> inline constexpr const char* error_message<pg::one<')'>> = "')'";
-template <> inline constexpr const char* error_message<pg::sor<in_arguments, value_list>> = "'arguments' or a [list] after 'in'";
-template <> inline constexpr const char* error_message<is_what> = "'absent' or 'present' after 'is'";
-template <> inline constexpr const char* error_message<unary> = "a condition after 'not', 'and' or 'or'";
-template <> inline constexpr const char* error_message<and_expr> = "a condition after 'or'";
-template <> inline constexpr const char* error_message<rule_name> = "a rule name (a name that is not a keyword)";
-template <> inline constexpr const char* error_message<arrow> = "'->' and a route (or 'when' and a condition)";
-template <> inline constexpr const char* error_message<route> = "a route (retry, repair, authorize, replace \"tool\", degrade, escalate, stop)";
-template <> inline constexpr const char* error_message<policy_name> = "the policy's name as a \"string\"";
-template <> inline constexpr const char* error_message<policy_close> = "a policy item (tool, limits, backoff, codes, rule, default) or '}'";
-template <> inline constexpr const char* error_message<version_number> = "a language version number";
-template <> inline constexpr const char* error_message<pg::eof> = "'policy' (or 'version' at the top of the file)";
+template <>
+inline constexpr const char* error_message<pg::one<'='>> = "'=' after the setting name";
+template <>
+inline constexpr const char* error_message<pg::sor<value_list, value>> = "a value or a [list]";
+template <>
+inline constexpr const char* error_message<block_open> = "'{'";
+template <>
+inline constexpr const char* error_message<block_close> = "a setting 'name = value' or '}'";
+template <>
+inline constexpr const char* error_message<codes_close> = "a code name or '}'";
+template <>
+inline constexpr const char* error_message<backoff_kind> =
+    "a backoff kind (constant, linear, exponential)";
+template <>
+inline constexpr const char* error_message<value> =
+    "a value (name, number, duration or \"string\")";
+template <>
+inline constexpr const char* error_message<cond> = "a condition";
+template <>
+inline constexpr const char* error_message<pg::one<')'>> = "')'";
+template <>
+inline constexpr const char* error_message<pg::sor<in_arguments, value_list>> =
+    "'arguments' or a [list] after 'in'";
+template <>
+inline constexpr const char* error_message<is_what> = "'absent' or 'present' after 'is'";
+template <>
+inline constexpr const char* error_message<unary> = "a condition after 'not', 'and' or 'or'";
+template <>
+inline constexpr const char* error_message<and_expr> = "a condition after 'or'";
+template <>
+inline constexpr const char* error_message<rule_name> =
+    "a rule name (a name that is not a keyword)";
+template <>
+inline constexpr const char* error_message<arrow> = "'->' and a route (or 'when' and a condition)";
+template <>
+inline constexpr const char* error_message<route> =
+    "a route (retry, repair, authorize, replace \"tool\", degrade, escalate, stop)";
+template <>
+inline constexpr const char* error_message<policy_name> = "the policy's name as a \"string\"";
+template <>
+inline constexpr const char* error_message<policy_close> =
+    "a policy item (tool, limits, backoff, codes, rule, default) or '}'";
+template <>
+inline constexpr const char* error_message<version_number> = "a language version number";
+template <>
+inline constexpr const char* error_message<pg::eof> =
+    "'policy' (or 'version' at the top of the file)";
 
 struct errors {
   template <typename Rule>

@@ -18,15 +18,15 @@ namespace {
 namespace pt = tao::pegtl::parse_tree;
 
 template <typename Rule>
-using selector = pt::selector<
-    Rule,
-    pt::store_content::on<version_number, policy_name, setting_key, string_lit, number, value_ident,
-                          backoff_kind, param_name, code_name, rule_name, route_kind, route_arg,
-                          attr, cmp_op, is_what>,
-    pt::remove_content::on<policy_decl, tool_block, limits_block, setting, value_list, backoff_decl,
-                           backoff_param, codes_decl, rule_decl, default_decl, route, not_expr,
-                           test, in_arguments>,
-    pt::fold_one::on<cond, and_expr>>;
+using selector =
+    pt::selector<Rule,
+                 pt::store_content::on<version_number, policy_name, setting_key, string_lit, number,
+                                       value_ident, backoff_kind, param_name, code_name, rule_name,
+                                       route_kind, route_arg, attr, cmp_op, is_what>,
+                 pt::remove_content::on<policy_decl, tool_block, limits_block, setting, value_list,
+                                        backoff_decl, backoff_param, codes_decl, rule_decl,
+                                        default_decl, route, not_expr, test, in_arguments>,
+                 pt::fold_one::on<cond, and_expr>>;
 
 struct TooDeep {
   tao::pegtl::position pos;
@@ -188,7 +188,8 @@ ast::Policy to_policy(const Node& n) {
       b.pos = pos_of(item);
       b.kind = item.children.at(0)->string();
       b.kind_pos = pos_of(*item.children[0]);
-      for (std::size_t j = 1; j < item.children.size(); ++j) b.params.push_back(to_setting(*item.children[j]));
+      for (std::size_t j = 1; j < item.children.size(); ++j)
+        b.params.push_back(to_setting(*item.children[j]));
       p.backoff.push_back(std::move(b));
     } else if (item.is_type<codes_decl>()) {
       for (const auto& c : item.children) p.codes.push_back(to_value(*c));
@@ -250,7 +251,8 @@ std::optional<ast::File> parse(std::string_view path, std::string_view text, std
     report("E001", p, "syntax error: expected " + std::string(e.message()), "");
     return std::nullopt;
   } catch (const TooDeep& e) {
-    report("E092", e.pos, "condition nested more than " + std::to_string(max_depth) + " levels deep",
+    report("E092", e.pos,
+           "condition nested more than " + std::to_string(max_depth) + " levels deep",
            "split the condition into several rules, or raise CompileOptions::max_depth");
     return std::nullopt;
   }

@@ -54,7 +54,8 @@ TEST_CASE("check: type errors (E012)", "[check]") {
   }
   SECTION("a bare code") {
     expect_one(in_policy("  rule r when code -> retry\n  default -> stop"),
-               {"E012", 2, 15, "'code' alone is not a condition", "compare it, or write `code is present`"});
+               {"E012", 2, 15, "'code' alone is not a condition",
+                "compare it, or write `code is present`"});
   }
   SECTION("a count with a unit") {
     expect_one(in_policy("  rule r when attempt >= 2s -> retry\n  default -> stop"),
@@ -113,17 +114,23 @@ TEST_CASE("check: nonsense limits are rejected (E019)", "[check]") {
              {"E019", 2, 23, "attempts = 0 is outside [1, 10]", nullptr});
   expect_one(in_policy("  limits { attempts = 11 }\n  default -> stop"),
              {"E019", 2, 23, "attempts = 11 is outside [1, 10]", nullptr});
-  expect_one(in_policy("  limits { on_exhausted = retry }\n  default -> stop"),
-             {"E019", 2, 27, "on_exhausted must be stop, escalate, degrade or authorize, not 'retry'",
-              "a spent budget must not lead to another retry or repair"});
+  expect_one(
+      in_policy("  limits { on_exhausted = retry }\n  default -> stop"),
+      {"E019", 2, 27, "on_exhausted must be stop, escalate, degrade or authorize, not 'retry'",
+       "a spent budget must not lead to another retry or repair"});
   expect_one(in_policy("  limits { on_exhausted = repair }\n  default -> stop"),
-             {"E019", 2, 27, "on_exhausted must be stop, escalate, degrade or authorize, not 'repair'", nullptr});
+             {"E019", 2, 27,
+              "on_exhausted must be stop, escalate, degrade or authorize, not 'repair'", nullptr});
   expect_one(in_policy("  backoff exponential base 0ms\n  default -> stop"),
              {"E019", 2, 28, "backoff base must be positive", nullptr});
   expect_one(in_policy("  backoff exponential factor 0.5\n  default -> stop"),
              {"E019", 2, 30, "factor must be in [1, 100], got 0.5", nullptr});
   expect_one(in_policy("  backoff exponential base 2s max 1s\n  default -> stop"),
              {"E019", 2, 3, "backoff max (1000ms) is below its base (2000ms)", nullptr});
+  expect_one(in_policy("  backoff constant base 1s factor 2\n  default -> stop"),
+             {"E019", 2, 28, "factor applies to exponential backoff only", nullptr});
+  // Without an explicit max, a base above the default max (20s) is its own cap.
+  CHECK(in_policy("  backoff constant base 30s\n  default -> stop").empty());
   expect_one(in_policy("  limits { retry_after_max = 0s }\n  default -> stop"),
              {"E019", 2, 30, "retry_after_max must be positive", nullptr});
 }
@@ -134,7 +141,8 @@ TEST_CASE("check: codes (E022) and `in arguments` (E024)", "[check]") {
   expect_one(in_policy("  codes { X X }\n  default -> stop"),
              {"E022", 2, 13, "code 'X' is already declared", nullptr});
   expect_one(in_policy("  rule r when suggestion in arguments -> repair\n  default -> stop"),
-             {"E024", 2, 15, "only `field in arguments` is allowed, not 'suggestion in arguments'", nullptr});
+             {"E024", 2, 15, "only `field in arguments` is allowed, not 'suggestion in arguments'",
+              nullptr});
 }
 
 TEST_CASE("check: durations (E025)", "[check]") {
@@ -143,7 +151,8 @@ TEST_CASE("check: durations (E025)", "[check]") {
               "durations need a unit: ms, s, m or h"});
   expect_one(in_policy("  rule r when retry_after > 0.5ms -> stop\n  default -> stop"),
              {"E025", 2, 29, "duration 0.5ms is not a whole number of milliseconds", nullptr});
-  CHECK(test::diagnostics("policy \"p\" { rule r when retry_after > 1.5s -> stop default -> stop }").empty());
+  CHECK(test::diagnostics("policy \"p\" { rule r when retry_after > 1.5s -> stop default -> stop }")
+            .empty());
 }
 
 TEST_CASE("check: duplicate policy across files (E020)", "[check]") {
@@ -166,10 +175,31 @@ TEST_CASE("check: W001 warns when a retry matches an absent value only through `
   CHECK(d[0].message == "rule 'r' can retry when code is absent, only because of `not`");
   CHECK(d[0].help == "add `code is present` if an absent value should not match");
   // Stating presence silences it; a stop rule never warns.
-  CHECK(in_policy("  rule r when code is present and not code == PERMISSION -> retry\n  default -> stop").empty());
+  CHECK(in_policy(
+            "  rule r when code is present and not code == PERMISSION -> retry\n  default -> stop")
+            .empty());
   CHECK(in_policy("  rule r when not code == PERMISSION -> stop\n  default -> stop").empty());
+  // A term that accepts absent through `not` warns even when another term tests the attribute.
+  auto mixed = in_policy(
+      "  rule r when code == TRANSIENT or not code == PERMISSION -> retry\n  default -> stop");
+  REQUIRE(mixed.size() == 1);
+  CHECK(mixed[0].message == "rule 'r' can retry when code is absent, only because of `not`");
+  // `field in arguments` is absent exactly when field is: its help silences it.
+  auto args = in_policy(
+      "  tool { arguments = [a] }\n  rule s when not field in arguments -> repair\n  default -> "
+      "stop");
+  REQUIRE(args.size() == 1);
+  CHECK(args[0].message == "rule 's' can repair when field is absent, only because of `not`");
+  CHECK(in_policy("  tool { arguments = [a] }\n  rule s when field is present and not field in "
+                  "arguments -> repair\n  default -> stop")
+            .empty());
+  // `is absent` states the intent: no warning.
+  CHECK(in_policy("  rule r when retry_after is absent -> retry\n  default -> stop").empty());
+  CHECK(in_policy("  rule r -> retry\n  default -> stop").empty());
   // A warning does not stop compilation.
-  CHECK(recourse::compile({{"t", "policy \"p\" { rule r when not retryable -> retry default -> stop }"}}).ok());
+  CHECK(recourse::compile(
+            {{"t", "policy \"p\" { rule r when not retryable -> retry default -> stop }"}})
+            .ok());
 }
 
 TEST_CASE("check: all errors of a file are reported in one pass", "[check]") {
@@ -180,12 +210,14 @@ TEST_CASE("check: all errors of a file are reported in one pass", "[check]") {
   std::vector<std::string> codes;
   for (const auto& x : d) codes.push_back(x.code);
   CHECK(codes == std::vector<std::string>{"E019", "E018", "E010", "E015", "E011", "E013", "E016"});
-  CHECK_FALSE(recourse::compile({{"t", "policy \"p\" {\n  rule a when cod == X -> retry\n}"}}).ok());
+  CHECK_FALSE(
+      recourse::compile({{"t", "policy \"p\" {\n  rule a when cod == X -> retry\n}"}}).ok());
 }
 
 TEST_CASE("check: one bad file means no bundle at all", "[check]") {
-  auto r = recourse::compile({{"good.recourse", "policy \"a\" { default -> stop }"},
-                              {"bad.recourse", "policy \"b\" { rule r when x -> stop default -> stop }"}});
+  auto r = recourse::compile(
+      {{"good.recourse", "policy \"a\" { default -> stop }"},
+       {"bad.recourse", "policy \"b\" { rule r when x -> stop default -> stop }"}});
   CHECK_FALSE(r.ok());
   CHECK_FALSE(r.bundle.has_value());
 }
@@ -200,7 +232,8 @@ TEST_CASE("check: diagnostics render with file:line:col, the line and a caret", 
         "                ^\n"
         "  help: did you mean 'retryable'?\n");
   CHECK(recourse::to_json(d) ==
-        "[{\"code\":\"E010\",\"column\":15,\"file\":\"p.recourse\",\"help\":\"did you mean 'retryable'?\","
+        "[{\"code\":\"E010\",\"column\":15,\"file\":\"p.recourse\",\"help\":\"did you mean "
+        "'retryable'?\","
         "\"line\":2,\"message\":\"unknown attribute 'retryabel'\",\"severity\":\"error\"}]");
 }
 
@@ -213,16 +246,20 @@ TEST_CASE("check: limits of the compiler (E090, E091, E093)", "[check]") {
 
   recourse::CompileOptions few;
   few.max_rules = 1;
-  r = recourse::compile({{"t", "policy \"p\" { rule a -> stop rule b -> stop default -> stop }"}}, few);
+  r = recourse::compile({{"t", "policy \"p\" { rule a -> stop rule b -> stop default -> stop }"}},
+                        few);
   REQUIRE(r.diagnostics.size() == 1);
   CHECK(r.diagnostics[0].code == "E091");
 
   // (a1 or b1) and (a2 or b2) and ... multiplies out to 2^12 non-empty terms.
   std::string cond;
-  for (int i = 0; i < 12; ++i) cond += std::string(i ? " and " : "") + "(attempt != " + std::to_string(i) + " or repairs != " + std::to_string(i) + ")";
+  for (int i = 0; i < 12; ++i)
+    cond += std::string(i ? " and " : "") + "(attempt != " + std::to_string(i) +
+            " or repairs != " + std::to_string(i) + ")";
   recourse::CompileOptions terms;
   terms.max_terms_per_rule = 1000;
-  r = recourse::compile({{"t", "policy \"p\" {\n rule big when " + cond + " -> stop default -> stop }"}}, terms);
+  r = recourse::compile(
+      {{"t", "policy \"p\" {\n rule big when " + cond + " -> stop default -> stop }"}}, terms);
   REQUIRE(r.diagnostics.size() == 1);
   CHECK(r.diagnostics[0].code == "E093");
   CHECK(r.diagnostics[0].line == 2);

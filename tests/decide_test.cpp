@@ -21,7 +21,8 @@ policy "pay" {
   default -> stop
 })";
 
-recourse::Decision decide(const recourse::Policy& p, const std::string& envelope, const std::string& context) {
+recourse::Decision decide(const recourse::Policy& p, const std::string& envelope,
+                          const std::string& context) {
   const auto e = test::envelope(envelope);
   const auto c = test::context(context);
   const auto d = p.decide(e, c);
@@ -36,7 +37,8 @@ recourse::Decision decide(const recourse::Policy& p, const std::string& envelope
 
 TEST_CASE("decide: first matching rule, with derived attributes", "[decide]") {
   const auto p = test::policy(kPolicy);
-  auto d = decide(p, R"({"code":"TRANSIENT","retryable":true,"traceId":"t"})", R"({"tool":"pay","sideEffect":"none"})");
+  auto d = decide(p, R"({"code":"TRANSIENT","retryable":true,"traceId":"t"})",
+                  R"({"tool":"pay","sideEffect":"none"})");
   CHECK(d.route == Route::Retry);
   CHECK(d.rule == "throttled");
   CHECK(d.policy == "pay");
@@ -72,27 +74,32 @@ TEST_CASE("decide: absent values and `not`", "[decide]") {
   CHECK(decide(p, R"({"retryable":false})", "{}").rule == "b");
   // retryable true and code PERMISSION: nothing matches; `!=` is false on true.
   CHECK(decide(p, R"({"retryable":true,"code":"PERMISSION"})", "{}").rule == "default");
-  const auto q = test::policy(R"(policy "q" { rule c when retryable != true -> authorize default -> stop })");
+  const auto q =
+      test::policy(R"(policy "q" { rule c when retryable != true -> authorize default -> stop })");
   // `!=` is a comparison: false on an absent value.
   CHECK(decide(q, "{}", "{}").rule == "default");
   CHECK(decide(q, R"({"retryable":false})", "{}").rule == "c");
 }
 
 TEST_CASE("decide: unknown codes read as UNKNOWN with the nearest known code", "[decide]") {
-  const auto p = test::policy(R"(policy "p" { codes { DECLINED } rule u when code == UNKNOWN -> escalate default -> stop })");
+  const auto p = test::policy(
+      R"(policy "p" { codes { DECLINED } rule u when code == UNKNOWN -> escalate default -> stop })");
   struct Row {
     const char* code;
     const char* nearest;
   };
-  for (const Row& row : {Row{"TRANSlENT", "TRANSIENT"}, Row{"transient", "TRANSIENT"},
-                         Row{"RATE_LIMITED ", "RATE_LIMITED"}, Row{"DECLINE", "DECLINED"},
-                         Row{"WEIRD", ""}}) {
+  for (const Row& row :
+       {Row{"TRANSlENT", "TRANSIENT"}, Row{"transient", "TRANSIENT"},
+        Row{"RATE_LIMITED ", "RATE_LIMITED"}, Row{"DECLINE", "DECLINED"}, Row{"WEIRD", ""}}) {
     INFO(row.code);
     const auto d = decide(p, std::string(R"({"code":")") + row.code + "\"}", "{}");
     CHECK(d.rule == "u");
     CHECK((d.warnings & recourse::kUnknownCode) != 0);
     CHECK(d.nearest_code == row.nearest);
   }
+  // The warning bit is exactly kUnknownCode: nothing else is claimed (the trace id is present).
+  CHECK(decide(p, R"({"code":"WEIRD","traceId":"t"})", R"({"sideEffect":"none"})").warnings ==
+        recourse::kUnknownCode);
   const auto declared = decide(p, R"({"code":"DECLINED"})", "{}");
   CHECK(declared.rule == "default");
   CHECK(declared.warnings == recourse::kSideEffectAssumed + recourse::kTraceIdMinted);
@@ -122,9 +129,13 @@ TEST_CASE("decide: budget guards override retry and repair, in precedence order"
     CHECK(d.attempts_left == 1);
   }
   SECTION("the host's maxAttempts, clamped to the engine's ceiling") {
-    CHECK(decide(p, retry + "}", R"({"sideEffect":"none","attempt":2,"maxAttempts":2})").exhausted == "attempts");
-    CHECK(decide(p, retry + "}", R"({"sideEffect":"none","attempt":5,"maxAttempts":8})").route == Route::Retry);
-    CHECK(decide(p, retry + "}", R"({"sideEffect":"none","attempt":10,"maxAttempts":1000})").exhausted == "attempts");
+    CHECK(
+        decide(p, retry + "}", R"({"sideEffect":"none","attempt":2,"maxAttempts":2})").exhausted ==
+        "attempts");
+    CHECK(decide(p, retry + "}", R"({"sideEffect":"none","attempt":5,"maxAttempts":8})").route ==
+          Route::Retry);
+    CHECK(decide(p, retry + "}", R"({"sideEffect":"none","attempt":10,"maxAttempts":1000})")
+              .exhausted == "attempts");
   }
   SECTION("repairs") {
     const std::string fix = R"({"code":"VALIDATION","field":"amount","suggestion":"cents"})";
@@ -133,23 +144,32 @@ TEST_CASE("decide: budget guards override retry and repair, in precedence order"
     CHECK(d.exhausted == "repairs");
     CHECK(d.route == Route::Stop);
     // The field must be one of the call's arguments; the host's list wins over the tool block.
-    CHECK(decide(p, R"({"code":"VALIDATION","field":"iban","suggestion":"x"})", R"({"sideEffect":"none"})").rule == "default");
-    CHECK(decide(p, R"({"code":"VALIDATION","field":"iban","suggestion":"x"})", R"({"sideEffect":"none","arguments":["iban"]})").rule == "fix");
+    CHECK(decide(p, R"({"code":"VALIDATION","field":"iban","suggestion":"x"})",
+                 R"({"sideEffect":"none"})")
+              .rule == "default");
+    CHECK(decide(p, R"({"code":"VALIDATION","field":"iban","suggestion":"x"})",
+                 R"({"sideEffect":"none","arguments":["iban"]})")
+              .rule == "fix");
   }
   SECTION("deadline") {
-    CHECK(decide(p, retry + "}", R"({"sideEffect":"none","elapsedMs":119999})").route == Route::Retry);
-    CHECK(decide(p, retry + "}", R"({"sideEffect":"none","elapsedMs":120000})").exhausted == "deadline");
-    CHECK(decide(p, retry + "}", R"({"sideEffect":"none","elapsedMs":1000,"deadlineMs":1000})").exhausted == "deadline");
+    CHECK(decide(p, retry + "}", R"({"sideEffect":"none","elapsedMs":119999})").route ==
+          Route::Retry);
+    CHECK(decide(p, retry + "}", R"({"sideEffect":"none","elapsedMs":120000})").exhausted ==
+          "deadline");
+    CHECK(decide(p, retry + "}", R"({"sideEffect":"none","elapsedMs":1000,"deadlineMs":1000})")
+              .exhausted == "deadline");
   }
   SECTION("on_exhausted") {
-    const auto q = test::policy(R"(policy "q" { limits { attempts = 1 on_exhausted = escalate } rule r -> retry default -> stop })");
+    const auto q = test::policy(
+        R"(policy "q" { limits { attempts = 1 on_exhausted = escalate } rule r -> retry default -> stop })");
     auto d = decide(q, "{}", "{}");
     CHECK(d.route == Route::Escalate);
     CHECK(d.reason == "attempt budget spent");
   }
 }
 
-TEST_CASE("decide: backoff follows its formula; jitter is a deterministic hash", "[decide][backoff]") {
+TEST_CASE("decide: backoff follows its formula; jitter is a deterministic hash",
+          "[decide][backoff]") {
   using recourse::detail::Backoff;
   using recourse::detail::BackoffKind;
   using recourse::detail::Jitter;
@@ -159,7 +179,8 @@ TEST_CASE("decide: backoff follows its formula; jitter is a deterministic hash",
   b.max_ms = 1000;
   b.jitter = Jitter::None;
   const std::int64_t expected[] = {100, 200, 400, 800, 1000, 1000};
-  for (int n = 1; n <= 6; ++n) CHECK(recourse::detail::backoff_delay(b, n, 7).delay_ms == expected[n - 1]);
+  for (int n = 1; n <= 6; ++n)
+    CHECK(recourse::detail::backoff_delay(b, n, 7).delay_ms == expected[n - 1]);
   b.kind = BackoffKind::Linear;
   CHECK(recourse::detail::backoff_delay(b, 3, 7).delay_ms == 300);
   b.kind = BackoffKind::Constant;
@@ -183,6 +204,13 @@ TEST_CASE("decide: backoff follows its formula; jitter is a deterministic hash",
       if (n == 1) CHECK(dec.delay_ms == b.base_ms);
     }
   }
+  // The draw depends on the attempt too: at the cap, successive attempts draw afresh.
+  b.jitter = Jitter::Full;
+  int same = 0;
+  for (std::uint64_t key = 0; key < 100; ++key)
+    same += recourse::detail::backoff_delay(b, 5, key).delay_ms ==
+            recourse::detail::backoff_delay(b, 6, key).delay_ms;
+  CHECK(same < 5);
   // Full jitter spreads: over many keys, draws cover the range's low and high quarters.
   b.jitter = Jitter::Full;
   int low = 0, high = 0;
@@ -195,7 +223,8 @@ TEST_CASE("decide: backoff follows its formula; jitter is a deterministic hash",
   CHECK(high > 150);
 }
 
-TEST_CASE("decide: the delay is floored by min_delay and raised to the server's hint", "[decide][backoff]") {
+TEST_CASE("decide: the delay is floored by min_delay and raised to the server's hint",
+          "[decide][backoff]") {
   const auto p = test::policy(R"(policy "p" {
     limits { min_delay = 80ms attempts = 5 }
     backoff exponential base 100ms factor 2 max 1s jitter full
@@ -212,8 +241,10 @@ TEST_CASE("decide: the delay is floored by min_delay and raised to the server's 
   CHECK(decide(p, R"({"retryable":true,"retryAfterMs":0})", "{}").delay_ms >= 80);
   CHECK(decide(p, R"({"retryable":true,"retryAfterMs":5000})", "{}").delay_ms == 5000);
   // Same inputs, same delay; the operation id keys the draw before the trace id.
-  const auto a = decide(p, R"({"retryable":true,"traceId":"x"})", R"({"operationId":"op-1","attempt":3})");
-  const auto b = decide(p, R"({"retryable":true,"traceId":"y"})", R"({"operationId":"op-1","attempt":3})");
+  const auto a =
+      decide(p, R"({"retryable":true,"traceId":"x"})", R"({"operationId":"op-1","attempt":3})");
+  const auto b =
+      decide(p, R"({"retryable":true,"traceId":"y"})", R"({"operationId":"op-1","attempt":3})");
   CHECK(a.delay_ms == b.delay_ms);
   CHECK(a.jitter_draw == b.jitter_draw);
 }
@@ -223,10 +254,12 @@ TEST_CASE("decide: idempotency-key directives", "[decide]") {
     rule r when retryable -> retry rule f when field in arguments -> repair default -> stop })");
   const auto none = test::policy(R"(policy "n" { tool { arguments = [a] }
     rule r when retryable -> retry rule f when field in arguments -> repair default -> stop })");
-  CHECK(decide(keys, R"({"retryable":true})", "{}").idempotency_key == recourse::KeyDirective::Reuse);
+  CHECK(decide(keys, R"({"retryable":true})", "{}").idempotency_key ==
+        recourse::KeyDirective::Reuse);
   CHECK(decide(keys, R"({"field":"a"})", "{}").idempotency_key == recourse::KeyDirective::New);
   CHECK(decide(keys, "{}", "{}").idempotency_key == recourse::KeyDirective::None);
-  CHECK(decide(none, R"({"retryable":true})", "{}").idempotency_key == recourse::KeyDirective::None);
+  CHECK(decide(none, R"({"retryable":true})", "{}").idempotency_key ==
+        recourse::KeyDirective::None);
   CHECK(decide(none, R"({"field":"a"})", "{}").idempotency_key == recourse::KeyDirective::None);
 }
 
@@ -235,7 +268,8 @@ TEST_CASE("decide: a bundle selects by tool name, then \"*\", else stops", "[dec
                                           {"star", R"(policy "*" { default -> escalate })"}});
   REQUIRE(with_fallback.ok());
   CHECK(with_fallback.bundle->decide({}, test::context(R"({"tool":"a"})")).route == Route::Retry);
-  CHECK(with_fallback.bundle->decide({}, test::context(R"({"tool":"zzz"})")).route == Route::Escalate);
+  CHECK(with_fallback.bundle->decide({}, test::context(R"({"tool":"zzz"})")).route ==
+        Route::Escalate);
   auto without = recourse::compile({{"a", R"(policy "a" { default -> retry })"}});
   const auto d = without.bundle->decide({}, test::context(R"({"tool":"b"})"));
   CHECK(d.route == Route::Stop);
@@ -245,7 +279,8 @@ TEST_CASE("decide: a bundle selects by tool name, then \"*\", else stops", "[dec
 TEST_CASE("decide: a decision keeps its policy alive after the bundle is gone", "[decide]") {
   recourse::Decision d;
   {
-    auto r = recourse::compile({{"a", R"(policy "alive" { rule r -> stop "kept" default -> stop })"}});
+    auto r =
+        recourse::compile({{"a", R"(policy "alive" { rule r -> stop "kept" default -> stop })"}});
     d = r.bundle->decide({}, test::context(R"({"tool":"alive"})"));
   }
   CHECK(d.policy == "alive");
@@ -255,12 +290,15 @@ TEST_CASE("decide: a decision keeps its policy alive after the bundle is gone", 
 
 TEST_CASE("decide: decision JSON", "[decide]") {
   const auto p = test::policy(kPolicy);
-  const auto e = test::envelope(R"({"code":"RATE_LIMITED","retryable":true,"traceId":"t-1","retryAfterMs":412})");
+  const auto e = test::envelope(
+      R"({"code":"RATE_LIMITED","retryable":true,"traceId":"t-1","retryAfterMs":412})");
   const auto d = p.decide(e, test::context(R"({"sideEffect":"none","attempt":2})"));
-  CHECK(recourse::to_json(d, e) ==
-        std::string(R"({"route":"retry","delayMs":412,"jitterMs":0,"rule":"throttled","policy":"pay","policyHash":")") +
-            std::string(p.hash()) +
-            R"(","attempt":2,"attemptsLeft":1,"repairsLeft":1,"retryAfterMs":412,"idempotencyKey":"reuse","warnings":[],"traceId":"t-1"})");
+  CHECK(
+      recourse::to_json(d, e) ==
+      std::string(
+          R"({"route":"retry","delayMs":412,"jitterMs":0,"rule":"throttled","policy":"pay","policyHash":")") +
+          std::string(p.hash()) +
+          R"(","attempt":2,"attemptsLeft":1,"repairsLeft":1,"retryAfterMs":412,"idempotencyKey":"reuse","warnings":[],"traceId":"t-1"})");
   const auto bare = test::envelope(R"({"code":"X","retryable":"yes"})");
   const auto json = recourse::to_json(p.decide(bare, test::context("{}")), bare);
   CHECK_THAT(json, Catch::Contains(R"({"kind":"malformed","field":"retryable")"));

@@ -4,7 +4,9 @@
 
 namespace {
 
-recourse::EnvelopeResult read(const std::string& json) { return recourse::read_envelope(json); }
+recourse::EnvelopeResult read(const std::string& json) {
+  return recourse::read_envelope(json);
+}
 
 }  // namespace
 
@@ -61,10 +63,10 @@ TEST_CASE("envelope: malformed fields read as absent with a warning", "[envelope
 }
 
 TEST_CASE("envelope: a duplicate key drops the field whatever the values", "[envelope]") {
-  for (const char* json : {R"({"code":"TRANSIENT","code":"PERMISSION"})",
-                           R"({"code":"TRANSIENT","code":"TRANSIENT"})",
-                           R"({"code":7,"code":"TRANSIENT"})",
-                           R"({"code":"TRANSIENT","code":"PERMISSION","code":"X"})"}) {
+  for (const char* json :
+       {R"({"code":"TRANSIENT","code":"PERMISSION"})", R"({"code":"TRANSIENT","code":"TRANSIENT"})",
+        R"({"code":7,"code":"TRANSIENT"})",
+        R"({"code":"TRANSIENT","code":"PERMISSION","code":"X"})"}) {
     INFO(json);
     auto e = test::envelope(json);
     CHECK_FALSE(e.code.has_value());
@@ -80,7 +82,8 @@ TEST_CASE("envelope: a duplicate key drops the field whatever the values", "[env
 
 TEST_CASE("envelope: extreme but valid values are kept", "[envelope]") {
   CHECK(test::envelope(R"({"retryAfterMs":9999999999000})").retry_after_ms == 9999999999000);
-  CHECK(test::envelope(R"({"retryAfterMs":1e300})").retry_after_ms == std::numeric_limits<std::int64_t>::max());
+  CHECK(test::envelope(R"({"retryAfterMs":1e300})").retry_after_ms ==
+        std::numeric_limits<std::int64_t>::max());
   CHECK(test::envelope(R"({"retryAfterMs":18446744073709551615})").retry_after_ms ==
         std::numeric_limits<std::int64_t>::max());
   CHECK(test::envelope(R"({"retryAfterMs":0})").retry_after_ms == 0);
@@ -99,7 +102,8 @@ TEST_CASE("envelope: size limits drop a field, or reject the whole input", "[env
   r = recourse::read_envelope(R"({"code":"TRANSIENT"})", limits);
   CHECK_FALSE(r.ok);
   CHECK(r.error == "envelope is 20 bytes; the limit is 10");
-  r = recourse::read_envelope(R"({"a":1e999,"b":2e999,"c":3e999,"d":4e999,"e":5e999,"f":6e999,"g":7e999,"h":8e999,"i":9e999})");
+  r = recourse::read_envelope(
+      R"({"a":1e999,"b":2e999,"c":3e999,"d":4e999,"e":5e999,"f":6e999,"g":7e999,"h":8e999,"i":9e999})");
   CHECK_FALSE(r.ok);
   CHECK(r.error == "envelope has more than 8 numbers beyond the range of a double");
   r = recourse::read_envelope(R"({"code":"TIMEOUT","a":1e999,"retryAfterMs":-1e999})");
@@ -113,8 +117,10 @@ TEST_CASE("envelope: size limits drop a field, or reject the whole input", "[env
   CHECK(r.error == "envelope nested deeper than 3 levels");
 }
 
-TEST_CASE("envelope: input that is not a JSON object is an error, not an empty envelope", "[envelope]") {
-  for (const char* json : {"", "[]", "[1,2]", "42", "\"TRANSIENT\"", "null", "{", "{\"code\":}", "{} {}"}) {
+TEST_CASE("envelope: input that is not a JSON object is an error, not an empty envelope",
+          "[envelope]") {
+  for (const char* json :
+       {"", "[]", "[1,2]", "42", "\"TRANSIENT\"", "null", "{", "{\"code\":}", "{} {}"}) {
     INFO(json);
     auto r = read(json);
     CHECK_FALSE(r.ok);
@@ -140,8 +146,8 @@ TEST_CASE("context: camelCase keys, strict types", "[envelope]") {
   CHECK(c.operation_id == "op");
 
   for (const char* bad : {R"({"attempt":0})", R"({"attempt":"2"})", R"({"sideEffect":"maybe"})",
-                          R"({"idempotent":"true"})", R"({"arguments":[1]})", R"({"maxAttempts":0})",
-                          R"([])", R"(nope)"}) {
+                          R"({"idempotent":"true"})", R"({"arguments":[1]})",
+                          R"({"maxAttempts":0})", R"([])", R"(nope)"}) {
     INFO(bad);
     auto r = recourse::read_context(bad);
     CHECK_FALSE(r.ok);

@@ -8,8 +8,9 @@
 
 namespace {
 
-std::optional<recourse::ast::File> parse(const std::string& text, std::vector<recourse::Diagnostic>& d,
-                                          std::size_t depth = 64) {
+std::optional<recourse::ast::File> parse(const std::string& text,
+                                         std::vector<recourse::Diagnostic>& d,
+                                         std::size_t depth = 64) {
   return recourse::grammar::parse("t.recourse", text, depth, d);
 }
 
@@ -34,7 +35,8 @@ TEST_CASE("grammar: a policy parses into the AST with positions", "[grammar]") {
       "  tool { idempotent = false arguments = [a, \"b\"] }\n"
       "  backoff exponential base 250ms factor 1.5 max 20s jitter full\n"
       "  codes { X, Y }\n"
-      "  rule r when not (code in [X, Y] or retryable) and field in arguments -> replace \"t\" \"why\"\n"
+      "  rule r when not (code in [X, Y] or retryable) and field in arguments -> replace \"t\" "
+      "\"why\"\n"
       "  default -> stop\n"
       "}\n",
       d);
@@ -100,7 +102,9 @@ TEST_CASE("grammar: syntax errors carry position and the expected token", "[gram
     auto d = syntax_error("policy \"p\" {\n  rules r -> stop\n}");
     CHECK(d.line == 2);
     CHECK(d.column == 3);
-    CHECK(d.message == "syntax error: expected a policy item (tool, limits, backoff, codes, rule, default) or '}'");
+    CHECK(d.message ==
+          "syntax error: expected a policy item (tool, limits, backoff, codes, rule, default) or "
+          "'}'");
   }
   SECTION("unterminated string") {
     auto d = syntax_error("policy \"p { default -> stop }");
@@ -138,7 +142,8 @@ TEST_CASE("grammar: nesting deeper than the limit is E092, not a stack overflow"
 
 TEST_CASE("grammar: comments and CRLF line endings", "[grammar]") {
   std::vector<recourse::Diagnostic> d;
-  auto file = parse("# head\r\npolicy \"p\" { # trailing\r\n  default -> stop # end\r\n}\r\n# tail", d);
+  auto file =
+      parse("# head\r\npolicy \"p\" { # trailing\r\n  default -> stop # end\r\n}\r\n# tail", d);
   REQUIRE(file);
   CHECK(file->policies[0].defaults[0].pos.line == 3);
 }

@@ -54,7 +54,11 @@ inline Run run(const std::string& command) {
   return r;
 }
 
-inline std::string source_dir() { return RECOURSE_SOURCE_DIR; }
-inline std::string cli() { return RECOURSE_CLI; }
+inline std::string source_dir() {
+  return RECOURSE_SOURCE_DIR;
+}
+inline std::string cli() {
+  return RECOURSE_CLI;
+}
 
 }  // namespace test

@@ -2,10 +2,10 @@
 // JSON form. All or nothing: any error in any source means no Bundle.
 #include <openssl/sha.h>
 
+#include <fmt/format.h>
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
-#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -19,7 +19,8 @@ namespace recourse {
 
 namespace detail {
 
-std::shared_ptr<const Compiled> Compiled::make(PolicySpec spec, Table table, std::int64_t attempt_ceiling) {
+std::shared_ptr<const Compiled> Compiled::make(PolicySpec spec, Table table,
+                                               std::int64_t attempt_ceiling) {
   auto c = std::make_shared<Compiled>();
   c->spec = std::move(spec);
   c->table = std::move(table);
@@ -62,7 +63,8 @@ CompileResult compile(const std::vector<Source>& sources, const CompileOptions& 
         Diagnostic d;
         d.code = "E090";
         d.file = src.path;
-        d.message = fmt::format("file is {} bytes; the limit is {}", src.text.size(), options.max_source_bytes);
+        d.message = fmt::format("file is {} bytes; the limit is {}", src.text.size(),
+                                options.max_source_bytes);
         d.help = "raise CompileOptions::max_source_bytes";
         out.diagnostics.push_back(std::move(d));
         continue;
@@ -83,7 +85,7 @@ CompileResult compile(const std::vector<Source>& sources, const CompileOptions& 
             out.diagnostics.push_back(std::move(d));
           }
         names.push_back({spec.name, {spec.file, spec.pos}});
-        auto table = detail::compile(spec, options, out.diagnostics);
+        auto table = detail::compile(spec, options, src.text, out.diagnostics);
         if (table)
           policies.push_back(BundleBuilder::wrap(
               detail::Compiled::make(std::move(spec), std::move(*table), options.attempt_ceiling)));
@@ -123,7 +125,8 @@ CompileResult compile_paths(const std::vector<std::string>& paths, const Compile
     if (fs::is_directory(path, ec)) {
       std::vector<fs::path> files;
       for (fs::recursive_directory_iterator it(path, ec), end; !ec && it != end; it.increment(ec))
-        if (it->is_regular_file() && it->path().extension() == ".recourse") files.push_back(it->path());
+        if (it->is_regular_file() && it->path().extension() == ".recourse")
+          files.push_back(it->path());
       if (ec) unreadable_path(path, "cannot list directory: " + ec.message());
       std::sort(files.begin(), files.end());
       for (const auto& f : files) read(f);
@@ -158,7 +161,8 @@ std::string to_json(const Decision& d, const Envelope& e) {
   if (d.retry_after_ms) j["retryAfterMs"] = *d.retry_after_ms;
   j["idempotencyKey"] = to_string(d.idempotency_key);
   auto warnings = nlohmann::ordered_json::array();
-  for (const auto& w : e.warnings) warnings.push_back({{"kind", w.kind}, {"field", w.field}, {"message", w.message}});
+  for (const auto& w : e.warnings)
+    warnings.push_back({{"kind", w.kind}, {"field", w.field}, {"message", w.message}});
   auto add = [&](const char* kind, const char* field, std::string message) {
     warnings.push_back({{"kind", kind}, {"field", field}, {"message", std::move(message)}});
   };
@@ -166,10 +170,14 @@ std::string to_json(const Decision& d, const Envelope& e) {
     add("unknown_code", "code",
         fmt::format("code \"{}\" is not known; read as UNKNOWN{}", e.code.value_or(""),
                     d.nearest_code.empty() ? "" : fmt::format(" (nearest: {})", d.nearest_code)));
-  if (d.warnings & kSideEffectAssumed) add("side_effect_assumed", "sideEffect", "context gave no sideEffect; read as unknown");
-  if (d.warnings & kNoPolicy) add("no_policy", "tool", "no policy for this tool and no \"*\" policy");
-  if (d.warnings & kUnreadableEnvelope) add("unreadable_envelope", "", "the envelope could not be read");
-  if (d.warnings & kTraceIdMinted) add("trace_id_minted", "traceId", "envelope had no traceId; a local one was minted");
+  if (d.warnings & kSideEffectAssumed)
+    add("side_effect_assumed", "sideEffect", "context gave no sideEffect; read as unknown");
+  if (d.warnings & kNoPolicy)
+    add("no_policy", "tool", "no policy for this tool and no \"*\" policy");
+  if (d.warnings & kUnreadableEnvelope)
+    add("unreadable_envelope", "", "the envelope could not be read");
+  if (d.warnings & kTraceIdMinted)
+    add("trace_id_minted", "traceId", "envelope had no traceId; a local one was minted");
   j["warnings"] = std::move(warnings);
   if (!d.nearest_code.empty()) j["nearestCode"] = std::string(d.nearest_code);
   j["traceId"] = e.trace_id ? *e.trace_id : fmt::format("local-{:016x}", d.minted_trace_id);

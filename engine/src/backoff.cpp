@@ -21,7 +21,8 @@ std::uint64_t fnv1a(std::string_view bytes, std::uint64_t h) noexcept {
 namespace {
 
 // Uniform integer in [lo, hi] from the k-th draw of `key`.
-std::int64_t uniform(std::uint64_t key, std::uint64_t k, std::int64_t lo, std::int64_t hi) noexcept {
+std::int64_t uniform(std::uint64_t key, std::uint64_t k, std::int64_t lo,
+                     std::int64_t hi) noexcept {
   if (hi <= lo) return lo;
   const std::uint64_t span = static_cast<std::uint64_t>(hi - lo) + 1;
   return lo + static_cast<std::int64_t>(splitmix64(key ^ splitmix64(k)) % span);
@@ -40,13 +41,14 @@ std::int64_t capped(const Backoff& b, std::int64_t attempt) noexcept {
 Delay backoff_delay(const Backoff& b, std::int64_t attempt, std::uint64_t key) noexcept {
   const std::int64_t d = capped(b, attempt);
   switch (b.jitter) {
-    case Jitter::None: return {d, 0};
+    case Jitter::None:
+      return {d, 0};
     case Jitter::Full: {
-      const std::int64_t u = uniform(key, 0, 0, d);
+      const std::int64_t u = uniform(key, static_cast<std::uint64_t>(attempt), 0, d);
       return {u, u};
     }
     case Jitter::Equal: {
-      const std::int64_t u = uniform(key, 0, 0, d - d / 2);
+      const std::int64_t u = uniform(key, static_cast<std::uint64_t>(attempt), 0, d - d / 2);
       return {d / 2 + u, u};
     }
     case Jitter::Decorrelated: {

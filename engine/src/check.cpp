@@ -20,7 +20,7 @@ namespace {
 using ast::Op;
 using Kind = ast::Value::Kind;
 
-constexpr std::array<std::string_view, 7> kRoutes = {"retry",    "repair",   "authorize", "replace",
+constexpr std::array<std::string_view, 7> kRoutes = {"retry",   "repair",   "authorize", "replace",
                                                      "degrade", "escalate", "stop"};
 
 class Checker {
@@ -32,8 +32,7 @@ class Checker {
   std::vector<PolicySpec> run() {
     std::vector<PolicySpec> specs;
     if (file_.version && file_.version->text != "1") {
-      error("E002", file_.version->pos,
-            "unknown language version " + file_.version->text,
+      error("E002", file_.version->pos, "unknown language version " + file_.version->text,
             "this engine reads version 1");
       return specs;
     }
@@ -78,14 +77,16 @@ class Checker {
   // A duration literal in ms: a number with a unit (ms, s, m, h) that is a whole number of ms.
   std::optional<std::int64_t> duration(const ast::Value& v) {
     if (v.kind != Kind::Number || v.unit.empty()) {
-      error("E025", v.pos, "expected a duration such as 250ms, 60s or 2m, got '" + v.text + v.unit + "'",
+      error("E025", v.pos,
+            "expected a duration such as 250ms, 60s or 2m, got '" + v.text + v.unit + "'",
             "durations need a unit: ms, s, m or h");
       return std::nullopt;
     }
     const double scale = v.unit == "ms" ? 1 : v.unit == "s" ? 1e3 : v.unit == "m" ? 6e4 : 3.6e6;
     const double ms = std::strtod(v.text.c_str(), nullptr) * scale;
     if (!std::isfinite(ms) || ms != std::floor(ms) || std::fabs(ms) > 9.0e15) {
-      error("E025", v.pos, "duration " + v.text + v.unit + " is not a whole number of milliseconds");
+      error("E025", v.pos,
+            "duration " + v.text + v.unit + " is not a whole number of milliseconds");
       return std::nullopt;
     }
     return static_cast<std::int64_t>(ms);
@@ -121,7 +122,8 @@ class Checker {
         if (spec.codes[i] == v.text) return static_cast<std::int64_t>(i);
     }
     error("E011", v.pos, "unknown code '" + v.text + "'",
-          did_you_mean(v.text, spec.codes) + (v.kind == Kind::Ident ? " (declare it in `codes { }`)" : ""));
+          did_you_mean(v.text, spec.codes) +
+              (v.kind == Kind::Ident ? " (declare it in `codes { }`)" : ""));
     return std::nullopt;
   }
 
@@ -153,7 +155,8 @@ class Checker {
         return std::nullopt;
       case Type::String:
         if (v.kind == Kind::Number) {
-          error("E012", v.pos, std::string(info(attr).name) + " is a string; write \"" + v.text + "\"");
+          error("E012", v.pos,
+                std::string(info(attr).name) + " is a string; write \"" + v.text + "\"");
           return std::nullopt;
         }
         c.str = v.text;
@@ -182,8 +185,10 @@ class Checker {
       bool ok = true;
       for (const auto& child : e.children) {
         auto cc = condition(child, spec);
-        if (cc) c.children.push_back(std::move(*cc));
-        else ok = false;
+        if (cc)
+          c.children.push_back(std::move(*cc));
+        else
+          ok = false;
       }
       if (!ok) return std::nullopt;
       return c;
@@ -208,13 +213,15 @@ class Checker {
       case Op::Truthy:
         if (ai.type == Type::Bool || ai.type == Type::String) return c;
         error("E012", e.pos, "'" + name + "' alone is not a condition",
-              ai.untrusted ? "compare it, or write `" + name + " is present`" : "compare it with a value");
+              ai.untrusted ? "compare it, or write `" + name + " is present`"
+                           : "compare it with a value");
         return std::nullopt;
       case Op::IsAbsent:
       case Op::IsPresent:
         if (ai.untrusted) return c;
         error("E012", e.pos, "'" + name + "' comes from the host and is never absent",
-              "only envelope attributes (code, retryable, field, suggestion, retry_after, trace_id) can be absent");
+              "only envelope attributes (code, retryable, field, suggestion, retry_after, "
+              "trace_id) can be absent");
         return std::nullopt;
       case Op::InArguments:
         if (*attr == Attr::Field) {
@@ -222,7 +229,8 @@ class Checker {
           c.op = Op::Truthy;
           return c;
         }
-        error("E024", e.pos, "only `field in arguments` is allowed, not '" + name + " in arguments'");
+        error("E024", e.pos,
+              "only `field in arguments` is allowed, not '" + name + " in arguments'");
         return std::nullopt;
       case Op::Lt:
       case Op::Le:
@@ -246,8 +254,10 @@ class Checker {
     bool ok = true;
     for (const auto& v : e.values) {
       auto k = constant(*attr, v, spec);
-      if (k) c.values.push_back(std::move(*k));
-      else ok = false;
+      if (k)
+        c.values.push_back(std::move(*k));
+      else
+        ok = false;
     }
     if (!ok) return std::nullopt;
     return c;
@@ -259,45 +269,24 @@ class Checker {
       return v.kind == Kind::String ? "\"" + v.text + "\"" : v.text + v.unit;
     };
     switch (e.op) {
-      case Op::Truthy: return s;
-      case Op::IsAbsent: return s + " is absent";
-      case Op::IsPresent: return s + " is present";
-      case Op::InArguments: return s + " in arguments";
+      case Op::Truthy:
+        return s;
+      case Op::IsAbsent:
+        return s + " is absent";
+      case Op::IsPresent:
+        return s + " is present";
+      case Op::InArguments:
+        return s + " in arguments";
       case Op::InList: {
         s += " in [";
         for (std::size_t i = 0; i < e.values.size(); ++i) s += (i ? ", " : "") + value(e.values[i]);
         return s + "]";
       }
-      default: break;
+      default:
+        break;
     }
     static constexpr std::array<const char*, 6> ops = {"==", "!=", "<", "<=", ">", ">="};
     return s + " " + ops[static_cast<std::size_t>(e.op)] + " " + value(e.values.at(0));
-  }
-
-  // W001: a retry or repair rule that tests an envelope attribute only under `not` also matches
-  // when the server omitted it (a comparison on an absent attribute is false; `not` makes it true).
-  void warn_absent_through_not(const RuleSpec& rule) {
-    if (!rule.when || (rule.action.route != Route::Retry && rule.action.route != Route::Repair)) return;
-    std::set<Attr> negated, positive;
-    collect_polarity(*rule.when, false, negated, positive);
-    for (Attr a : negated) {
-      if (!info(a).untrusted || positive.count(a)) continue;
-      warning("W001", rule.pos,
-              "rule '" + rule.name + "' can " + to_string(rule.action.route) + " when " +
-                  std::string(info(a).name) + " is absent, only because of `not`",
-              "add `" + std::string(a == Attr::FieldInArguments ? "field" : info(a).name) +
-                  " is present` if an absent value should not match");
-    }
-  }
-  static void collect_polarity(const Cond& c, bool negated, std::set<Attr>& neg, std::set<Attr>& pos) {
-    if (c.kind == ast::Expr::Kind::Test) {
-      // `is absent` / `is present` state their intent about absence explicitly.
-      if (c.op == Op::IsAbsent || c.op == Op::IsPresent) pos.insert(c.attr);
-      else (negated ? neg : pos).insert(c.attr);
-      return;
-    }
-    const bool flip = c.kind == ast::Expr::Kind::Not;
-    for (const auto& child : c.children) collect_polarity(child, negated != flip, neg, pos);
   }
 
   // ---- routes -------------------------------------------------------------------------------
@@ -313,7 +302,8 @@ class Checker {
     std::size_t next = 0;
     if (a.route == Route::Replace || a.route == Route::Degrade) {
       if (a.route == Route::Replace && r.args.empty()) {
-        error("E014", r.pos, "replace needs the tool to call instead", "write replace \"tool.name\"");
+        error("E014", r.pos, "replace needs the tool to call instead",
+              "write replace \"tool.name\"");
         return std::nullopt;
       }
       if (!r.args.empty()) a.target = r.args[next++].text;
@@ -348,8 +338,9 @@ class Checker {
         continue;
       }
       if (s.is_list != (s.key == "arguments")) {
-        error("E019", s.pos, s.is_list ? "'" + s.key + "' takes one value, not a list"
-                                       : "'" + s.key + "' takes a [list]");
+        error("E019", s.pos,
+              s.is_list ? "'" + s.key + "' takes one value, not a list"
+                        : "'" + s.key + "' takes a [list]");
         continue;
       }
       handle(s);
@@ -357,61 +348,73 @@ class Checker {
   }
 
   void tool_block(const ast::Policy& p, PolicySpec& spec) {
-    settings(p.tool, {"idempotent", "arguments", "idempotency_keys"}, "tool", [&](const ast::Setting& s) {
-      if (s.key == "arguments") {
-        for (const auto& v : s.values) {
-          if (v.kind == Kind::Number) error("E019", v.pos, "argument names are names or strings");
-          else spec.arguments.push_back(v.text);
-        }
-        return;
-      }
-      auto b = boolean(s.values[0]);
-      if (b) (s.key == "idempotent" ? spec.idempotent : spec.honours_keys) = *b;
-    });
+    settings(p.tool, {"idempotent", "arguments", "idempotency_keys"}, "tool",
+             [&](const ast::Setting& s) {
+               if (s.key == "arguments") {
+                 for (const auto& v : s.values) {
+                   if (v.kind == Kind::Number)
+                     error("E019", v.pos, "argument names are names or strings");
+                   else
+                     spec.arguments.push_back(v.text);
+                 }
+                 return;
+               }
+               auto b = boolean(s.values[0]);
+               if (b) (s.key == "idempotent" ? spec.idempotent : spec.honours_keys) = *b;
+             });
   }
 
   void limits_block(const ast::Policy& p, PolicySpec& spec) {
-    settings(p.limits,
-             {"attempts", "repairs", "retry_after_max", "deadline", "min_delay", "on_exhausted"},
-             "limits", [&](const ast::Setting& s) {
-      const ast::Value& v = s.values[0];
-      if (s.key == "attempts") {
-        auto n = count(v);
-        if (!n) return;
-        if (*n < 1 || *n > options_.attempt_ceiling)
-          error("E019", v.pos, "attempts = " + v.text + " is outside [1, " +
-                std::to_string(options_.attempt_ceiling) + "]",
-                "attempts counts every call, the first included; the engine's ceiling is " +
-                std::to_string(options_.attempt_ceiling));
-        else spec.attempts = *n;
-      } else if (s.key == "repairs") {
-        auto n = count(v);
-        if (!n) return;
-        if (*n < 0 || *n > options_.attempt_ceiling)
-          error("E019", v.pos, "repairs = " + v.text + " is outside [0, " +
-                std::to_string(options_.attempt_ceiling) + "]");
-        else spec.repairs = *n;
-      } else if (s.key == "on_exhausted") {
-        constexpr std::array<std::string_view, 4> allowed = {"stop", "escalate", "degrade", "authorize"};
-        if (v.kind != Kind::Ident || std::find(allowed.begin(), allowed.end(), v.text) == allowed.end()) {
-          error("E019", v.pos, "on_exhausted must be stop, escalate, degrade or authorize, not '" + v.text + "'",
-                "a spent budget must not lead to another retry or repair");
-          return;
-        }
-        spec.on_exhausted.route =
-            static_cast<Route>(std::find(kRoutes.begin(), kRoutes.end(), v.text) - kRoutes.begin());
-      } else {
-        auto ms = duration(v);
-        if (!ms) return;
-        if (*ms < 0 || (*ms == 0 && s.key != "min_delay")) {
-          error("E019", v.pos, s.key + " must be positive");
-          return;
-        }
-        (s.key == "retry_after_max" ? spec.retry_after_max_ms
-         : s.key == "deadline"      ? spec.deadline_ms
-                                    : spec.min_delay_ms) = *ms;
-      }
-    });
+    settings(
+        p.limits,
+        {"attempts", "repairs", "retry_after_max", "deadline", "min_delay", "on_exhausted"},
+        "limits", [&](const ast::Setting& s) {
+          const ast::Value& v = s.values[0];
+          if (s.key == "attempts") {
+            auto n = count(v);
+            if (!n) return;
+            if (*n < 1 || *n > options_.attempt_ceiling)
+              error("E019", v.pos,
+                    "attempts = " + v.text + " is outside [1, " +
+                        std::to_string(options_.attempt_ceiling) + "]",
+                    "attempts counts every call, the first included; the engine's ceiling is " +
+                        std::to_string(options_.attempt_ceiling));
+            else
+              spec.attempts = *n;
+          } else if (s.key == "repairs") {
+            auto n = count(v);
+            if (!n) return;
+            if (*n < 0 || *n > options_.attempt_ceiling)
+              error("E019", v.pos,
+                    "repairs = " + v.text + " is outside [0, " +
+                        std::to_string(options_.attempt_ceiling) + "]");
+            else
+              spec.repairs = *n;
+          } else if (s.key == "on_exhausted") {
+            constexpr std::array<std::string_view, 4> allowed = {"stop", "escalate", "degrade",
+                                                                 "authorize"};
+            if (v.kind != Kind::Ident ||
+                std::find(allowed.begin(), allowed.end(), v.text) == allowed.end()) {
+              error(
+                  "E019", v.pos,
+                  "on_exhausted must be stop, escalate, degrade or authorize, not '" + v.text + "'",
+                  "a spent budget must not lead to another retry or repair");
+              return;
+            }
+            spec.on_exhausted.route = static_cast<Route>(
+                std::find(kRoutes.begin(), kRoutes.end(), v.text) - kRoutes.begin());
+          } else {
+            auto ms = duration(v);
+            if (!ms) return;
+            if (*ms < 0 || (*ms == 0 && s.key != "min_delay")) {
+              error("E019", v.pos, s.key + " must be positive");
+              return;
+            }
+            (s.key == "retry_after_max" ? spec.retry_after_max_ms
+             : s.key == "deadline"      ? spec.deadline_ms
+                                        : spec.min_delay_ms) = *ms;
+          }
+        });
   }
 
   void backoff(const ast::Policy& p, PolicySpec& spec) {
@@ -428,29 +431,43 @@ class Checker {
     Backoff& out = spec.backoff;
     out.kind = static_cast<BackoffKind>(k - kinds.begin());
     if (out.kind != BackoffKind::Exponential) out.factor = 1.0;
+    bool max_given = false;
     settings(b.params, {"base", "factor", "max", "jitter"}, "backoff", [&](const ast::Setting& s) {
       const ast::Value& v = s.values[0];
       if (s.key == "jitter") {
-        constexpr std::array<std::string_view, 4> jitters = {"none", "full", "equal", "decorrelated"};
+        constexpr std::array<std::string_view, 4> jitters = {"none", "full", "equal",
+                                                             "decorrelated"};
         auto j = std::find(jitters.begin(), jitters.end(), v.text);
         if (v.kind != Kind::Ident || j == jitters.end())
           error("E019", v.pos, "jitter is none, full, equal or decorrelated, not '" + v.text + "'",
                 did_you_mean(v.text, jitters));
-        else out.jitter = static_cast<Jitter>(j - jitters.begin());
+        else
+          out.jitter = static_cast<Jitter>(j - jitters.begin());
       } else if (s.key == "factor") {
+        if (out.kind != BackoffKind::Exponential) {
+          error("E019", s.pos, "factor applies to exponential backoff only",
+                "constant waits base each time; linear waits base * n");
+          return;
+        }
         auto f = real(v);
         if (f && (!(*f >= 1.0) || *f > 100.0))
           error("E019", v.pos, "factor must be in [1, 100], got " + v.text);
-        else if (f) out.factor = *f;
+        else if (f)
+          out.factor = *f;
       } else {
         auto ms = duration(v);
-        if (ms && *ms <= 0) error("E019", v.pos, "backoff " + s.key + " must be positive");
-        else if (ms) (s.key == "base" ? out.base_ms : out.max_ms) = *ms;
+        if (ms && *ms <= 0)
+          error("E019", v.pos, "backoff " + s.key + " must be positive");
+        else if (ms)
+          (s.key == "base" ? out.base_ms : out.max_ms) = *ms;
+        max_given |= s.key == "max";
       }
     });
+    if (!max_given) out.max_ms = std::max(out.max_ms, out.base_ms);
     if (out.max_ms < out.base_ms)
-      error("E019", b.pos, "backoff max (" + std::to_string(out.max_ms) + "ms) is below its base (" +
-            std::to_string(out.base_ms) + "ms)");
+      error("E019", b.pos,
+            "backoff max (" + std::to_string(out.max_ms) + "ms) is below its base (" +
+                std::to_string(out.base_ms) + "ms)");
   }
 
   // ---- policy -------------------------------------------------------------------------------
@@ -464,18 +481,24 @@ class Checker {
     for (auto c : kBuiltinCodes) spec.codes.emplace_back(c);
     for (const auto& c : p.codes) {
       if (std::find(spec.codes.begin(), spec.codes.end(), c.text) != spec.codes.end())
-        error("E022", c.pos, "code '" + c.text + "' is already " +
-              (std::find(kBuiltinCodes.begin(), kBuiltinCodes.end(), c.text) != kBuiltinCodes.end()
-                   ? "built in" : "declared"));
-      else spec.codes.push_back(c.text);
+        error("E022", c.pos,
+              "code '" + c.text + "' is already " +
+                  (std::find(kBuiltinCodes.begin(), kBuiltinCodes.end(), c.text) !=
+                           kBuiltinCodes.end()
+                       ? "built in"
+                       : "declared"));
+      else
+        spec.codes.push_back(c.text);
     }
     tool_block(p, spec);
     limits_block(p, spec);
     backoff(p, spec);
 
     if (p.rules.size() > options_.max_rules)
-      error("E091", p.pos, "policy has " + std::to_string(p.rules.size()) + " rules; the limit is " +
-            std::to_string(options_.max_rules), "split the policy, or raise CompileOptions::max_rules");
+      error("E091", p.pos,
+            "policy has " + std::to_string(p.rules.size()) + " rules; the limit is " +
+                std::to_string(options_.max_rules),
+            "split the policy, or raise CompileOptions::max_rules");
     std::map<std::string, ast::Pos> names;
     for (const auto& r : p.rules) {
       auto [it, fresh] = names.emplace(r.name, r.pos);
@@ -488,7 +511,6 @@ class Checker {
       if (r.when) rule.when = condition(*r.when, spec);
       auto a = action(r.route);
       if (a) rule.action = std::move(*a);
-      warn_absent_through_not(rule);
       spec.rules.push_back(std::move(rule));
     }
     if (p.defaults.empty()) {
@@ -518,7 +540,8 @@ class Checker {
       c.text = std::move(text);
       return c;
     };
-    auto guard = [&](std::string exhausted, bool retry, bool repair, Cond when, std::string reason) {
+    auto guard = [&](std::string exhausted, bool retry, bool repair, Cond when,
+                     std::string reason) {
       Guard g;
       g.name = "budget:" + exhausted;
       g.exhausted = std::move(exhausted);
@@ -531,7 +554,8 @@ class Checker {
     };
     const auto ms = [](std::int64_t v) { return std::to_string(v) + "ms"; };
     guard("retry_after", true, false,
-          test(Attr::RetryAfter, Op::Gt, spec.retry_after_max_ms, "retry_after > " + ms(spec.retry_after_max_ms)),
+          test(Attr::RetryAfter, Op::Gt, spec.retry_after_max_ms,
+               "retry_after > " + ms(spec.retry_after_max_ms)),
           "server asked to wait longer than retry_after_max");
     guard("attempts", true, true, test(Attr::AttemptsLeft, Op::Le, 0, "attempts_left <= 0"),
           "attempt budget spent");

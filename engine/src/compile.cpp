@@ -18,6 +18,7 @@
 #include <set>
 
 #include "eval.hpp"
+#include "parse.hpp"
 
 namespace recourse::detail {
 namespace {
@@ -28,7 +29,9 @@ struct TooManyTerms {};
 
 class Compiler {
  public:
-  Compiler(const PolicySpec& spec, const CompileOptions& options) : spec_(spec), options_(options) {
+  Compiler(const PolicySpec& spec, const CompileOptions& options, std::string_view text,
+           std::vector<Diagnostic>& diagnostics)
+      : spec_(spec), options_(options), text_(text), diagnostics_(diagnostics) {
     column_of_.fill(-1);
   }
 
@@ -56,13 +59,19 @@ class Compiler {
     used_.insert(c.attr);
     auto& cuts = cuts_[static_cast<std::size_t>(c.attr)];
     auto& strings = strings_[static_cast<std::size_t>(c.attr)];
-    auto after = [](std::int64_t v) { return v == std::numeric_limits<std::int64_t>::max() ? v : v + 1; };
+    auto after = [](std::int64_t v) {
+      return v == std::numeric_limits<std::int64_t>::max() ? v : v + 1;
+    };
     for (const auto& k : c.values) {
       switch (c.op) {
         case ast::Op::Lt:
-        case ast::Op::Ge: cuts.insert(k.num); break;
+        case ast::Op::Ge:
+          cuts.insert(k.num);
+          break;
         case ast::Op::Le:
-        case ast::Op::Gt: cuts.insert(after(k.num)); break;
+        case ast::Op::Gt:
+          cuts.insert(after(k.num));
+          break;
         default:
           cuts.insert(k.num);
           cuts.insert(after(k.num));
@@ -81,8 +90,12 @@ class Compiler {
           col.values = spec_.codes.size();
           col.code_names = spec_.codes;
           break;
-        case Type::Bool: col.values = 2; break;
-        case Type::SideEffect: col.values = kSideEffects.size(); break;
+        case Type::Bool:
+          col.values = 2;
+          break;
+        case Type::SideEffect:
+          col.values = kSideEffects.size();
+          break;
         case Type::String:
           col.strings.assign(strings_[i].begin(), strings_[i].end());
           col.values = col.strings.size() + 1;
@@ -173,12 +186,15 @@ class Compiler {
   void add_rule(std::uint32_t index) {
     current_rule = index;
     const RuleSpec& rule = spec_.rules[index];
-    const std::vector<Cube> terms = rule.when ? dnf(*rule.when, false) : std::vector<Cube>{full_cube()};
+    const std::vector<Cube> terms =
+        rule.when ? dnf(*rule.when, false) : std::vector<Cube>{full_cube()};
     const std::uint32_t own = add_action(rule.action, rule.name, "", index, rule.pos);
     const Route route = rule.action.route;
+    if (route == Route::Retry || route == Route::Repair) warn_absent_through_not(rule, terms);
     for (const Cube& term : terms) {
       for (const Guard& g : spec_.guards) {
-        if (!(route == Route::Retry ? g.applies_to_retry : route == Route::Repair && g.applies_to_repair))
+        if (!(route == Route::Retry ? g.applies_to_retry
+                                    : route == Route::Repair && g.applies_to_repair))
           continue;
         const std::uint32_t action = add_action(g.action, g.name, g.exhausted, index, rule.pos);
         for (const Cube& guard_term : dnf(g.when, false)) {
@@ -188,6 +204,50 @@ class Compiler {
       }
       table_.rows.push_back(Row{term, own});
     }
+  }
+
+  // W001: a term constrains an envelope column yet accepts its absent cell. Positive tests never
+  // accept `absent`, so only `not` (or `is absent`, which states the intent and is exempt) can.
+  // `field in arguments` is absent exactly when `field` is, so a term that requires a field does
+  // not count.
+  void warn_absent_through_not(const RuleSpec& rule, const std::vector<Cube>& terms) {
+    if (!rule.when) return;
+    for (std::size_t c = 0; c < table_.columns.size(); ++c) {
+      const Attr attr = table_.columns[c].attr;
+      if (!info(attr).untrusted || tests_absence(*rule.when, attr)) continue;
+      const std::size_t absent = table_.columns[c].cells - 1;
+      const int field = column_of_[static_cast<std::size_t>(Attr::Field)];
+      const bool reachable = std::any_of(terms.begin(), terms.end(), [&](const Cube& t) {
+        const bool field_may_be_absent =
+            attr != Attr::FieldInArguments || field < 0 ||
+            t[static_cast<std::size_t>(field)].test(
+                table_.columns[static_cast<std::size_t>(field)].cells - 1);
+        return !t[c].full() && t[c].test(absent) && field_may_be_absent;
+      });
+      if (!reachable) continue;
+      const std::string name =
+          attr == Attr::FieldInArguments ? "field" : std::string(info(attr).name);
+      Diagnostic d;
+      d.severity = Severity::Warning;
+      d.code = "W001";
+      d.file = spec_.file;
+      d.line = rule.pos.line;
+      d.column = rule.pos.column;
+      d.message = "rule '" + rule.name + "' can " + to_string(rule.action.route) + " when " + name +
+                  " is absent, only because of `not`";
+      d.help = "add `" + name + " is present` if an absent value should not match";
+      d.source_line = grammar::line_of(text_, rule.pos.line);
+      diagnostics_.push_back(std::move(d));
+    }
+  }
+
+  // Whether `c` tests `attr is absent` (for `field in arguments`: `field is absent`) anywhere.
+  static bool tests_absence(const Cond& c, Attr attr) {
+    if (c.kind != ast::Expr::Kind::Test)
+      return std::any_of(c.children.begin(), c.children.end(),
+                         [&](const Cond& child) { return tests_absence(child, attr); });
+    const Attr target = attr == Attr::FieldInArguments ? Attr::Field : attr;
+    return c.op == ast::Op::IsAbsent && c.attr == target;
   }
 
   // ---- matchers -----------------------------------------------------------------------------
@@ -232,6 +292,8 @@ class Compiler {
 
   const PolicySpec& spec_;
   const CompileOptions& options_;
+  std::string_view text_;
+  std::vector<Diagnostic>& diagnostics_;
   Table table_;
   std::set<Attr> used_;
   std::array<std::set<std::int64_t>, kAttrCount> cuts_;
@@ -242,8 +304,8 @@ class Compiler {
 }  // namespace
 
 std::optional<Table> compile(const PolicySpec& spec, const CompileOptions& options,
-                             std::vector<Diagnostic>& diagnostics) {
-  Compiler compiler(spec, options);
+                             std::string_view text, std::vector<Diagnostic>& diagnostics) {
+  Compiler compiler(spec, options, text, diagnostics);
   try {
     return compiler.run();
   } catch (const TooManyTerms&) {
@@ -255,7 +317,9 @@ std::optional<Table> compile(const PolicySpec& spec, const CompileOptions& optio
     d.column = rule.pos.column;
     d.message = "rule '" + rule.name + "' expands to more than " +
                 std::to_string(options.max_terms_per_rule) + " terms";
-    d.help = "an `and` of many `or`s multiplies out; split the rule, or raise CompileOptions::max_terms_per_rule";
+    d.help =
+        "an `and` of many `or`s multiplies out; split the rule, or raise "
+        "CompileOptions::max_terms_per_rule";
     diagnostics.push_back(std::move(d));
     return std::nullopt;
   }

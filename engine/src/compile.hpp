@@ -12,7 +12,9 @@ namespace recourse::detail {
 /// first for retry and repair rules), the bitsets, and the direct array when the domain is small
 /// enough. A rule whose condition expands beyond options.max_terms_per_rule terms is E093 and
 /// yields nullopt.
+/// Warns W001 for a retry or repair rule that matches an absent envelope value only through `not`.
+/// `text` is the policy's source, for the caret lines of diagnostics.
 std::optional<Table> compile(const PolicySpec& spec, const CompileOptions& options,
-                             std::vector<Diagnostic>& diagnostics);
+                             std::string_view text, std::vector<Diagnostic>& diagnostics);
 
 }  // namespace recourse::detail

@@ -14,15 +14,16 @@ struct Compiled {
   Table table;
   std::string hash;  ///< "sha256:<hex>" of the dump without positions: same table, same hash
   std::unordered_map<std::string_view, std::int64_t> code_ids;  ///< views into spec.codes
-  std::uint64_t seed = 0;       ///< jitter seed, from the policy's name
+  std::uint64_t seed = 0;  ///< jitter seed, from the policy's name
   std::int64_t attempt_ceiling = 10;
 
   /// Builds the compiled form (the table must come from compile(spec)).
-  static std::shared_ptr<const Compiled> make(PolicySpec spec, Table table, std::int64_t attempt_ceiling);
+  static std::shared_ptr<const Compiled> make(PolicySpec spec, Table table,
+                                              std::int64_t attempt_ceiling);
 };
 
 /// Every attribute of one input, computed before the lookup. Unknown codes read as UNKNOWN with
-/// kUnknownCode set and `nearest` naming the known code closest to the input.
+/// the recourse::kUnknownCode warning set and `nearest` naming the known code closest to the input.
 Point make_point(const Compiled& policy, const Envelope& envelope, const Context& context,
                  std::uint32_t& warnings, std::string_view& nearest) noexcept;
 

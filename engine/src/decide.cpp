@@ -15,7 +15,7 @@
 namespace recourse {
 
 const char* to_string(Route route) noexcept {
-  static constexpr const char* names[] = {"retry", "repair", "authorize", "replace",
+  static constexpr const char* names[] = {"retry",   "repair",   "authorize", "replace",
                                           "degrade", "escalate", "stop"};
   return names[static_cast<std::size_t>(route)];
 }
@@ -29,7 +29,9 @@ namespace detail {
 
 namespace {
 
-Slot number(std::int64_t v) { return Slot{true, v, {}}; }
+Slot number(std::int64_t v) {
+  return Slot{true, v, {}};
+}
 
 Slot text(const std::optional<std::string>& s) {
   return s ? Slot{true, 0, std::string_view(*s)} : Slot{};
@@ -41,8 +43,9 @@ std::int64_t max_attempts(const Compiled& p, const Context& c) {
 
 std::int64_t saturating_sub(std::int64_t a, std::int64_t b) {
   std::int64_t r;
-  if (__builtin_sub_overflow(a, b, &r)) return b > 0 ? std::numeric_limits<std::int64_t>::min()
-                                                     : std::numeric_limits<std::int64_t>::max();
+  if (__builtin_sub_overflow(a, b, &r))
+    return b > 0 ? std::numeric_limits<std::int64_t>::min()
+                 : std::numeric_limits<std::int64_t>::max();
   return r;
 }
 
@@ -57,8 +60,8 @@ Point make_point(const Compiled& p, const Envelope& e, const Context& c, std::ui
     if (it != p.code_ids.end()) {
       at(Attr::Code) = number(it->second);
     } else {
-      at(Attr::Code) = number(kUnknownCode);
-      warnings |= kUnknownCode;
+      at(Attr::Code) = number(kUnknownCodeId);
+      warnings |= recourse::kUnknownCode;
       nearest_code = nearest(*e.code, p.spec.codes);
     }
   }
@@ -69,14 +72,16 @@ Point make_point(const Compiled& p, const Envelope& e, const Context& c, std::ui
   at(Attr::TraceId) = text(e.trace_id);
   at(Attr::Idempotent) = number(c.idempotent.value_or(p.spec.idempotent));
   if (!c.side_effect) warnings |= kSideEffectAssumed;
-  at(Attr::SideEffect) = number(static_cast<std::int64_t>(c.side_effect.value_or(SideEffect::Unknown)));
+  at(Attr::SideEffect) =
+      number(static_cast<std::int64_t>(c.side_effect.value_or(SideEffect::Unknown)));
   at(Attr::Attempt) = number(c.attempt);
   at(Attr::Repairs) = number(c.repairs);
   at(Attr::Elapsed) = number(c.elapsed_ms);
   at(Attr::Tool) = Slot{true, 0, c.tool};
   at(Attr::AttemptsLeft) = number(saturating_sub(max_attempts(p, c), c.attempt));
   const std::int64_t deadline = c.deadline_ms.value_or(p.spec.deadline_ms);
-  at(Attr::TimeLeft) = number(deadline == kNoLimit ? kNoLimit : saturating_sub(deadline, c.elapsed_ms));
+  at(Attr::TimeLeft) =
+      number(deadline == kNoLimit ? kNoLimit : saturating_sub(deadline, c.elapsed_ms));
   if (e.field) {
     const auto& args = c.arguments ? *c.arguments : p.spec.arguments;
     const bool in = std::find(args.begin(), args.end(), *e.field) != args.end();
@@ -96,7 +101,8 @@ void finish(const Compiled& p, const RowAction& a, std::uint32_t row, const Poin
   d.policy = p.spec.name;
   d.policy_hash = p.hash;
   d.attempt = c.attempt;
-  d.attempts_left = std::max<std::int64_t>(0, point[static_cast<std::size_t>(Attr::AttemptsLeft)].num);
+  d.attempts_left =
+      std::max<std::int64_t>(0, point[static_cast<std::size_t>(Attr::AttemptsLeft)].num);
   d.repairs_left = std::max<std::int64_t>(0, p.spec.repairs - c.repairs);
   d.retry_after_ms = e.retry_after_ms;
   if (!e.trace_id) {
@@ -107,8 +113,8 @@ void finish(const Compiled& p, const RowAction& a, std::uint32_t row, const Poin
   const bool keys = p.spec.honours_keys;
   if (d.route == Route::Retry) {
     const std::string_view key_source = !c.operation_id.empty() ? std::string_view(c.operation_id)
-                                        : e.trace_id              ? std::string_view(*e.trace_id)
-                                                                  : std::string_view(c.tool);
+                                        : e.trace_id            ? std::string_view(*e.trace_id)
+                                                                : std::string_view(c.tool);
     const Delay delay = backoff_delay(p.spec.backoff, c.attempt, fnv1a(key_source, p.seed));
     d.delay_ms = std::max({delay.delay_ms, p.spec.min_delay_ms, e.retry_after_ms.value_or(0)});
     d.jitter_draw = delay.draw_ms;
@@ -130,9 +136,15 @@ Decision Policy::decide(const Envelope& envelope, const Context& context) const 
   return d;
 }
 
-std::string_view Policy::name() const noexcept { return impl_->spec.name; }
-std::string_view Policy::hash() const noexcept { return impl_->hash; }
-std::string Policy::dump() const { return detail::dump(impl_->table, impl_->spec, true); }
+std::string_view Policy::name() const noexcept {
+  return impl_->spec.name;
+}
+std::string_view Policy::hash() const noexcept {
+  return impl_->hash;
+}
+std::string Policy::dump() const {
+  return detail::dump(impl_->table, impl_->spec, true);
+}
 
 const Policy* Bundle::find(std::string_view tool) const noexcept {
   auto by_name = [](const Policy& p, std::string_view n) { return p.name() < n; };

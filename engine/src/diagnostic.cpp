@@ -9,9 +9,12 @@ namespace recourse {
 
 const char* to_string(Severity severity) noexcept {
   switch (severity) {
-    case Severity::Error: return "error";
-    case Severity::Warning: return "warning";
-    default: return "note";
+    case Severity::Error:
+      return "error";
+    case Severity::Warning:
+      return "warning";
+    default:
+      return "note";
   }
 }
 
@@ -19,7 +22,8 @@ std::string to_text(const Diagnostic& d) {
   std::string out;
   if (!d.file.empty()) out += d.file + ":";
   if (d.line > 0) out += fmt::format("{}:{}:", d.line, d.column);
-  out += fmt::format("{}{}[{}]: {}\n", out.empty() ? "" : " ", to_string(d.severity), d.code, d.message);
+  out += fmt::format("{}{}[{}]: {}\n", out.empty() ? "" : " ", to_string(d.severity), d.code,
+                     d.message);
   if (d.line > 0 && !d.source_line.empty()) {
     // Tabs stay tabs under the caret so it lines up however the terminal expands them.
     std::string pad;
@@ -34,8 +38,13 @@ std::string to_text(const Diagnostic& d) {
 std::string to_json(const std::vector<Diagnostic>& diagnostics) {
   nlohmann::json out = nlohmann::json::array();
   for (const auto& d : diagnostics)
-    out.push_back({{"severity", to_string(d.severity)}, {"code", d.code}, {"file", d.file},
-                   {"line", d.line}, {"column", d.column}, {"message", d.message}, {"help", d.help}});
+    out.push_back({{"severity", to_string(d.severity)},
+                   {"code", d.code},
+                   {"file", d.file},
+                   {"line", d.line},
+                   {"column", d.column},
+                   {"message", d.message},
+                   {"help", d.help}});
   return out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 

@@ -16,9 +16,20 @@ namespace {
 // replaces such a number by this string and reads again, so the field alone is dropped.
 constexpr std::string_view kOverflowMarker = "\x01recourse:number-overflow";
 
-enum class Field { Code, Message, Retryable, FieldName, Suggestion, RetryAfter, TraceId, kCount, None };
+enum class Field {
+  Code,
+  Message,
+  Retryable,
+  FieldName,
+  Suggestion,
+  RetryAfter,
+  TraceId,
+  kCount,
+  None
+};
 
-constexpr const char* kKeys[] = {"code", "message", "retryable", "field", "suggestion", "retryAfterMs", "traceId"};
+constexpr const char* kKeys[] = {"code",       "message",      "retryable", "field",
+                                 "suggestion", "retryAfterMs", "traceId"};
 
 Field field_of(const std::string& key) {
   for (int i = 0; i < static_cast<int>(Field::kCount); ++i)
@@ -30,14 +41,20 @@ class Reader : public nlohmann::json_sax<nlohmann::json> {
  public:
   Reader(const ReaderLimits& limits, EnvelopeResult& out) : limits_(limits), out_(out) {}
 
-  bool null() override { return scalar([&] { drop("null", "is null"); }); }
+  bool null() override {
+    return scalar([&] { drop("null", "is null"); });
+  }
   bool boolean(bool v) override {
     return scalar([&] {
-      if (current_ == Field::Retryable) set_bool(v);
-      else drop("malformed", "expected " + expected() + ", got a boolean");
+      if (current_ == Field::Retryable)
+        set_bool(v);
+      else
+        drop("malformed", "expected " + expected() + ", got a boolean");
     });
   }
-  bool number_integer(number_integer_t v) override { return number(static_cast<double>(v), v >= 0, v); }
+  bool number_integer(number_integer_t v) override {
+    return number(static_cast<double>(v), v >= 0, v);
+  }
   bool number_unsigned(number_unsigned_t v) override {
     const bool fits = v <= static_cast<number_unsigned_t>(std::numeric_limits<std::int64_t>::max());
     return number(static_cast<double>(v), true,
@@ -46,11 +63,14 @@ class Reader : public nlohmann::json_sax<nlohmann::json> {
   bool number_float(number_float_t v, const string_t&) override {
     if (!std::isfinite(v) || v < 0) return number(v, false, 0);
     const double up = std::ceil(v);
-    return number(v, true, up >= 9.2e18 ? std::numeric_limits<std::int64_t>::max() : static_cast<std::int64_t>(up));
+    return number(
+        v, true,
+        up >= 9.2e18 ? std::numeric_limits<std::int64_t>::max() : static_cast<std::int64_t>(up));
   }
   bool string(string_t& v) override {
     return scalar([&] {
-      if (v == kOverflowMarker) return drop("malformed", "is a number beyond the range of a double");
+      if (v == kOverflowMarker)
+        return drop("malformed", "is a number beyond the range of a double");
       if (current_ == Field::Retryable || current_ == Field::RetryAfter) {
         drop("malformed", "expected " + expected() + ", got a string");
         return;
@@ -59,13 +79,16 @@ class Reader : public nlohmann::json_sax<nlohmann::json> {
                               : current_ == Field::Message || current_ == Field::Suggestion
                                   ? limits_.max_text_bytes
                                   : limits_.max_field_bytes;
-      if (v.size() > cap) return drop("oversized", "is longer than " + std::to_string(cap) + " bytes");
+      if (v.size() > cap)
+        return drop("oversized", "is longer than " + std::to_string(cap) + " bytes");
       if (v.empty() && current_ != Field::Message && current_ != Field::Suggestion)
         return drop("malformed", "is an empty string");
       set_string(std::move(v));
     });
   }
-  bool binary(binary_t&) override { return scalar([&] { drop("malformed", "is binary"); }); }
+  bool binary(binary_t&) override {
+    return scalar([&] { drop("malformed", "is binary"); });
+  }
   bool start_object(std::size_t) override { return open(); }
   bool end_object() override { return close(); }
   bool start_array(std::size_t) override {
@@ -80,7 +103,8 @@ class Reader : public nlohmann::json_sax<nlohmann::json> {
     if (depth_ == 1) current_ = field_of(k);
     return true;
   }
-  bool parse_error(std::size_t position, const std::string& token, const nlohmann::detail::exception& e) override {
+  bool parse_error(std::size_t position, const std::string& token,
+                   const nlohmann::detail::exception& e) override {
     if (e.id == kNumberOverflow && token.size() <= position) {
       overflow_end_ = position;
       overflow_size_ = token.size();
@@ -92,15 +116,18 @@ class Reader : public nlohmann::json_sax<nlohmann::json> {
 
   static constexpr int kNumberOverflow = 406;  // nlohmann's out_of_range.406
   std::string error_;
-  std::size_t overflow_end_ = 0;   // a number beyond double's range ended here (0: none)
+  std::size_t overflow_end_ = 0;  // a number beyond double's range ended here (0: none)
   std::size_t overflow_size_ = 0;
 
  private:
   std::string expected() const {
     switch (current_) {
-      case Field::Retryable: return "true or false";
-      case Field::RetryAfter: return "a finite number of ms >= 0";
-      default: return "a string";
+      case Field::Retryable:
+        return "true or false";
+      case Field::RetryAfter:
+        return "a finite number of ms >= 0";
+      default:
+        return "a string";
     }
   }
 
@@ -121,7 +148,8 @@ class Reader : public nlohmann::json_sax<nlohmann::json> {
 
   bool number(double, bool valid, std::int64_t value) {
     return scalar([&] {
-      if (current_ != Field::RetryAfter) return drop("malformed", "expected " + expected() + ", got a number");
+      if (current_ != Field::RetryAfter)
+        return drop("malformed", "expected " + expected() + ", got a number");
       if (!valid) return drop("malformed", "expected a finite number of ms >= 0");
       out_.envelope.retry_after_ms = value;
     });
@@ -154,7 +182,9 @@ class Reader : public nlohmann::json_sax<nlohmann::json> {
     if (!duplicated_[i]) {
       duplicated_[i] = true;
       clear(current_);
-      out_.envelope.warnings.push_back({"duplicate", kKeys[i], std::string(kKeys[i]) + " appears more than once; read as absent"});
+      out_.envelope.warnings.push_back(
+          {"duplicate", kKeys[i],
+           std::string(kKeys[i]) + " appears more than once; read as absent"});
     }
     return true;
   }
@@ -162,32 +192,59 @@ class Reader : public nlohmann::json_sax<nlohmann::json> {
   void drop(const char* kind, const std::string& why) {
     clear(current_);
     const char* key = kKeys[static_cast<std::size_t>(current_)];
-    out_.envelope.warnings.push_back({kind, key, std::string(key) + " " + why + "; read as absent"});
+    out_.envelope.warnings.push_back(
+        {kind, key, std::string(key) + " " + why + "; read as absent"});
   }
 
   void clear(Field f) {
     Envelope& e = out_.envelope;
     switch (f) {
-      case Field::Code: e.code.reset(); break;
-      case Field::Message: e.message.reset(); break;
-      case Field::Retryable: e.retryable.reset(); break;
-      case Field::FieldName: e.field.reset(); break;
-      case Field::Suggestion: e.suggestion.reset(); break;
-      case Field::RetryAfter: e.retry_after_ms.reset(); break;
-      case Field::TraceId: e.trace_id.reset(); break;
-      default: break;
+      case Field::Code:
+        e.code.reset();
+        break;
+      case Field::Message:
+        e.message.reset();
+        break;
+      case Field::Retryable:
+        e.retryable.reset();
+        break;
+      case Field::FieldName:
+        e.field.reset();
+        break;
+      case Field::Suggestion:
+        e.suggestion.reset();
+        break;
+      case Field::RetryAfter:
+        e.retry_after_ms.reset();
+        break;
+      case Field::TraceId:
+        e.trace_id.reset();
+        break;
+      default:
+        break;
     }
   }
   void set_bool(bool v) { out_.envelope.retryable = v; }
   void set_string(std::string v) {
     Envelope& e = out_.envelope;
     switch (current_) {
-      case Field::Code: e.code = std::move(v); break;
-      case Field::Message: e.message = std::move(v); break;
-      case Field::FieldName: e.field = std::move(v); break;
-      case Field::Suggestion: e.suggestion = std::move(v); break;
-      case Field::TraceId: e.trace_id = std::move(v); break;
-      default: break;
+      case Field::Code:
+        e.code = std::move(v);
+        break;
+      case Field::Message:
+        e.message = std::move(v);
+        break;
+      case Field::FieldName:
+        e.field = std::move(v);
+        break;
+      case Field::Suggestion:
+        e.suggestion = std::move(v);
+        break;
+      case Field::TraceId:
+        e.trace_id = std::move(v);
+        break;
+      default:
+        break;
     }
   }
 
@@ -291,15 +348,21 @@ ContextResult read_context(std::string_view json) noexcept {
     r.text(j, "operationId", c.operation_id);
     r.text(j, "workflowId", c.workflow_id);
     if (auto it = j.find("idempotent"); it != j.end() && !it->is_null()) {
-      if (it->is_boolean()) c.idempotent = it->get<bool>();
-      else r.fail("idempotent", "must be true or false");
+      if (it->is_boolean())
+        c.idempotent = it->get<bool>();
+      else
+        r.fail("idempotent", "must be true or false");
     }
     if (auto it = j.find("sideEffect"); it != j.end() && !it->is_null()) {
       const std::string s = it->is_string() ? it->get<std::string>() : "";
-      if (s == "none") c.side_effect = SideEffect::None;
-      else if (s == "unknown") c.side_effect = SideEffect::Unknown;
-      else if (s == "committed") c.side_effect = SideEffect::Committed;
-      else r.fail("sideEffect", "must be \"none\", \"unknown\" or \"committed\"");
+      if (s == "none")
+        c.side_effect = SideEffect::None;
+      else if (s == "unknown")
+        c.side_effect = SideEffect::Unknown;
+      else if (s == "committed")
+        c.side_effect = SideEffect::Committed;
+      else
+        r.fail("sideEffect", "must be \"none\", \"unknown\" or \"committed\"");
     }
     r.integer(j, "attempt", c.attempt, 1);
     r.integer(j, "repairs", c.repairs, 0);
@@ -315,11 +378,15 @@ ContextResult read_context(std::string_view json) noexcept {
       bool ok = it->is_array();
       if (ok)
         for (const auto& a : *it) {
-          if (!a.is_string()) ok = false;
-          else args.push_back(a.get<std::string>());
+          if (!a.is_string())
+            ok = false;
+          else
+            args.push_back(a.get<std::string>());
         }
-      if (ok) c.arguments = std::move(args);
-      else r.fail("arguments", "must be a list of strings");
+      if (ok)
+        c.arguments = std::move(args);
+      else
+        r.fail("arguments", "must be a list of strings");
     }
     out.ok = out.errors.empty();
   } catch (const std::exception& e) {

@@ -13,21 +13,32 @@ inline bool eval_test(const Cond& test, const Slot& slot) noexcept {
   if (test.op == Op::IsAbsent) return !slot.present;
   if (!slot.present) return false;
   const bool is_string = info(test.attr).type == Type::String;
-  auto equals = [&](const Constant& c) { return is_string ? slot.str == c.str : slot.num == c.num; };
+  auto equals = [&](const Constant& c) {
+    return is_string ? slot.str == c.str : slot.num == c.num;
+  };
   switch (test.op) {
-    case Op::IsPresent: return true;
-    case Op::Truthy: return is_string || slot.num != 0;
-    case Op::Eq: return equals(test.values[0]);
-    case Op::Ne: return !equals(test.values[0]);
-    case Op::Lt: return slot.num < test.values[0].num;
-    case Op::Le: return slot.num <= test.values[0].num;
-    case Op::Gt: return slot.num > test.values[0].num;
-    case Op::Ge: return slot.num >= test.values[0].num;
+    case Op::IsPresent:
+      return true;
+    case Op::Truthy:
+      return is_string || slot.num != 0;
+    case Op::Eq:
+      return equals(test.values[0]);
+    case Op::Ne:
+      return !equals(test.values[0]);
+    case Op::Lt:
+      return slot.num < test.values[0].num;
+    case Op::Le:
+      return slot.num <= test.values[0].num;
+    case Op::Gt:
+      return slot.num > test.values[0].num;
+    case Op::Ge:
+      return slot.num >= test.values[0].num;
     case Op::InList:
       for (const auto& c : test.values)
         if (equals(c)) return true;
       return false;
-    default: return false;
+    default:
+      return false;
   }
 }
 

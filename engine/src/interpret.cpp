@@ -14,12 +14,18 @@ namespace {
 std::string value_text(const Compiled& p, Attr attr, const Slot& s) {
   if (!s.present) return "absent";
   switch (info(attr).type) {
-    case Type::Code: return p.spec.codes.at(static_cast<std::size_t>(s.num));
-    case Type::Bool: return s.num ? "true" : "false";
-    case Type::SideEffect: return std::string(kSideEffects.at(static_cast<std::size_t>(s.num)));
-    case Type::String: return "\"" + std::string(s.str) + "\"";
-    case Type::Duration: return s.num == kNoLimit ? "unlimited" : std::to_string(s.num) + "ms";
-    default: return std::to_string(s.num);
+    case Type::Code:
+      return p.spec.codes.at(static_cast<std::size_t>(s.num));
+    case Type::Bool:
+      return s.num ? "true" : "false";
+    case Type::SideEffect:
+      return std::string(kSideEffects.at(static_cast<std::size_t>(s.num)));
+    case Type::String:
+      return "\"" + std::string(s.str) + "\"";
+    case Type::Duration:
+      return s.num == kNoLimit ? "unlimited" : std::to_string(s.num) + "ms";
+    default:
+      return std::to_string(s.num);
   }
 }
 
@@ -33,7 +39,8 @@ bool eval(const Compiled& p, const Cond& c, const Point& point, std::vector<Expl
       if (trace) trace->push_back({c.text, value_text(p, c.attr, slot), r});
       return r;
     }
-    case K::Not: return !eval(p, c.children[0], point, trace);
+    case K::Not:
+      return !eval(p, c.children[0], point, trace);
     case K::And:
       for (const auto& child : c.children)
         if (!eval(p, child, point, trace)) return false;
@@ -63,7 +70,8 @@ Outcome run(const Compiled& p, const Point& point, std::vector<ExplainedRule>* t
     if (!matched) continue;
     const Route route = rule.action.route;
     for (const Guard& g : p.spec.guards) {
-      const bool applies = route == Route::Retry ? g.applies_to_retry : route == Route::Repair && g.applies_to_repair;
+      const bool applies = route == Route::Retry ? g.applies_to_retry
+                                                 : route == Route::Repair && g.applies_to_repair;
       if (applies && eval(p, g.when, point, nullptr)) return {i, &g};
     }
     return {i, nullptr};
@@ -74,7 +82,8 @@ Outcome run(const Compiled& p, const Point& point, std::vector<ExplainedRule>* t
 // The row action a table would hold for this outcome (row number unknown to the interpreter).
 RowAction action_of(const Compiled& p, const Outcome& o) {
   const RuleSpec& rule = p.spec.rules[o.rule];
-  if (o.guard) return RowAction{o.guard->action, o.guard->name, o.guard->exhausted, o.rule, rule.pos};
+  if (o.guard)
+    return RowAction{o.guard->action, o.guard->name, o.guard->exhausted, o.rule, rule.pos};
   return RowAction{rule.action, rule.name, "", o.rule, rule.pos};
 }
 
@@ -86,7 +95,8 @@ namespace {
 
 // The interpreter's decision; with `trace`, each rule's tests up to the one that matched.
 Decision decide_by_rules(const std::shared_ptr<const Compiled>& impl, const Envelope& envelope,
-                         const Context& context, std::vector<ExplainedRule>* trace, std::string* guard) {
+                         const Context& context, std::vector<ExplainedRule>* trace,
+                         std::string* guard) {
   const Compiled& p = *impl;
   Decision d;
   const Point point = make_point(p, envelope, context, d.warnings, d.nearest_code);
@@ -95,8 +105,10 @@ Decision decide_by_rules(const std::shared_ptr<const Compiled>& impl, const Enve
   finish(p, action_of(p, o), 0, point, envelope, context, d);
   // finish() saw a temporary RowAction: point the views into the compiled policy instead.
   d.rule = o.guard ? std::string_view(o.guard->name) : std::string_view(rule.name);
-  d.reason = o.guard ? std::string_view(o.guard->action.reason) : std::string_view(rule.action.reason);
-  d.target = o.guard ? std::string_view(o.guard->action.target) : std::string_view(rule.action.target);
+  d.reason =
+      o.guard ? std::string_view(o.guard->action.reason) : std::string_view(rule.action.reason);
+  d.target =
+      o.guard ? std::string_view(o.guard->action.target) : std::string_view(rule.action.target);
   d.exhausted = o.guard ? std::string_view(o.guard->exhausted) : std::string_view();
   if (guard && o.guard) *guard = o.guard->name;
   d.keep_alive = impl;

@@ -25,10 +25,21 @@ enum class Type : std::uint8_t { Code, Bool, SideEffect, String, Duration, Count
 
 /// Attribute ids; kAttributes is indexed by them.
 enum class Attr : std::uint8_t {
-  Code, Retryable, Field, Suggestion, RetryAfter, TraceId,           // envelope (untrusted)
-  Idempotent, SideEffect, Attempt, Repairs, Elapsed, Tool,           // context (trusted)
-  AttemptsLeft, TimeLeft,                                            // derived before the lookup
-  FieldInArguments,                                                  // derived: `field in arguments`
+  Code,
+  Retryable,
+  Field,
+  Suggestion,
+  RetryAfter,
+  TraceId,  // envelope (untrusted)
+  Idempotent,
+  SideEffect,
+  Attempt,
+  Repairs,
+  Elapsed,
+  Tool,  // context (trusted)
+  AttemptsLeft,
+  TimeLeft,          // derived before the lookup
+  FieldInArguments,  // derived: `field in arguments`
   kCount
 };
 inline constexpr std::size_t kAttrCount = static_cast<std::size_t>(Attr::kCount);
@@ -37,7 +48,7 @@ struct AttrInfo {
   std::string_view name;      ///< in the language
   std::string_view json_key;  ///< in the envelope or context JSON ("" for derived)
   Type type;
-  bool untrusted;             ///< from the envelope: has an `absent` value
+  bool untrusted;  ///< from the envelope: has an `absent` value
 };
 
 inline constexpr std::array<AttrInfo, kAttrCount> kAttributes = {{
@@ -58,13 +69,15 @@ inline constexpr std::array<AttrInfo, kAttrCount> kAttributes = {{
     {"field in arguments", "", Type::Bool, true},
 }};
 
-inline const AttrInfo& info(Attr a) { return kAttributes[static_cast<std::size_t>(a)]; }
+inline const AttrInfo& info(Attr a) {
+  return kAttributes[static_cast<std::size_t>(a)];
+}
 
 /// The built-in codes, ids 0..9 in every policy; declared codes follow.
 inline constexpr std::array<std::string_view, 10> kBuiltinCodes = {
-    "TRANSIENT", "RATE_LIMITED", "TIMEOUT", "VALIDATION", "PERMISSION",
-    "NOT_FOUND", "CONFLICT", "QUOTA_EXCEEDED", "CONTEXT_OVERFLOW", "UNKNOWN"};
-inline constexpr std::int64_t kUnknownCode = 9;
+    "TRANSIENT", "RATE_LIMITED", "TIMEOUT",        "VALIDATION",       "PERMISSION",
+    "NOT_FOUND", "CONFLICT",     "QUOTA_EXCEEDED", "CONTEXT_OVERFLOW", "UNKNOWN"};
+inline constexpr std::int64_t kUnknownCodeId = 9;  ///< UNKNOWN's id
 
 inline constexpr std::array<std::string_view, 3> kSideEffects = {"none", "unknown", "committed"};
 inline constexpr std::int64_t kNoLimit = std::numeric_limits<std::int64_t>::max();
@@ -145,13 +158,13 @@ struct PolicySpec {
   std::int64_t attempts = 3;           ///< limits.attempts, calls including the first
   std::int64_t repairs = 1;            ///< limits.repairs
   std::int64_t retry_after_max_ms = 60000;
-  std::int64_t deadline_ms = kNoLimit; ///< limits.deadline (kNoLimit: none)
+  std::int64_t deadline_ms = kNoLimit;  ///< limits.deadline (kNoLimit: none)
   std::int64_t min_delay_ms = 50;
-  Action on_exhausted;                 ///< route when a budget guard fires
+  Action on_exhausted;  ///< route when a budget guard fires
   Backoff backoff;
-  std::vector<std::string> codes;      ///< built-ins then declared
-  std::vector<RuleSpec> rules;         ///< author rules, then the default as a rule without `when`
-  std::vector<Guard> guards;           ///< in precedence order
+  std::vector<std::string> codes;  ///< built-ins then declared
+  std::vector<RuleSpec> rules;     ///< author rules, then the default as a rule without `when`
+  std::vector<Guard> guards;       ///< in precedence order
 };
 
 }  // namespace recourse::detail

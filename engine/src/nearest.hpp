@@ -1,7 +1,8 @@
 // Nearest-name suggestions ("did you mean TRANSIENT?") for diagnostics and unknown codes.
 //
-// Levenshtein distance over bytes, ignoring ASCII case (so `transient` finds TRANSIENT), computed in a fixed stack buffer so decide() can use it
-// without allocating; names longer than kMaxNameBytes are compared on their first bytes only.
+// Levenshtein distance over bytes, ignoring ASCII case (so `transient` finds TRANSIENT), computed
+// in a fixed stack buffer so decide() can use it without allocating; names longer than
+// kMaxNameBytes are compared on their first bytes only.
 #pragma once
 
 #include <algorithm>
@@ -13,7 +14,9 @@ namespace recourse::detail {
 
 inline constexpr std::size_t kMaxNameBytes = 64;
 
-inline constexpr char lower(char c) noexcept { return c >= 'A' && c <= 'Z' ? char(c - 'A' + 'a') : c; }
+inline constexpr char lower(char c) noexcept {
+  return c >= 'A' && c <= 'Z' ? char(c - 'A' + 'a') : c;
+}
 
 /// Edit distance between a and b (insert, delete, substitute: cost 1 each; case is free).
 inline std::size_t edit_distance(std::string_view a, std::string_view b) noexcept {

@@ -1,8 +1,8 @@
 // Decision table: cell sets, cell lookup, matching and the stable text dump.
 #include "table.hpp"
 
-#include <algorithm>
 #include <fmt/format.h>
+#include <algorithm>
 
 namespace recourse::detail {
 
@@ -15,7 +15,9 @@ bool CellSet::empty() const {
   return std::all_of(words_.begin(), words_.end(), [](std::uint64_t w) { return w == 0; });
 }
 
-bool CellSet::full() const { return complement().empty(); }
+bool CellSet::full() const {
+  return complement().empty();
+}
 
 CellSet& CellSet::operator&=(const CellSet& other) {
   for (std::size_t i = 0; i < words_.size(); ++i) words_[i] &= other.words_[i];
@@ -34,7 +36,8 @@ std::size_t Column::cell_of(const Slot& slot) const noexcept {
   switch (info(attr).type) {
     case Type::Duration:
     case Type::Count:
-      return static_cast<std::size_t>(std::upper_bound(cuts.begin(), cuts.end(), slot.num) - cuts.begin());
+      return static_cast<std::size_t>(std::upper_bound(cuts.begin(), cuts.end(), slot.num) -
+                                      cuts.begin());
     case Type::String:
       for (std::size_t i = 0; i < strings.size(); ++i)
         if (strings[i] == slot.str) return i;
@@ -72,10 +75,14 @@ Slot Column::representative(std::size_t cell, std::string& scratch) const {
 std::string Column::cell_name(std::size_t cell) const {
   if (info(attr).untrusted && cell == cells - 1) return "absent";
   switch (info(attr).type) {
-    case Type::Code: return code_names.at(cell);
-    case Type::Bool: return cell ? "true" : "false";
-    case Type::SideEffect: return std::string(kSideEffects.at(cell));
-    case Type::String: return cell < strings.size() ? fmt::format("\"{}\"", strings[cell]) : "other";
+    case Type::Code:
+      return code_names.at(cell);
+    case Type::Bool:
+      return cell ? "true" : "false";
+    case Type::SideEffect:
+      return std::string(kSideEffects.at(cell));
+    case Type::String:
+      return cell < strings.size() ? fmt::format("\"{}\"", strings[cell]) : "other";
     default: {
       auto bound = [](std::int64_t v) {
         if (v == std::numeric_limits<std::int64_t>::min()) return std::string("-inf");
@@ -83,7 +90,8 @@ std::string Column::cell_name(std::size_t cell) const {
         return std::to_string(v);
       };
       const std::int64_t lo = cell == 0 ? std::numeric_limits<std::int64_t>::min() : cuts[cell - 1];
-      const std::int64_t hi = cell == cuts.size() ? std::numeric_limits<std::int64_t>::max() : cuts[cell];
+      const std::int64_t hi =
+          cell == cuts.size() ? std::numeric_limits<std::int64_t>::max() : cuts[cell];
       return fmt::format("[{},{})", bound(lo), bound(hi));
     }
   }
@@ -93,7 +101,8 @@ std::uint32_t Table::match_cells(const std::size_t* cells) const noexcept {
   for (std::size_t w = 0; w < words; ++w) {
     std::uint64_t acc = ~std::uint64_t{0};
     for (std::size_t c = 0; c < columns.size() && acc; ++c) acc &= bits[c][cells[c]][w];
-    if (acc) return static_cast<std::uint32_t>(w * 64 + static_cast<std::size_t>(__builtin_ctzll(acc)));
+    if (acc)
+      return static_cast<std::uint32_t>(w * 64 + static_cast<std::size_t>(__builtin_ctzll(acc)));
   }
   return static_cast<std::uint32_t>(rows.size() - 1);  // unreachable: the default row matches all
 }
@@ -116,7 +125,8 @@ std::string dump(const Table& table, const PolicySpec& spec, bool with_positions
   if (table.strategy == Strategy::Direct) {
     std::string dims;
     for (const auto& c : table.columns) dims += (dims.empty() ? "" : "x") + std::to_string(c.cells);
-    out += fmt::format("strategy direct {} = {} entries\n", dims.empty() ? "1" : dims, table.entries.size());
+    out += fmt::format("strategy direct {} = {} entries\n", dims.empty() ? "1" : dims,
+                       table.entries.size());
   } else {
     out += fmt::format("strategy bitset {} rows x {} words\n", table.rows.size(), table.words);
   }
@@ -136,7 +146,8 @@ std::string dump(const Table& table, const PolicySpec& spec, bool with_positions
       if (row.cube[c].full()) continue;
       std::string cells;
       for (std::size_t k = 0; k < table.columns[c].cells; ++k)
-        if (row.cube[c].test(k)) cells += (cells.empty() ? "" : ",") + table.columns[c].cell_name(k);
+        if (row.cube[c].test(k))
+          cells += (cells.empty() ? "" : ",") + table.columns[c].cell_name(k);
       cube += fmt::format(" {}={{{}}}", info(table.columns[c].attr).name, cells);
     }
     std::string action = to_string(a.action.route);

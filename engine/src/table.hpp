@@ -43,11 +43,11 @@ class CellSet {
 /// One column: an attribute and how its values fall into cells.
 struct Column {
   Attr attr = Attr::Code;
-  std::size_t values = 0;             ///< Code/Bool/SideEffect: number of values
-  std::vector<std::int64_t> cuts;     ///< Duration/Count: sorted cut points
-  std::vector<std::string> strings;   ///< String: the constants the rules use
-  std::vector<std::string> code_names;///< Code: names, for dumps
-  std::size_t cells = 0;              ///< including `absent` when the attribute is untrusted
+  std::size_t values = 0;               ///< Code/Bool/SideEffect: number of values
+  std::vector<std::int64_t> cuts;       ///< Duration/Count: sorted cut points
+  std::vector<std::string> strings;     ///< String: the constants the rules use
+  std::vector<std::string> code_names;  ///< Code: names, for dumps
+  std::size_t cells = 0;                ///< including `absent` when the attribute is untrusted
 
   /// The cell of a value. Allocates nothing.
   std::size_t cell_of(const Slot& slot) const noexcept;

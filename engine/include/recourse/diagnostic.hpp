@@ -19,13 +19,13 @@ enum class Severity : std::uint8_t { Error, Warning, Note };
 /// One problem found in a policy, an envelope or a context.
 struct Diagnostic {
   Severity severity = Severity::Error;
-  std::string code;         ///< stable identifier, e.g. "E012"
-  std::string file;         ///< path as given by the caller; empty for non-file input
-  std::uint32_t line = 0;   ///< 1-based; 0 when the problem has no position
-  std::uint32_t column = 0; ///< 1-based byte column; 0 when the problem has no position
-  std::string message;      ///< one sentence, no trailing period
-  std::string help;         ///< how to fix it, or empty
-  std::string source_line;  ///< the text of `line` (no newline), for the caret; may be empty
+  std::string code;          ///< stable identifier, e.g. "E012"
+  std::string file;          ///< path as given by the caller; empty for non-file input
+  std::uint32_t line = 0;    ///< 1-based; 0 when the problem has no position
+  std::uint32_t column = 0;  ///< 1-based byte column; 0 when the problem has no position
+  std::string message;       ///< one sentence, no trailing period
+  std::string help;          ///< how to fix it, or empty
+  std::string source_line;   ///< the text of `line` (no newline), for the caret; may be empty
 };
 
 /// "error", "warning" or "note".

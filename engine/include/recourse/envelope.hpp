@@ -38,19 +38,20 @@ struct Envelope {
   std::optional<bool> retryable;
   std::optional<std::string> field;
   std::optional<std::string> suggestion;
-  std::optional<std::int64_t> retry_after_ms;  ///< ms, >= 0; fractions rounded up; saturates at INT64_MAX
+  std::optional<std::int64_t>
+      retry_after_ms;  ///< ms, >= 0; fractions rounded up; saturates at INT64_MAX
   std::optional<std::string> trace_id;
-  std::vector<EnvelopeWarning> warnings;       ///< what the reader dropped, in input order
+  std::vector<EnvelopeWarning> warnings;  ///< what the reader dropped, in input order
 };
 
 /// Limits of the envelope reader. Input beyond max_bytes or max_depth is an error; a string
 /// field beyond its limit is dropped with a warning.
 struct ReaderLimits {
-  std::size_t max_bytes = 64 * 1024;   ///< whole envelope
-  std::size_t max_depth = 32;          ///< nesting of objects and arrays (unknown keys included)
-  std::size_t max_code_bytes = 64;     ///< code
-  std::size_t max_field_bytes = 256;   ///< field and traceId
-  std::size_t max_text_bytes = 8192;   ///< message and suggestion
+  std::size_t max_bytes = 64 * 1024;     ///< whole envelope
+  std::size_t max_depth = 32;            ///< nesting of objects and arrays (unknown keys included)
+  std::size_t max_code_bytes = 64;       ///< code
+  std::size_t max_field_bytes = 256;     ///< field and traceId
+  std::size_t max_text_bytes = 8192;     ///< message and suggestion
   std::size_t max_overflow_numbers = 8;  ///< numbers beyond a double's range (1e999), each dropped
 };
 
@@ -74,16 +75,18 @@ enum class SideEffect : std::uint8_t {
 
 /// What the host knows about the failed call. Durations in ms, counts in calls.
 struct Context {
-  std::string tool;                        ///< selects the policy in a bundle
-  std::optional<bool> idempotent;          ///< per-call override of the tool block's default
-  std::optional<SideEffect> side_effect;   ///< absent reads as Unknown (the conservative state)
-  std::int64_t attempt = 1;                ///< calls made for this operation at our layer, >= 1
-  std::int64_t repairs = 0;                ///< repaired calls made so far, >= 0
-  std::int64_t elapsed_ms = 0;             ///< time spent on the operation so far
-  std::optional<std::vector<std::string>> arguments;  ///< the call's argument names; wins over the tool block
+  std::string tool;                       ///< selects the policy in a bundle
+  std::optional<bool> idempotent;         ///< per-call override of the tool block's default
+  std::optional<SideEffect> side_effect;  ///< absent reads as Unknown (the conservative state)
+  std::int64_t attempt = 1;               ///< calls made for this operation at our layer, >= 1
+  std::int64_t repairs = 0;               ///< repaired calls made so far, >= 0
+  std::int64_t elapsed_ms = 0;            ///< time spent on the operation so far
+  std::optional<std::vector<std::string>>
+      arguments;  ///< the call's argument names; wins over the tool block
   std::optional<std::int64_t> max_attempts;  ///< per-call override of limits.attempts
-  std::optional<std::int64_t> deadline_ms;   ///< per-call override of limits.deadline (whole operation)
-  std::string operation_id;                ///< keys jitter; falls back to the trace id
+  std::optional<std::int64_t>
+      deadline_ms;           ///< per-call override of limits.deadline (whole operation)
+  std::string operation_id;  ///< keys jitter; falls back to the trace id
   std::string workflow_id;
 };
 

@@ -47,28 +47,28 @@ const char* to_string(KeyDirective directive) noexcept;
 
 /// Problems met while deciding, as bits of Decision::warnings.
 enum DecisionWarning : std::uint32_t {
-  kUnknownCode = 1u << 0,      ///< the code matched none; read as UNKNOWN (see nearest_code)
-  kNoPolicy = 1u << 1,         ///< no policy for the tool and no "*" fallback: route is stop
-  kSideEffectAssumed = 1u << 2,///< the context gave no sideEffect: read as unknown
-  kTraceIdMinted = 1u << 3,    ///< the envelope had no traceId: Decision::minted_trace_id
-  kUnreadableEnvelope = 1u << 4///< the envelope was not JSON: conservative stop
+  kUnknownCode = 1u << 0,        ///< the code matched none; read as UNKNOWN (see nearest_code)
+  kNoPolicy = 1u << 1,           ///< no policy for the tool and no "*" fallback: route is stop
+  kSideEffectAssumed = 1u << 2,  ///< the context gave no sideEffect: read as unknown
+  kTraceIdMinted = 1u << 3,      ///< the envelope had no traceId: Decision::minted_trace_id
+  kUnreadableEnvelope = 1u << 4  ///< the envelope was not JSON: conservative stop
 };
 
 /// One decision. String views point into the compiled policy, which `keep_alive` owns.
 struct Decision {
   Route route = Route::Stop;
-  std::int64_t delay_ms = 0;          ///< wait before the next call (retry); 0 otherwise
-  std::int64_t jitter_draw = 0;       ///< the random part drawn for delay_ms, ms
-  std::string_view rule;              ///< the rule that decided (or "default", or a guard name)
-  std::string_view reason;            ///< the route's reason string, or the guard's
-  std::string_view target;            ///< replace/degrade target tool, or empty
-  std::string_view policy;            ///< policy name
-  std::string_view policy_hash;       ///< "sha256:<hex>" of the compiled table
-  std::string_view exhausted;         ///< the budget that ran out ("attempts", ...), or empty
-  std::string_view nearest_code;      ///< with kUnknownCode: the known code nearest the input
-  std::int64_t attempt = 1;           ///< Context::attempt
-  std::int64_t attempts_left = 0;     ///< max attempts - attempt, before the next call
-  std::int64_t repairs_left = 0;      ///< max repairs - repairs
+  std::int64_t delay_ms = 0;       ///< wait before the next call (retry); 0 otherwise
+  std::int64_t jitter_draw = 0;    ///< the random part drawn for delay_ms, ms
+  std::string_view rule;           ///< the rule that decided (or "default", or a guard name)
+  std::string_view reason;         ///< the route's reason string, or the guard's
+  std::string_view target;         ///< replace/degrade target tool, or empty
+  std::string_view policy;         ///< policy name
+  std::string_view policy_hash;    ///< "sha256:<hex>" of the compiled table
+  std::string_view exhausted;      ///< the budget that ran out ("attempts", ...), or empty
+  std::string_view nearest_code;   ///< with kUnknownCode: the known code nearest the input
+  std::int64_t attempt = 1;        ///< Context::attempt
+  std::int64_t attempts_left = 0;  ///< max attempts - attempt, before the next call
+  std::int64_t repairs_left = 0;   ///< max repairs - repairs
   std::optional<std::int64_t> retry_after_ms;  ///< the server's valid hint, carried on every route
   KeyDirective idempotency_key = KeyDirective::None;
   std::uint32_t warnings = 0;         ///< DecisionWarning bits
@@ -90,7 +90,8 @@ struct ExplainedRule {
   std::string rule;
   std::uint32_t line = 0, column = 0;
   bool matched = false;
-  std::vector<ExplainedTest> tests;  ///< all tests of the matched rule; the first failing one otherwise
+  std::vector<ExplainedTest>
+      tests;  ///< all tests of the matched rule; the first failing one otherwise
 };
 
 /// Why a decision came out as it did, by the reference interpreter (which walks the rules, not
@@ -103,12 +104,12 @@ struct Explanation {
 
 /// Limits of the compiler; each has a stable diagnostic when exceeded.
 struct CompileOptions {
-  std::size_t max_source_bytes = 1 << 20;      ///< per file (E090)
-  std::size_t max_rules = 20000;               ///< per policy (E091)
-  std::size_t max_depth = 64;                  ///< condition nesting (E092)
-  std::size_t max_terms_per_rule = 4096;       ///< DNF terms of one rule's condition (E093)
+  std::size_t max_source_bytes = 1 << 20;          ///< per file (E090)
+  std::size_t max_rules = 20000;                   ///< per policy (E091)
+  std::size_t max_depth = 64;                      ///< condition nesting (E092)
+  std::size_t max_terms_per_rule = 4096;           ///< DNF terms of one rule's condition (E093)
   std::size_t direct_table_max_entries = 1 << 16;  ///< largest direct-indexed table, entries
-  std::int64_t attempt_ceiling = 10;           ///< no policy may allow more attempts (gRPC clamps at 5)
+  std::int64_t attempt_ceiling = 10;  ///< no policy may allow more attempts (gRPC clamps at 5)
 };
 
 /// A compiled policy: immutable and thread-safe. Copying shares the compiled form.
@@ -163,7 +164,8 @@ CompileResult compile(const std::vector<Source>& sources, const CompileOptions& 
 
 /// Reads files and directories (every *.recourse file below, sorted by path) and compiles them
 /// as one bundle. Unreadable paths are diagnostics (E000). Never throws.
-CompileResult compile_paths(const std::vector<std::string>& paths, const CompileOptions& options = {});
+CompileResult compile_paths(const std::vector<std::string>& paths,
+                            const CompileOptions& options = {});
 
 /// The decision as one JSON object (route, delayMs, rule, policy, policyHash, attempt,
 /// attemptsLeft, idempotencyKey, warnings, traceId, ...). `envelope` supplies the trace id and

@@ -1,0 +1,348 @@
+// Real-world failure cases (/work/shared/cases/cases.json) as tests.
+//
+// For every case the engine can decide today: the case's `envelope` goes through read_envelope,
+// its `context` (keys the reader knows) through read_context, the policy in tests/cases/ for the
+// case's tool decides, and the route and limits in `expected` are asserted. Cases that need a
+// feature not built yet are listed in kPending with the reason and the issue that brings them;
+// a test checks that every case id is in exactly one of the two tables.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <fstream>
+#include <map>
+#include <optional>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "recourse/recourse.hpp"
+
+namespace {
+
+using nlohmann::json;
+using recourse::Decision;
+using recourse::Route;
+
+const std::string kCasesPath = std::string(RECOURSE_SOURCE_DIR) + "/../shared/cases/cases.json";
+const std::string kPoliciesDir = std::string(RECOURSE_SOURCE_DIR) + "/tests/cases";
+
+// A case decided from its envelope today.
+struct Tested {
+  const char* id;
+  std::set<std::string> warned_fields;  // envelope keys the reader must drop with a warning
+  const char* exhausted;                // the budget guard expected to decide, or ""
+};
+
+const std::vector<Tested> kTested = {
+    {"retry-after-overflow-rdap", {}, "retry_after"},
+    {"retry-after-fractional-seconds", {}, ""},
+    {"retry-after-nan-hang", {"retryAfterMs"}, ""},
+    {"timeout-then-duplicate-session-turn", {"traceId"}, ""},
+    {"network-error-post-retried", {"traceId"}, ""},
+    {"stripe-idempotency-key-rotates", {"traceId"}, ""},
+    {"mcp-iserror-ignored-by-client", {"traceId"}, ""},
+    {"tool-arg-wrong-field-name", {}, ""},
+    {"lb-502-html-no-envelope", {"retryable"}, ""},
+};
+
+// A case whose expected answer needs a feature not built yet.
+struct Pending {
+  const char* id;
+  const char* issue;
+  const char* reason;
+};
+
+const std::vector<Pending> kPending = {
+    {"openai-insufficient-quota-429", "issue 7: adapters",
+     "expected stop comes from the raw body's error type insufficient_quota; the envelope says "
+     "TRANSIENT, retryable=true and the language cannot test message text"},
+    {"github-403-secondary-rate-limit", "issue 7: adapters",
+     "expected retry after 60-120 s comes from the raw 403's secondary-rate-limit body and "
+     "X-RateLimit-Reset; the envelope says PERMISSION, retryable=false, with no retryAfterMs"},
+    {"mcp-upstream-401-hidden-in-tool-error", "issue 7: adapters",
+     "expected authorize comes from the 401 inside the MCP isError result text; the envelope "
+     "has code UNKNOWN and the language cannot test message text"},
+    {"identical-failing-tool-call-loop", "issue 3: repeat counting",
+     "expected stop is a circuit breaker on consecutiveSameFailure/argsChangedSinceLastAttempt, "
+     "which the context reader and the language do not know"},
+};
+
+// Cases tested from their envelope above whose `raw` form must also be tested once the
+// HTTP/MCP adapters exist (issue 7).
+const std::vector<const char*> kRawPathPending = {
+    "retry-after-overflow-rdap",            // Retry-After: 9999999999 (seconds)
+    "retry-after-fractional-seconds",       // Retry-After: 0.503 -> >= 503 ms, ideally 1000 ms
+    "retry-after-nan-hang",                 // Retry-After: nan, -1, 1e999
+    "timeout-then-duplicate-session-turn",  // transport error after delivery
+    "network-error-post-retried",           // ECONNRESET on a POST
+    "stripe-idempotency-key-rotates",       // Idempotency-Key per attempt
+    "mcp-iserror-ignored-by-client",        // isError=true must be a failure
+    "lb-502-html-no-envelope",              // 502 with an HTML body -> TRANSIENT
+};
+
+json load_cases() {
+  std::ifstream in(kCasesPath);
+  if (!in) FAIL("cannot open " << kCasesPath << " (the cases must be present; not skipping)");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  json cases = json::parse(ss.str(), nullptr, false);
+  if (cases.is_discarded() || !cases.is_array() || cases.empty())
+    FAIL(kCasesPath << " is not a non-empty JSON array");
+  return cases;
+}
+
+const json& find_case(const json& cases, const std::string& id) {
+  for (const auto& c : cases)
+    if (c.value("id", "") == id) return c;
+  FAIL("case " << id << " is not in " << kCasesPath);
+  throw;  // unreachable
+}
+
+const recourse::Bundle& bundle() {
+  static const recourse::CompileResult result = recourse::compile_paths({kPoliciesDir});
+  if (!result.ok()) {
+    std::string text;
+    for (const auto& d : result.diagnostics) text += recourse::to_text(d);
+    FAIL("tests/cases policies do not compile:\n" << text);
+  }
+  return *result.bundle;
+}
+
+// The context with only the keys read_context knows; budgets, alternatives, now and the rest
+// describe the policy's intent and live in tests/cases/*.recourse.
+recourse::Context context_of(const json& c) {
+  static const std::set<std::string> known = {
+      "tool",      "idempotent",  "sideEffect", "attempt",     "repairs",   "elapsedMs",
+      "arguments", "maxAttempts", "deadlineMs", "operationId", "workflowId"};
+  json ctx = json::object();
+  for (const auto& [key, value] : c.at("context").items())
+    if (known.count(key)) ctx[key] = value;
+  const recourse::ContextResult r = recourse::read_context(ctx.dump());
+  std::string errors;
+  for (const auto& e : r.errors) errors += e.message + "; ";
+  INFO("context " << ctx.dump() << " errors: " << errors);
+  REQUIRE(r.ok);
+  return r.context;
+}
+
+recourse::Envelope envelope_of(const std::string& text) {
+  const recourse::EnvelopeResult r = recourse::read_envelope(text);
+  INFO("envelope " << text);
+  INFO("error: " << r.error);
+  REQUIRE(r.ok);
+  return r.envelope;
+}
+
+Route route_of(const std::string& name) {
+  for (int i = 0; i <= static_cast<int>(Route::Stop); ++i)
+    if (name == recourse::to_string(static_cast<Route>(i))) return static_cast<Route>(i);
+  FAIL("unknown route '" << name << "' in expected");
+  throw;  // unreachable
+}
+
+std::string describe(const Decision& d) {
+  std::ostringstream os;
+  os << "route=" << recourse::to_string(d.route) << " rule=" << d.rule << " policy=" << d.policy
+     << " delay_ms=" << d.delay_ms << " attempts_left=" << d.attempts_left
+     << " repairs_left=" << d.repairs_left << " exhausted=" << d.exhausted
+     << " key=" << recourse::to_string(d.idempotency_key) << " warnings=" << d.warnings;
+  return os.str();
+}
+
+// Two decisions are the same when everything a host acts on is the same.
+void require_same(const Decision& a, const Decision& b) {
+  INFO("got      " << describe(a));
+  INFO("expected " << describe(b));
+  CHECK(a.route == b.route);
+  CHECK(a.delay_ms == b.delay_ms);
+  CHECK(a.jitter_draw == b.jitter_draw);
+  CHECK(a.rule == b.rule);
+  CHECK(a.reason == b.reason);
+  CHECK(a.exhausted == b.exhausted);
+  CHECK(a.attempts_left == b.attempts_left);
+  CHECK(a.repairs_left == b.repairs_left);
+  CHECK(a.retry_after_ms == b.retry_after_ms);
+  CHECK(a.idempotency_key == b.idempotency_key);
+  CHECK(a.warnings == b.warnings);
+  CHECK(a.minted_trace_id == b.minted_trace_id);
+  CHECK(a.row == b.row);
+}
+
+// Asserts `expected` (route and limits) of one case on the decision.
+void check_expected(const json& expected, const Decision& d, const recourse::Envelope& e) {
+  INFO("decision " << describe(d));
+  CHECK(d.route == route_of(expected.at("route").get<std::string>()));
+  const json limits = expected.value("limits", json::object());
+  for (const auto& [key, value] : limits.items()) {
+    INFO("expected.limits." << key << " = " << value.dump());
+    if (key == "minDelayMs") {
+      CHECK(d.delay_ms >= value.get<std::int64_t>());
+    } else if (key == "maxDelayMs") {
+      CHECK(d.delay_ms <= value.get<std::int64_t>());
+    } else if (key == "sleepMs") {
+      CHECK(d.delay_ms == value.get<std::int64_t>());
+    } else if (key == "furtherAttempts") {
+      // On retry the count is the attempt budget left; on any other route no automatic call of
+      // the same tool follows, which is right only when the case allows none.
+      if (d.route == Route::Retry)
+        CHECK(d.attempts_left == value.get<std::int64_t>());
+      else
+        CHECK(value.get<std::int64_t>() == 0);
+    } else if (key == "furtherRepairs") {
+      if (d.route == Route::Repair)
+        CHECK(d.repairs_left == value.get<std::int64_t>());
+      else
+        CHECK(value.get<std::int64_t>() == 0);
+    } else if (key == "idempotencyKeyMustEqualFirstAttempt") {
+      if (value.get<bool>()) CHECK(d.idempotency_key != recourse::KeyDirective::New);
+    } else {
+      FAIL("expected.limits." << key << " is not asserted by this test; add it");
+    }
+  }
+  // A delay is finite and only a retry waits.
+  CHECK(d.delay_ms >= 0);
+  if (d.route != Route::Retry) CHECK(d.delay_ms == 0);
+  // The server's valid hint is carried on every route (a display hint for a caller that
+  // reschedules).
+  CHECK(d.retry_after_ms == e.retry_after_ms);
+  // No traceId came back: a local one is minted.
+  CHECK(((d.warnings & recourse::kTraceIdMinted) != 0) == !e.trace_id.has_value());
+}
+
+std::set<std::string> warned_fields(const recourse::Envelope& e) {
+  std::set<std::string> out;
+  for (const auto& w : e.warnings) out.insert(w.field);
+  return out;
+}
+
+// The envelope JSON with retryAfterMs removed, or replaced by `raw` (inserted as text, since
+// nlohmann::json cannot hold 1e999).
+std::string with_retry_after(const json& envelope, const std::optional<std::string>& raw) {
+  json e = envelope;
+  e.erase("retryAfterMs");
+  std::string text = e.dump();
+  if (raw) text.insert(1, "\"retryAfterMs\":" + *raw + (e.empty() ? "" : ","));
+  return text;
+}
+
+}  // namespace
+
+TEST_CASE("every case in cases.json is tested or pending", "[cases]") {
+  const json cases = load_cases();
+  std::set<std::string> ids;
+  for (const auto& c : cases) {
+    REQUIRE(c.contains("id"));
+    const std::string id = c.at("id").get<std::string>();
+    INFO("case " << id);
+    CHECK(ids.insert(id).second);  // ids are unique
+  }
+  std::set<std::string> tested, pending;
+  for (const auto& t : kTested) CHECK(tested.insert(t.id).second);
+  for (const auto& p : kPending) CHECK(pending.insert(p.id).second);
+  for (const auto& id : ids) {
+    INFO("case " << id << " is in cases.json but neither tested nor listed as pending");
+    CHECK((tested.count(id) + pending.count(id)) == 1);
+  }
+  for (const auto& id : tested) {
+    INFO("tested case " << id << " is not in cases.json");
+    CHECK(ids.count(id) == 1);
+  }
+  for (const auto& id : pending) {
+    INFO("pending case " << id << " is not in cases.json");
+    CHECK(ids.count(id) == 1);
+  }
+  for (const auto& p : kPending) {
+    INFO("pending case " << p.id);
+    CHECK(std::string(p.issue).size() > 0);
+    CHECK(std::string(p.reason).size() > 0);
+  }
+  for (const char* id : kRawPathPending) {
+    INFO("raw-path case " << id);
+    CHECK(tested.count(id) == 1);
+    CHECK(!find_case(cases, id).at("raw").is_null());
+  }
+}
+
+TEST_CASE("cases: envelope and context decide the expected route and limits", "[cases]") {
+  const json cases = load_cases();
+  const recourse::Bundle& policies = bundle();
+  for (const Tested& t : kTested) {
+    DYNAMIC_SECTION(t.id) {
+      const json& c = find_case(cases, t.id);
+      const recourse::Envelope e = envelope_of(c.at("envelope").dump());
+      const recourse::Context ctx = context_of(c);
+      CHECK(warned_fields(e) == t.warned_fields);
+
+      const recourse::Policy* policy = policies.find(ctx.tool);
+      REQUIRE(policy != nullptr);
+      REQUIRE(policy->name() == ctx.tool);  // the case's own policy, not a fallback
+      const Decision d = policies.decide(e, ctx);
+      CHECK(d.policy == ctx.tool);
+      CHECK(d.exhausted == std::string_view(t.exhausted));
+      CHECK((d.warnings & recourse::kUnreadableEnvelope) == 0);
+      CHECK((d.warnings & recourse::kNoPolicy) == 0);
+      check_expected(c.at("expected"), d, e);
+    }
+  }
+}
+
+TEST_CASE("cases: retry-after-nan-hang variants decide as if retryAfterMs were absent", "[cases]") {
+  const json cases = load_cases();
+  const json& c = find_case(cases, "retry-after-nan-hang");
+  const json& envelope = c.at("envelope");
+  const recourse::Context ctx = context_of(c);
+
+  const recourse::Envelope absent = envelope_of(with_retry_after(envelope, std::nullopt));
+  CHECK(absent.warnings.empty());
+  CHECK_FALSE(absent.retry_after_ms.has_value());
+  const Decision baseline = bundle().decide(absent, ctx);
+  check_expected(c.at("expected"), baseline, absent);
+
+  // The case's own envelope ("NaN" as a string) and the raw variants as JSON numbers.
+  const std::vector<std::string> variants = {envelope.at("retryAfterMs").dump(), "-1", "1e999",
+                                             "-1e999", "-0.5"};
+  for (const std::string& v : variants) {
+    DYNAMIC_SECTION("retryAfterMs: " << v) {
+      const std::string text = with_retry_after(envelope, v);
+      const recourse::Envelope e = envelope_of(text);
+      CHECK_FALSE(e.retry_after_ms.has_value());
+      REQUIRE(e.warnings.size() == 1);
+      CHECK(e.warnings[0].field == "retryAfterMs");
+      CHECK(e.warnings[0].kind == "malformed");
+      const Decision d = bundle().decide(e, ctx);
+      require_same(d, baseline);
+      check_expected(c.at("expected"), d, e);
+    }
+  }
+}
+
+TEST_CASE("cases: retry-after-fractional-seconds never rounds a hint down", "[cases]") {
+  const json cases = load_cases();
+  const json& c = find_case(cases, "retry-after-fractional-seconds");
+  json envelope = c.at("envelope");
+  envelope["retryAfterMs"] = 502.01;  // a fraction of a ms is rounded up, not down
+  const recourse::Envelope e = envelope_of(envelope.dump());
+  CHECK(e.warnings.empty());
+  REQUIRE(e.retry_after_ms == std::optional<std::int64_t>(503));
+  const Decision d = bundle().decide(e, context_of(c));
+  CHECK(d.route == Route::Retry);
+  CHECK(d.delay_ms >= 503);
+}
+
+TEST_CASE("cases: stripe-idempotency-key-rotates: any resend reuses the first key", "[cases]") {
+  // The engine does not read the host's keys (idempotencyKey, nextAttemptIdempotencyKey); what it
+  // can say is that a resend of this tool carries the first attempt's key, never a new one.
+  const json cases = load_cases();
+  const json& c = find_case(cases, "stripe-idempotency-key-rotates");
+  json envelope = c.at("envelope");
+  envelope["code"] = "CONFLICT";  // 409 idempotency_key_in_use
+  envelope["message"] = "idempotency_key_in_use";
+  const recourse::Envelope e = envelope_of(envelope.dump());
+  const Decision d = bundle().decide(e, context_of(c));
+  INFO(describe(d));
+  CHECK(d.route == Route::Retry);
+  CHECK(d.idempotency_key == recourse::KeyDirective::Reuse);
+}
