@@ -38,7 +38,13 @@ class Compiler {
   Table run() {
     for (const auto& r : spec_.rules)
       if (r.when) collect(*r.when);
-    for (const auto& g : spec_.guards) collect(g.when);
+    // Guard columns only where a guard can fire, so a policy that never retries has none.
+    for (const auto& g : spec_.guards)
+      for (const auto& r : spec_.rules)
+        if (guards(r.action.route, g)) {
+          collect(g.when);
+          break;
+        }
     build_columns();
     for (std::uint32_t i = 0; i < spec_.rules.size(); ++i) add_rule(i);
     build_bitsets();
@@ -49,6 +55,10 @@ class Compiler {
   std::size_t current_rule = 0;
 
  private:
+  static bool guards(Route route, const Guard& g) {
+    return route == Route::Retry ? g.applies_to_retry : route == Route::Repair && g.applies_to_repair;
+  }
+
   // ---- columns ------------------------------------------------------------------------------
 
   void collect(const Cond& c) {
@@ -193,9 +203,7 @@ class Compiler {
     if (route == Route::Retry || route == Route::Repair) warn_absent_through_not(rule, terms);
     for (const Cube& term : terms) {
       for (const Guard& g : spec_.guards) {
-        if (!(route == Route::Retry ? g.applies_to_retry
-                                    : route == Route::Repair && g.applies_to_repair))
-          continue;
+        if (!guards(route, g)) continue;
         const std::uint32_t action = add_action(g.action, g.name, g.exhausted, index, rule.pos);
         for (const Cube& guard_term : dnf(g.when, false)) {
           Cube both = intersect(term, guard_term);

@@ -1,0 +1,107 @@
+// Compile stage: the dump of every bundled example is a golden file; the strategy follows the
+// domain's size; conditions become DNF rows with guard rows before retry and repair rows.
+//
+// RECOURSE_UPDATE_GOLDEN=1 rewrites the golden files for review instead of comparing.
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "support.hpp"
+
+namespace {
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+}  // namespace
+
+TEST_CASE("compile: golden dumps of the example policies", "[compile]") {
+  namespace fs = std::filesystem;
+  const std::string root = test::source_dir();
+  std::vector<fs::path> files;
+  for (const auto& e : fs::directory_iterator(root + "/rules/examples"))
+    if (e.path().extension() == ".recourse") files.push_back(e.path());
+  std::sort(files.begin(), files.end());
+  REQUIRE(files.size() >= 5);
+  const bool update = std::getenv("RECOURSE_UPDATE_GOLDEN") != nullptr;
+  for (const auto& file : files) {
+    const std::string relative = "rules/examples/" + file.filename().string();
+    auto r = recourse::compile({{relative, read_file(file.string())}});
+    REQUIRE(r.ok());
+    std::string dump;
+    for (const auto& p : r.bundle->policies()) dump += p.dump();
+    const std::string golden = root + "/tests/golden/" + file.stem().string() + ".dump";
+    if (update) {
+      std::ofstream(golden, std::ios::binary) << dump;
+      continue;
+    }
+    INFO("golden file " << golden << " differs; actual dump:\n" << dump);
+    CHECK(dump == read_file(golden));
+  }
+}
+
+TEST_CASE("compile: a small domain gets a direct table, a large one bitsets", "[compile]") {
+  const auto small = test::policy(R"(policy "s" { rule r when code == TRANSIENT and retryable -> retry default -> stop })");
+  CHECK_THAT(small.dump(), Catch::Contains("strategy direct"));
+  recourse::CompileOptions no_direct;
+  no_direct.direct_table_max_entries = 1;
+  auto r = recourse::compile({{"t", R"(policy "s" { rule r when code == TRANSIENT and retryable -> retry default -> stop })"}}, no_direct);
+  REQUIRE(r.ok());
+  CHECK_THAT(r.bundle->policies()[0].dump(), Catch::Contains("strategy bitset"));
+  // Both strategies decide alike.
+  const auto e = test::envelope(R"({"code":"TRANSIENT","retryable":true})");
+  CHECK(small.decide(e, {}).rule == r.bundle->policies()[0].decide(e, {}).rule);
+}
+
+TEST_CASE("compile: rows are DNF terms; negation is the complement, absent included", "[compile]") {
+  const auto p = test::policy(R"(policy "d" {
+  limits { attempts = 2 }
+  rule a when not (code == PERMISSION or retryable) -> degrade
+  rule b when attempt > 2 or attempt <= 1 -> stop
+  default -> stop
+})", "d.recourse");
+  CHECK(p.dump() ==
+        "policy \"d\"\n"
+        "hit first\n"
+        "strategy direct 11x3x3 = 99 entries\n"
+        "columns\n"
+        "  c0 code: TRANSIENT RATE_LIMITED TIMEOUT VALIDATION PERMISSION NOT_FOUND CONFLICT QUOTA_EXCEEDED CONTEXT_OVERFLOW UNKNOWN absent\n"
+        "  c1 retryable: false true absent\n"
+        "  c2 attempt: [-inf,2) [2,3) [3,+inf)\n"
+        "rows\n"
+        "  r0 a code={TRANSIENT,RATE_LIMITED,TIMEOUT,VALIDATION,NOT_FOUND,CONFLICT,QUOTA_EXCEEDED,CONTEXT_OVERFLOW,UNKNOWN,absent} retryable={false,absent} -> degrade  @d.recourse:3:3\n"
+        "  r1 b attempt={[3,+inf)} -> stop  @d.recourse:4:3\n"
+        "  r2 b attempt={[-inf,2)} -> stop  @d.recourse:4:3\n"
+        "  r3 default * -> stop  @d.recourse:5:3\n");
+}
+
+TEST_CASE("compile: guard rows precede each retry term, in precedence order", "[compile]") {
+  const auto p = test::policy(R"(policy "g" { rule r when retryable -> retry default -> stop })", "g.recourse");
+  const std::string dump = p.dump();
+  const auto cap = dump.find("r0 budget:retry_after");
+  const auto attempts = dump.find("r1 budget:attempts");
+  const auto deadline = dump.find("r2 budget:deadline");
+  const auto own = dump.find("r3 r retryable={true} -> retry");
+  CHECK(cap != std::string::npos);
+  CHECK(attempts != std::string::npos);
+  CHECK(deadline != std::string::npos);
+  CHECK(own != std::string::npos);
+  CHECK_THAT(dump, Catch::Contains("retry_after={[60001,+inf)}"));
+  // A stop rule gets no guard rows.
+  const auto s = test::policy(R"(policy "s" { rule r when retryable -> stop default -> stop })");
+  CHECK_THAT(s.dump(), !Catch::Contains("budget:"));
+}
+
+TEST_CASE("compile: the hash names the table, not the formatting", "[compile]") {
+  const auto a = test::policy("policy \"h\" { rule r when retryable -> retry default -> stop }");
+  const auto b = test::policy("# comment\npolicy \"h\" {\n  rule r when retryable\n    -> retry\n  default -> stop\n}\n");
+  const auto c = test::policy("policy \"h\" { rule r when retryable -> escalate default -> stop }");
+  CHECK(a.hash() == b.hash());
+  CHECK(a.hash() != c.hash());
+  CHECK(a.hash().size() == 7 + 64);
+}
