@@ -46,11 +46,15 @@ TEST_CASE("compile: golden dumps of the example policies", "[compile]") {
 }
 
 TEST_CASE("compile: a small domain gets a direct table, a large one bitsets", "[compile]") {
-  const auto small = test::policy(R"(policy "s" { rule r when code == TRANSIENT and retryable -> retry default -> stop })");
+  const auto small = test::policy(
+      R"(policy "s" { rule r when code == TRANSIENT and retryable -> retry default -> stop })");
   CHECK_THAT(small.dump(), Catch::Contains("strategy direct"));
   recourse::CompileOptions no_direct;
   no_direct.direct_table_max_entries = 1;
-  auto r = recourse::compile({{"t", R"(policy "s" { rule r when code == TRANSIENT and retryable -> retry default -> stop })"}}, no_direct);
+  auto r = recourse::compile(
+      {{"t",
+        R"(policy "s" { rule r when code == TRANSIENT and retryable -> retry default -> stop })"}},
+      no_direct);
   REQUIRE(r.ok());
   CHECK_THAT(r.bundle->policies()[0].dump(), Catch::Contains("strategy bitset"));
   // Both strategies decide alike.
@@ -64,24 +68,29 @@ TEST_CASE("compile: rows are DNF terms; negation is the complement, absent inclu
   rule a when not (code == PERMISSION or retryable) -> degrade
   rule b when attempt > 2 or attempt <= 1 -> stop
   default -> stop
-})", "d.recourse");
+})",
+                              "d.recourse");
   CHECK(p.dump() ==
         "policy \"d\"\n"
         "hit first\n"
         "strategy direct 11x3x3 = 99 entries\n"
         "columns\n"
-        "  c0 code: TRANSIENT RATE_LIMITED TIMEOUT VALIDATION PERMISSION NOT_FOUND CONFLICT QUOTA_EXCEEDED CONTEXT_OVERFLOW UNKNOWN absent\n"
+        "  c0 code: TRANSIENT RATE_LIMITED TIMEOUT VALIDATION PERMISSION NOT_FOUND CONFLICT "
+        "QUOTA_EXCEEDED CONTEXT_OVERFLOW UNKNOWN absent\n"
         "  c1 retryable: false true absent\n"
         "  c2 attempt: [-inf,2) [2,3) [3,+inf)\n"
         "rows\n"
-        "  r0 a code={TRANSIENT,RATE_LIMITED,TIMEOUT,VALIDATION,NOT_FOUND,CONFLICT,QUOTA_EXCEEDED,CONTEXT_OVERFLOW,UNKNOWN,absent} retryable={false,absent} -> degrade  @d.recourse:3:3\n"
+        "  r0 a "
+        "code={TRANSIENT,RATE_LIMITED,TIMEOUT,VALIDATION,NOT_FOUND,CONFLICT,QUOTA_EXCEEDED,CONTEXT_"
+        "OVERFLOW,UNKNOWN,absent} retryable={false,absent} -> degrade  @d.recourse:3:3\n"
         "  r1 b attempt={[3,+inf)} -> stop  @d.recourse:4:3\n"
         "  r2 b attempt={[-inf,2)} -> stop  @d.recourse:4:3\n"
         "  r3 default * -> stop  @d.recourse:5:3\n");
 }
 
 TEST_CASE("compile: guard rows precede each retry term, in precedence order", "[compile]") {
-  const auto p = test::policy(R"(policy "g" { rule r when retryable -> retry default -> stop })", "g.recourse");
+  const auto p = test::policy(R"(policy "g" { rule r when retryable -> retry default -> stop })",
+                              "g.recourse");
   const std::string dump = p.dump();
   const auto cap = dump.find("r0 budget:retry_after");
   const auto attempts = dump.find("r1 budget:attempts");
@@ -99,7 +108,8 @@ TEST_CASE("compile: guard rows precede each retry term, in precedence order", "[
 
 TEST_CASE("compile: the hash names the table, not the formatting", "[compile]") {
   const auto a = test::policy("policy \"h\" { rule r when retryable -> retry default -> stop }");
-  const auto b = test::policy("# comment\npolicy \"h\" {\n  rule r when retryable\n    -> retry\n  default -> stop\n}\n");
+  const auto b = test::policy(
+      "# comment\npolicy \"h\" {\n  rule r when retryable\n    -> retry\n  default -> stop\n}\n");
   const auto c = test::policy("policy \"h\" { rule r when retryable -> escalate default -> stop }");
   CHECK(a.hash() == b.hash());
   CHECK(a.hash() != c.hash());

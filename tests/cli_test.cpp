@@ -1,0 +1,146 @@
+// The `recourse` command: exit codes (0 ok, 1 errors, 2 usage), output formats, and each
+// subcommand on the bundled policies and trace.
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "support.hpp"
+
+namespace {
+
+std::string cmd(const std::string& args) {
+  return test::cli() + " " + args;
+}
+std::string examples() {
+  return test::source_dir() + "/rules/examples";
+}
+
+std::string temp_file(const std::string& name, const std::string& text) {
+  const std::string path = std::string(std::getenv("TMPDIR") ? std::getenv("TMPDIR") : "/tmp") +
+                           "/recourse-cli-test-" + name;
+  std::ofstream(path, std::ios::binary) << text;
+  return path;
+}
+
+}  // namespace
+
+TEST_CASE("cli: usage errors exit 2", "[cli]") {
+  CHECK(test::run(cmd("2>/dev/null")).status == 2);
+  CHECK(test::run(cmd("frobnicate 2>/dev/null")).status == 2);
+  CHECK(test::run(cmd("check 2>/dev/null")).status == 2);
+  CHECK(test::run(cmd("decide --envelope x.json 2>/dev/null")).status == 2);
+  CHECK(test::run(cmd("check --format yaml x 2>/dev/null")).status == 2);
+  CHECK(test::run(cmd("--help")).status == 0);
+}
+
+TEST_CASE("cli: check reports diagnostics with caret; exit 1 on errors", "[cli]") {
+  auto ok = test::run(cmd("check " + examples()));
+  CHECK(ok.status == 0);
+  CHECK_THAT(ok.out, Catch::Contains("6 policies checked: 0 errors, 0 warnings"));
+
+  const auto bad = temp_file(
+      "bad.recourse",
+      "policy \"p\" {\n  rule r when code == TRANSIENTT -> retry\n  default -> stop\n}\n");
+  auto r = test::run(cmd("check " + bad));
+  CHECK(r.status == 1);
+  CHECK_THAT(r.out, Catch::Contains(bad + ":2:23: error[E011]: unknown code 'TRANSIENTT'\n"
+                                          "    rule r when code == TRANSIENTT -> retry\n"
+                                          "                        ^\n"));
+  auto j = test::run(cmd("check --format json " + bad));
+  CHECK(j.status == 1);
+  const auto diagnostics = nlohmann::json::parse(j.out);
+  REQUIRE(diagnostics.size() == 1);
+  CHECK(diagnostics[0]["code"] == "E011");
+  CHECK(diagnostics[0]["line"] == 2);
+  CHECK(diagnostics[0]["column"] == 23);
+
+  const auto warn = temp_file(
+      "warn.recourse", "policy \"p\" { rule r when not retryable -> retry default -> stop }");
+  CHECK(test::run(cmd("check " + warn)).status == 0);
+  CHECK(test::run(cmd("check --strict " + warn)).status == 1);
+  CHECK(test::run(cmd("check /nonexistent/dir")).status == 1);
+}
+
+TEST_CASE("cli: decide prints one decision; envelope on stdin", "[cli]") {
+  const auto env = temp_file(
+      "env.json", R"({"code":"RATE_LIMITED","retryable":true,"retryAfterMs":412,"traceId":"t-1"})");
+  const auto ctx =
+      temp_file("ctx.json", R"({"tool":"payments.create","sideEffect":"none","attempt":2})");
+  auto r =
+      test::run(cmd("decide --policy " + examples() + " --envelope " + env + " --context " + ctx));
+  REQUIRE(r.status == 0);
+  const auto d = nlohmann::json::parse(r.out);
+  CHECK(d["route"] == "retry");
+  CHECK(d["rule"] == "throttled");
+  CHECK(d["policy"] == "payments.create");
+  CHECK(d["attempt"] == 2);
+  CHECK(d["attemptsLeft"] == 1);
+  CHECK(d["idempotencyKey"] == "reuse");
+  CHECK(d["traceId"] == "t-1");
+  CHECK(d["delayMs"].get<int>() >= 412);
+
+  auto piped =
+      test::run("cat " + env + " | " + cmd("decide --policy " + examples() + " --context " + ctx));
+  CHECK(piped.status == 0);
+  CHECK(nlohmann::json::parse(piped.out) == d);
+
+  const auto broken = temp_file("broken.json", R"({"code": TRANSIENT})");
+  auto b = test::run(cmd("decide --policy " + examples() + " --envelope " + broken + " 2>&1"));
+  CHECK(b.status == 1);
+  CHECK_THAT(b.out, Catch::StartsWith("error: envelope: invalid JSON at byte"));
+  const auto bad_ctx = temp_file("badctx.json", R"({"attempt":0})");
+  auto c = test::run(cmd("decide --policy " + examples() + " --envelope " + env + " --context " +
+                         bad_ctx + " 2>&1"));
+  CHECK(c.status == 1);
+  CHECK_THAT(c.out, Catch::Contains("context.attempt must be an integer >= 1"));
+}
+
+TEST_CASE("cli: explain shows the tests of each rule up to the match", "[cli]") {
+  const auto env =
+      temp_file("env2.json", R"({"code":"PERMISSION","retryable":true,"traceId":"t"})");
+  const auto ctx = temp_file("ctx2.json", R"({"tool":"payments.create","sideEffect":"none"})");
+  auto r =
+      test::run(cmd("explain --policy " + examples() + " --envelope " + env + " --context " + ctx));
+  CHECK(r.status == 0);
+  CHECK_THAT(r.out, Catch::Contains("no    rule already_charged (line 10)"));
+  CHECK_THAT(r.out, Catch::Contains("false side_effect == committed   [none]"));
+  CHECK_THAT(r.out, Catch::Contains("MATCH rule needs_approval (line 16)"));
+  CHECK_THAT(r.out, Catch::Contains("true  code == PERMISSION   [PERMISSION]"));
+  auto j = test::run(cmd("explain --format json --policy " + examples() + " --envelope " + env +
+                         " --context " + ctx));
+  const auto x = nlohmann::json::parse(j.out);
+  CHECK(x["decision"]["route"] == "authorize");
+  CHECK(x["rules"].back()["matched"] == true);
+}
+
+TEST_CASE("cli: replay the bundled trace", "[cli]") {
+  const std::string trace = test::source_dir() + "/rules/traces/sample.jsonl";
+  auto r = test::run(cmd("replay --policy " + examples() + " " + trace));
+  CHECK(r.status == 0);
+  CHECK_THAT(r.out, Catch::Contains("decisions, 0 bad lines"));
+  auto j = test::run(cmd("replay --format json --policy " + examples() + " " + trace));
+  REQUIRE(j.status == 0);
+  const auto out = nlohmann::json::parse(j.out);
+  CHECK(out["summary"]["decisions"].get<int>() >= 40);
+  CHECK(out["decisions"].size() == out["summary"]["decisions"].get<std::size_t>());
+  int total = 0;
+  for (const auto& [route, n] : out["summary"]["routes"].items()) total += n.get<int>();
+  CHECK(total == out["summary"]["decisions"].get<int>());
+  // A hostile line: PERMISSION marked retryable is never retried.
+  for (const auto& d : out["decisions"])
+    if (d["decision"]["rule"] == "needs_approval") CHECK(d["decision"]["route"] == "authorize");
+
+  const auto bad =
+      temp_file("bad.jsonl", "{\"tool\":\"payments.create\",\"envelope\":{}}\nnot json\n");
+  auto b = test::run(cmd("replay --policy " + examples() + " " + bad + " 2>&1"));
+  CHECK(b.status == 1);
+  CHECK_THAT(b.out, Catch::Contains(bad + ":2: error: not a trace line"));
+}
+
+TEST_CASE("cli: compile --dump prints the tables", "[cli]") {
+  auto r = test::run(cmd("compile --dump " + examples() + "/payments.create.recourse"));
+  CHECK(r.status == 0);
+  CHECK_THAT(r.out, Catch::StartsWith("policy \"payments.create\"\nhit first\nstrategy "));
+  auto h = test::run(cmd("compile " + examples()));
+  CHECK(h.status == 0);
+  CHECK_THAT(h.out, Catch::Contains("policy \"payments.create\" sha256:"));
+}
