@@ -78,10 +78,12 @@ struct Policy {
   std::string name;
   Pos pos;
   Pos name_pos;
-  std::vector<Setting> tool;     ///< settings of every `tool {}` block, in order
-  std::vector<Setting> limits;   ///< settings of every `limits {}` block, in order
-  std::vector<Backoff> backoff;  ///< every backoff line (the checker allows one)
-  std::vector<Value> codes;      ///< declared codes, every `codes {}` block
+  std::vector<Setting> tool;      ///< settings of every `tool {}` block, in order
+  std::vector<Setting> limits;    ///< settings of every `limits {}` block, in order
+  std::vector<Setting> breaker;   ///< settings of every `breaker {}` block
+  std::vector<Setting> throttle;  ///< settings of every `throttle {}` block
+  std::vector<Backoff> backoff;   ///< every backoff line (the checker allows one)
+  std::vector<Value> codes;       ///< declared codes, every `codes {}` block
   std::vector<Rule> rules;
   std::vector<Rule> defaults;  ///< `default -> ROUTE` lines (the checker wants exactly one)
 };

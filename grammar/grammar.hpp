@@ -26,6 +26,8 @@ struct kw_tool : TAO_PEGTL_KEYWORD("tool") {};
 struct kw_limits : TAO_PEGTL_KEYWORD("limits") {};
 struct kw_backoff : TAO_PEGTL_KEYWORD("backoff") {};
 struct kw_codes : TAO_PEGTL_KEYWORD("codes") {};
+struct kw_breaker : TAO_PEGTL_KEYWORD("breaker") {};
+struct kw_throttle : TAO_PEGTL_KEYWORD("throttle") {};
 struct kw_rule : TAO_PEGTL_KEYWORD("rule") {};
 struct kw_when : TAO_PEGTL_KEYWORD("when") {};
 struct kw_default : TAO_PEGTL_KEYWORD("default") {};
@@ -77,12 +79,16 @@ struct settings
     : pg::seq<pg::must<block_open>, sep, pg::star<setting, sep>, pg::must<block_close>> {};
 
 // tool_block = "tool" block ;   limits_block = "limits" block ;
+// breaker_block = "breaker" block ;   throttle_block = "throttle" block ;
 struct tool_block : pg::seq<kw_tool, sep, settings> {};
 struct limits_block : pg::seq<kw_limits, sep, settings> {};
+struct breaker_block : pg::seq<kw_breaker, sep, settings> {};
+struct throttle_block : pg::seq<kw_throttle, sep, settings> {};
 // backoff = "backoff" ident { ident value } ;
 struct backoff_kind : ident {};
 // A backoff line ends where the next item starts.
-struct item_keyword : pg::sor<kw_tool, kw_limits, kw_backoff, kw_codes, kw_rule, kw_default> {};
+struct item_keyword : pg::sor<kw_tool, kw_limits, kw_breaker, kw_throttle, kw_backoff, kw_codes,
+                              kw_rule, kw_default> {};
 struct param_name : pg::seq<pg::not_at<item_keyword>, name> {};
 struct backoff_param : pg::seq<param_name, sep, pg::must<value>> {};
 struct backoff_decl
@@ -131,9 +137,10 @@ struct rule_decl
 // default = "default" "->" route ;
 struct default_decl : pg::seq<kw_default, sep, pg::must<arrow>, sep, pg::must<route>> {};
 
-// item = tool_block | limits_block | backoff | codes | rule | default ;
-struct item : pg::sor<tool_block, limits_block, backoff_decl, codes_decl, rule_decl, default_decl> {
-};
+// item = tool_block | limits_block | breaker_block | throttle_block | backoff | codes | rule
+//      | default ;
+struct item : pg::sor<tool_block, limits_block, breaker_block, throttle_block, backoff_decl,
+                      codes_decl, rule_decl, default_decl> {};
 // policy = "policy" string "{" { item } "}" ;
 struct policy_name : string_lit {};
 struct policy_close : pg::one<'}'> {};
@@ -190,7 +197,7 @@ template <>
 inline constexpr const char* error_message<policy_name> = "the policy's name as a \"string\"";
 template <>
 inline constexpr const char* error_message<policy_close> =
-    "a policy item (tool, limits, backoff, codes, rule, default) or '}'";
+    "a policy item (tool, limits, breaker, throttle, backoff, codes, rule, default) or '}'";
 template <>
 inline constexpr const char* error_message<version_number> = "a language version number";
 template <>

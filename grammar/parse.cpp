@@ -18,15 +18,15 @@ namespace {
 namespace pt = tao::pegtl::parse_tree;
 
 template <typename Rule>
-using selector =
-    pt::selector<Rule,
-                 pt::store_content::on<version_number, policy_name, setting_key, string_lit, number,
-                                       value_ident, backoff_kind, param_name, code_name, rule_name,
-                                       route_kind, route_arg, attr, cmp_op, is_what>,
-                 pt::remove_content::on<policy_decl, tool_block, limits_block, setting, value_list,
-                                        backoff_decl, backoff_param, codes_decl, rule_decl,
-                                        default_decl, route, not_expr, test, in_arguments>,
-                 pt::fold_one::on<cond, and_expr>>;
+using selector = pt::selector<
+    Rule,
+    pt::store_content::on<version_number, policy_name, setting_key, string_lit, number, value_ident,
+                          backoff_kind, param_name, code_name, rule_name, route_kind, route_arg,
+                          attr, cmp_op, is_what>,
+    pt::remove_content::on<policy_decl, tool_block, limits_block, breaker_block, throttle_block,
+                           setting, value_list, backoff_decl, backoff_param, codes_decl, rule_decl,
+                           default_decl, route, not_expr, test, in_arguments>,
+    pt::fold_one::on<cond, and_expr>>;
 
 struct TooDeep {
   tao::pegtl::position pos;
@@ -180,8 +180,12 @@ ast::Policy to_policy(const Node& n) {
   p.name_pos = pos_of(name);
   for (std::size_t i = 1; i < n.children.size(); ++i) {
     const Node& item = *n.children[i];
-    if (item.is_type<tool_block>() || item.is_type<limits_block>()) {
-      auto& into = item.is_type<tool_block>() ? p.tool : p.limits;
+    if (item.is_type<tool_block>() || item.is_type<limits_block>() ||
+        item.is_type<breaker_block>() || item.is_type<throttle_block>()) {
+      auto& into = item.is_type<tool_block>()      ? p.tool
+                   : item.is_type<limits_block>()  ? p.limits
+                   : item.is_type<breaker_block>() ? p.breaker
+                                                   : p.throttle;
       for (const auto& s : item.children) into.push_back(to_setting(*s));
     } else if (item.is_type<backoff_decl>()) {
       ast::Backoff b;

@@ -1,4 +1,6 @@
-// Real-world failure cases (/work/shared/cases/cases.json) as tests.
+// Real-world failure cases as tests. tests/cases/cases.json is the project's copy of the shared
+// cases file; when the shared original is present (../shared/cases/cases.json) a test checks the
+// copy is identical, so a new shared case cannot be missed.
 //
 // For every case the engine can decide today: the case's `envelope` goes through read_envelope,
 // its `context` (keys the reader knows) through read_context, the policy in tests/cases/ for the
@@ -26,7 +28,8 @@ using nlohmann::json;
 using recourse::Decision;
 using recourse::Route;
 
-const std::string kCasesPath = std::string(RECOURSE_SOURCE_DIR) + "/../shared/cases/cases.json";
+const std::string kCasesPath = std::string(RECOURSE_SOURCE_DIR) + "/tests/cases/cases.json";
+const std::string kSharedPath = std::string(RECOURSE_SOURCE_DIR) + "/../shared/cases/cases.json";
 const std::string kPoliciesDir = std::string(RECOURSE_SOURCE_DIR) + "/tests/cases";
 
 // A case decided from its envelope today.
@@ -46,6 +49,7 @@ const std::vector<Tested> kTested = {
     {"mcp-iserror-ignored-by-client", {"traceId"}, ""},
     {"tool-arg-wrong-field-name", {}, ""},
     {"lb-502-html-no-envelope", {"retryable"}, ""},
+    {"identical-failing-tool-call-loop", {}, "repeats"},
 };
 
 // A case whose expected answer needs a feature not built yet.
@@ -65,9 +69,6 @@ const std::vector<Pending> kPending = {
     {"mcp-upstream-401-hidden-in-tool-error", "issue 7: adapters",
      "expected authorize comes from the 401 inside the MCP isError result text; the envelope "
      "has code UNKNOWN and the language cannot test message text"},
-    {"identical-failing-tool-call-loop", "issue 3: repeat counting",
-     "expected stop is a circuit breaker on consecutiveSameFailure/argsChangedSinceLastAttempt, "
-     "which the context reader and the language do not know"},
 };
 
 // Cases tested from their envelope above whose `raw` form must also be tested once the
@@ -113,13 +114,16 @@ const recourse::Bundle& bundle() {
 
 // The context with only the keys read_context knows; budgets, alternatives, now and the rest
 // describe the policy's intent and live in tests/cases/*.recourse.
+// The case's context as a host would pass it: its own keys as they are, the per-call budgets as
+// the per-call overrides (maxAttempts, deadlineMs = elapsed + remainingMs), and the count of
+// identical failures as `repeats`.
 recourse::Context context_of(const json& c) {
-  static const std::set<std::string> known = {
-      "tool",      "idempotent",  "sideEffect", "attempt",     "repairs",   "elapsedMs",
-      "arguments", "maxAttempts", "deadlineMs", "operationId", "workflowId"};
-  json ctx = json::object();
-  for (const auto& [key, value] : c.at("context").items())
-    if (known.count(key)) ctx[key] = value;
+  json ctx = c.at("context");
+  const json budgets = ctx.value("budgets", json::object());
+  if (budgets.contains("maxAttempts")) ctx["maxAttempts"] = budgets["maxAttempts"];
+  if (budgets.contains("remainingMs"))
+    ctx["deadlineMs"] = ctx.value("elapsedMs", 0) + budgets["remainingMs"].get<std::int64_t>();
+  if (ctx.contains("consecutiveSameFailure")) ctx["repeats"] = ctx["consecutiveSameFailure"];
   const recourse::ContextResult r = recourse::read_context(ctx.dump());
   std::string errors;
   for (const auto& e : r.errors) errors += e.message + "; ";
@@ -196,6 +200,10 @@ void check_expected(const json& expected, const Decision& d, const recourse::Env
         CHECK(d.repairs_left == value.get<std::int64_t>());
       else
         CHECK(value.get<std::int64_t>() == 0);
+    } else if (key == "furtherIdenticalAttempts") {
+      // Neither a retry nor a repair (the case's "repair" left the arguments unchanged).
+      if (value.get<std::int64_t>() == 0)
+        CHECK((d.route != Route::Retry && d.route != Route::Repair));
     } else if (key == "idempotencyKeyMustEqualFirstAttempt") {
       if (value.get<bool>()) CHECK(d.idempotency_key != recourse::KeyDirective::New);
     } else {
@@ -332,17 +340,34 @@ TEST_CASE("cases: retry-after-fractional-seconds never rounds a hint down", "[ca
   CHECK(d.delay_ms >= 503);
 }
 
-TEST_CASE("cases: stripe-idempotency-key-rotates: any resend reuses the first key", "[cases]") {
-  // The engine does not read the host's keys (idempotencyKey, nextAttemptIdempotencyKey); what it
-  // can say is that a resend of this tool carries the first attempt's key, never a new one.
+TEST_CASE("cases: stripe-idempotency-key-rotates: only a pinned key may be resent", "[cases]") {
+  // 409 idempotency_key_in_use means "wait and resend with the same key". With the case's
+  // rotating key (nextAttemptIdempotencyKey differs) a resend would be a new charge: the
+  // unknown-outcome gate refuses it. With the key pinned to the operation the retry goes ahead
+  // and the decision says to reuse the key.
   const json cases = load_cases();
   const json& c = find_case(cases, "stripe-idempotency-key-rotates");
   json envelope = c.at("envelope");
-  envelope["code"] = "CONFLICT";  // 409 idempotency_key_in_use
+  envelope["code"] = "CONFLICT";
   envelope["message"] = "idempotency_key_in_use";
   const recourse::Envelope e = envelope_of(envelope.dump());
-  const Decision d = bundle().decide(e, context_of(c));
+  const Decision rotating = bundle().decide(e, context_of(c));
+  INFO(describe(rotating));
+  CHECK(rotating.route == Route::Escalate);
+  CHECK(rotating.rule == "gate:unknown_outcome");
+  json pinned = c;
+  pinned["context"].erase("nextAttemptIdempotencyKey");
+  const Decision d = bundle().decide(e, context_of(pinned));
   INFO(describe(d));
   CHECK(d.route == Route::Retry);
   CHECK(d.idempotency_key == recourse::KeyDirective::Reuse);
+}
+
+TEST_CASE("cases: the project's copy of the cases equals the shared file", "[cases]") {
+  std::ifstream shared(kSharedPath);
+  if (!shared) return;  // outside the development checkout only the copy exists
+  std::stringstream a, b;
+  a << shared.rdbuf();
+  b << std::ifstream(kCasesPath).rdbuf();
+  CHECK(json::parse(a.str()) == json::parse(b.str()));
 }

@@ -114,13 +114,14 @@ TEST_CASE("check: nonsense limits are rejected (E019)", "[check]") {
              {"E019", 2, 23, "attempts = 0 is outside [1, 10]", nullptr});
   expect_one(in_policy("  limits { attempts = 11 }\n  default -> stop"),
              {"E019", 2, 23, "attempts = 11 is outside [1, 10]", nullptr});
-  expect_one(
-      in_policy("  limits { on_exhausted = retry }\n  default -> stop"),
-      {"E019", 2, 27, "on_exhausted must be stop, escalate, degrade or authorize, not 'retry'",
-       "a spent budget must not lead to another retry or repair"});
+  expect_one(in_policy("  limits { on_exhausted = retry }\n  default -> stop"),
+             {"E019", 2, 27,
+              "on_exhausted must be stop, escalate, degrade, authorize or replace, not 'retry'",
+              "a spent budget or an open circuit must not lead to another retry or repair"});
   expect_one(in_policy("  limits { on_exhausted = repair }\n  default -> stop"),
              {"E019", 2, 27,
-              "on_exhausted must be stop, escalate, degrade or authorize, not 'repair'", nullptr});
+              "on_exhausted must be stop, escalate, degrade, authorize or replace, not 'repair'",
+              nullptr});
   expect_one(in_policy("  backoff exponential base 0ms\n  default -> stop"),
              {"E019", 2, 28, "backoff base must be positive", nullptr});
   expect_one(in_policy("  backoff exponential factor 0.5\n  default -> stop"),

@@ -89,21 +89,69 @@ TEST_CASE("compile: rows are DNF terms; negation is the complement, absent inclu
 }
 
 TEST_CASE("compile: guard rows precede each retry term, in precedence order", "[compile]") {
-  const auto p = test::policy(R"(policy "g" { rule r when retryable -> retry default -> stop })",
-                              "g.recourse");
-  const std::string dump = p.dump();
-  const auto cap = dump.find("r0 budget:retry_after");
-  const auto attempts = dump.find("r1 budget:attempts");
-  const auto deadline = dump.find("r2 budget:deadline");
-  const auto own = dump.find("r3 r retryable={true} -> retry");
-  CHECK(cap != std::string::npos);
-  CHECK(attempts != std::string::npos);
-  CHECK(deadline != std::string::npos);
-  CHECK(own != std::string::npos);
-  CHECK_THAT(dump, Catch::Contains("retry_after={[60001,+inf)}"));
+  const auto p = test::policy(
+      "policy \"g\" {\n  rule r when retryable -> retry\n  default -> stop\n}\n", "g.recourse");
+  CHECK(p.dump() ==
+        "policy \"g\"\n"
+        "hit first\n"
+        "strategy direct 3x3x2x3x2x2x2x3 = 1296 entries\n"
+        "columns\n"
+        "  c0 retryable: false true absent\n"
+        "  c1 retry_after: [-inf,60001) [60001,+inf) absent\n"
+        "  c2 idempotent: false true\n"
+        "  c3 side_effect: none unknown committed\n"
+        "  c4 repeats: [-inf,3) [3,+inf)\n"
+        "  c5 attempts_left: [-inf,1) [1,+inf)\n"
+        "  c6 time_left: [-inf,1) [1,+inf)\n"
+        "  c7 deadline_slack: [-inf,0) [0,+inf) absent\n"
+        "rows\n"
+        "  r0 gate:committed retryable={true} side_effect={committed} -> stop \"side effect "
+        "already committed\"  @g.recourse:2:3\n"
+        "  r1 gate:unknown_outcome retryable={true} idempotent={false} side_effect={unknown} -> "
+        "escalate \"outcome unknown; verify before resending\"  @g.recourse:2:3\n"
+        "  r2 budget:retry_after retryable={true} retry_after={[60001,+inf)} -> stop \"server "
+        "asked to wait longer than retry_after_max\"  @g.recourse:2:3\n"
+        "  r3 budget:attempts retryable={true} attempts_left={[-inf,1)} -> stop \"attempt budget "
+        "spent\"  @g.recourse:2:3\n"
+        "  r4 budget:deadline retryable={true} time_left={[-inf,1)} -> stop \"operation deadline "
+        "passed\"  @g.recourse:2:3\n"
+        "  r5 budget:deadline retryable={true} deadline_slack={[-inf,0)} -> stop \"server asked to "
+        "wait beyond the deadline\"  @g.recourse:2:3\n"
+        "  r6 budget:repeats retryable={true} repeats={[3,+inf)} -> stop \"the same call failed "
+        "the same way too often; change approach\"  @g.recourse:2:3\n"
+        "  r7 r retryable={true} -> retry  @g.recourse:2:3\n"
+        "  r8 default * -> stop  @g.recourse:3:3\n");
   // A stop rule gets no guard rows.
   const auto s = test::policy(R"(policy "s" { rule r when retryable -> stop default -> stop })");
   CHECK_THAT(s.dump(), !Catch::Contains("budget:"));
+}
+
+TEST_CASE("compile: keys, cost, throttle and breaker add their guards", "[compile]") {
+  const auto p = test::policy(R"(policy "k" {
+  tool { idempotency_keys = true  verify = "k.lookup"  fallback = "k.other"  cost = 2 }
+  limits { cost = 10  on_open = degrade }
+  throttle { max_tokens = 10  token_ratio = 0.1 }
+  breaker { failures = 3  cooldown = 10s }
+  rule r when retryable -> retry
+  default -> stop
+})");
+  const std::string dump = p.dump();
+  CHECK_THAT(dump, Catch::Contains(
+                       "gate:unknown_outcome retryable={true} idempotent={false} "
+                       "side_effect={unknown} idempotency_key={none} -> replace \"k.lookup\""));
+  CHECK_THAT(dump, Catch::Contains("budget:cost retryable={true} cost_left={[-inf,2)} -> replace "
+                                   "\"k.other\" \"cost budget spent\""));
+  CHECK_THAT(
+      dump,
+      Catch::Contains(
+          "budget:retry_tokens retryable={true} retry_throttled={true} -> replace \"k.other\""));
+  CHECK_THAT(dump, Catch::Contains("circuit:open retryable={true} circuit={open} -> degrade "
+                                   "\"circuit open for this tool\""));
+  // Precedence: gates, Retry-After cap, budgets, circuit.
+  CHECK(dump.find("gate:committed") < dump.find("budget:retry_after"));
+  CHECK(dump.find("budget:retry_after") < dump.find("budget:attempts"));
+  CHECK(dump.find("budget:retry_tokens") < dump.find("circuit:open"));
+  CHECK(dump.find("circuit:open") < dump.find(" r retryable={true} -> retry"));
 }
 
 TEST_CASE("compile: the hash names the table, not the formatting", "[compile]") {

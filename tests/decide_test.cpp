@@ -21,6 +21,9 @@ policy "pay" {
   default -> stop
 })";
 
+// A context that states no side effect happened (the default is the conservative `unknown`).
+const char* kNone = R"({"sideEffect":"none"})";
+
 recourse::Decision decide(const recourse::Policy& p, const std::string& envelope,
                           const std::string& context) {
   const auto e = test::envelope(envelope);
@@ -152,8 +155,18 @@ TEST_CASE("decide: budget guards override retry and repair, in precedence order"
               .rule == "fix");
   }
   SECTION("deadline") {
-    CHECK(decide(p, retry + "}", R"({"sideEffect":"none","elapsedMs":119999})").route ==
+    CHECK(decide(p, retry + "}", R"({"sideEffect":"none","elapsedMs":119000})").route ==
           Route::Retry);
+    // The backoff (100ms here) must end before the deadline too: checked after the lookup.
+    auto late = decide(p, retry + "}", R"({"sideEffect":"none","elapsedMs":119950})");
+    CHECK(late.route == Route::Stop);
+    CHECK(late.exhausted == "deadline");
+    CHECK(late.reason == "the next attempt would start after the deadline");
+    // A hint beyond the deadline is a guard row.
+    auto hint = decide(p, retry + R"(,"retryAfterMs":30000})",
+                       R"({"sideEffect":"none","elapsedMs":100000})");
+    CHECK(hint.rule == "budget:deadline");
+    CHECK(hint.reason == "server asked to wait beyond the deadline");
     CHECK(decide(p, retry + "}", R"({"sideEffect":"none","elapsedMs":120000})").exhausted ==
           "deadline");
     CHECK(decide(p, retry + "}", R"({"sideEffect":"none","elapsedMs":1000,"deadlineMs":1000})")
@@ -162,7 +175,7 @@ TEST_CASE("decide: budget guards override retry and repair, in precedence order"
   SECTION("on_exhausted") {
     const auto q = test::policy(
         R"(policy "q" { limits { attempts = 1 on_exhausted = escalate } rule r -> retry default -> stop })");
-    auto d = decide(q, "{}", "{}");
+    auto d = decide(q, "{}", R"({"sideEffect":"none"})");
     CHECK(d.route == Route::Escalate);
     CHECK(d.reason == "attempt budget spent");
   }
@@ -231,20 +244,21 @@ TEST_CASE("decide: the delay is floored by min_delay and raised to the server's 
     rule r when retryable -> retry default -> stop })");
   bool floored = false;
   for (int i = 0; i < 200; ++i) {
-    const auto d = decide(p, R"({"retryable":true,"traceId":"t)" + std::to_string(i) + "\"}", "{}");
+    const auto d =
+        decide(p, R"({"retryable":true,"traceId":"t)" + std::to_string(i) + "\"}", kNone);
     CHECK(d.delay_ms >= 80);
     CHECK(d.delay_ms <= 100);
     floored |= d.delay_ms == 80;
   }
   CHECK(floored);
   // A zero hint cannot cause a hot loop; a larger one wins over the backoff.
-  CHECK(decide(p, R"({"retryable":true,"retryAfterMs":0})", "{}").delay_ms >= 80);
-  CHECK(decide(p, R"({"retryable":true,"retryAfterMs":5000})", "{}").delay_ms == 5000);
+  CHECK(decide(p, R"({"retryable":true,"retryAfterMs":0})", kNone).delay_ms >= 80);
+  CHECK(decide(p, R"({"retryable":true,"retryAfterMs":5000})", kNone).delay_ms == 5000);
   // Same inputs, same delay; the operation id keys the draw before the trace id.
-  const auto a =
-      decide(p, R"({"retryable":true,"traceId":"x"})", R"({"operationId":"op-1","attempt":3})");
-  const auto b =
-      decide(p, R"({"retryable":true,"traceId":"y"})", R"({"operationId":"op-1","attempt":3})");
+  const auto a = decide(p, R"({"retryable":true,"traceId":"x"})",
+                        R"({"operationId":"op-1","attempt":3,"sideEffect":"none"})");
+  const auto b = decide(p, R"({"retryable":true,"traceId":"y"})",
+                        R"({"operationId":"op-1","attempt":3,"sideEffect":"none"})");
   CHECK(a.delay_ms == b.delay_ms);
   CHECK(a.jitter_draw == b.jitter_draw);
 }
@@ -254,20 +268,21 @@ TEST_CASE("decide: idempotency-key directives", "[decide]") {
     rule r when retryable -> retry rule f when field in arguments -> repair default -> stop })");
   const auto none = test::policy(R"(policy "n" { tool { arguments = [a] }
     rule r when retryable -> retry rule f when field in arguments -> repair default -> stop })");
-  CHECK(decide(keys, R"({"retryable":true})", "{}").idempotency_key ==
+  CHECK(decide(keys, R"({"retryable":true})", kNone).idempotency_key ==
         recourse::KeyDirective::Reuse);
-  CHECK(decide(keys, R"({"field":"a"})", "{}").idempotency_key == recourse::KeyDirective::New);
-  CHECK(decide(keys, "{}", "{}").idempotency_key == recourse::KeyDirective::None);
-  CHECK(decide(none, R"({"retryable":true})", "{}").idempotency_key ==
+  CHECK(decide(keys, R"({"field":"a"})", kNone).idempotency_key == recourse::KeyDirective::New);
+  CHECK(decide(keys, "{}", kNone).idempotency_key == recourse::KeyDirective::None);
+  CHECK(decide(none, R"({"retryable":true})", kNone).idempotency_key ==
         recourse::KeyDirective::None);
-  CHECK(decide(none, R"({"field":"a"})", "{}").idempotency_key == recourse::KeyDirective::None);
+  CHECK(decide(none, R"({"field":"a"})", kNone).idempotency_key == recourse::KeyDirective::None);
 }
 
 TEST_CASE("decide: a bundle selects by tool name, then \"*\", else stops", "[decide]") {
   auto with_fallback = recourse::compile({{"a", R"(policy "a" { default -> retry })"},
                                           {"star", R"(policy "*" { default -> escalate })"}});
   REQUIRE(with_fallback.ok());
-  CHECK(with_fallback.bundle->decide({}, test::context(R"({"tool":"a"})")).route == Route::Retry);
+  CHECK(with_fallback.bundle->decide({}, test::context(R"({"tool":"a","sideEffect":"none"})"))
+            .route == Route::Retry);
   CHECK(with_fallback.bundle->decide({}, test::context(R"({"tool":"zzz"})")).route ==
         Route::Escalate);
   auto without = recourse::compile({{"a", R"(policy "a" { default -> retry })"}});
@@ -292,13 +307,16 @@ TEST_CASE("decide: decision JSON", "[decide]") {
   const auto p = test::policy(kPolicy);
   const auto e = test::envelope(
       R"({"code":"RATE_LIMITED","retryable":true,"traceId":"t-1","retryAfterMs":412})");
-  const auto d = p.decide(e, test::context(R"({"sideEffect":"none","attempt":2})"));
+  const auto d = p.decide(e, test::context(R"({"sideEffect":"none","attempt":2,"nowMs":1000000})"));
   CHECK(
       recourse::to_json(d, e) ==
       std::string(
           R"({"route":"retry","delayMs":412,"jitterMs":0,"rule":"throttled","policy":"pay","policyHash":")") +
           std::string(p.hash()) +
-          R"(","attempt":2,"attemptsLeft":1,"repairsLeft":1,"retryAfterMs":412,"idempotencyKey":"reuse","warnings":[],"traceId":"t-1"})");
+          R"(","attempt":2,"attemptsLeft":1,"repairsLeft":1,"retryAfterMs":412,"retryAt":1000412,"timeoutMs":119588,)"
+          R"("budgets":{"attempts":{"before":1,"after":0},"repairs":{"before":1,"after":1},)"
+          R"("cost":{"before":null,"after":null},"timeMs":{"before":120000,"after":119588}},)"
+          R"("idempotencyKey":"reuse","warnings":[],"traceId":"t-1"})");
   const auto bare = test::envelope(R"({"code":"X","retryable":"yes"})");
   const auto json = recourse::to_json(p.decide(bare, test::context("{}")), bare);
   CHECK_THAT(json, Catch::Contains(R"({"kind":"malformed","field":"retryable")"));

@@ -106,7 +106,9 @@ void agree(const recourse::Policy& policy, std::size_t inputs) {
         table.route == reference.route && table.rule == reference.rule &&
         table.reason == reference.reason && table.target == reference.target &&
         table.exhausted == reference.exhausted && table.delay_ms == reference.delay_ms &&
-        table.attempts_left == reference.attempts_left && table.warnings == reference.warnings;
+        table.attempts_left == reference.attempts_left && table.warnings == reference.warnings &&
+        table.cost.after == reference.cost.after &&
+        table.time_ms.after == reference.time_ms.after && table.timeout_ms == reference.timeout_ms;
     if (!same && ++mismatches <= 5) {
       INFO("policy " << policy.name() << " input " << i << ": table " << recourse::to_json(table, e)
                      << "\nreference " << recourse::to_json(reference, e));
@@ -142,13 +144,17 @@ TEST_CASE("differential: compiled table == reference interpreter on every bundle
 
 TEST_CASE("differential: nested and negated conditions, many columns", "[differential]") {
   const auto p = test::policy(R"(policy "mix" {
-    tool { arguments = [a, b] }
-    limits { attempts = 5 repairs = 2 retry_after_max = 30s deadline = 1m }
+    tool { arguments = [a, b] idempotency_keys = true verify = "v" fallback = "f" cost = 3 }
+    limits { attempts = 5 repairs = 2 retry_after_max = 30s deadline = 1m cost = 12 repeats = 2 on_open = degrade }
+    throttle { max_tokens = 4 token_ratio = 0.5 }
+    breaker { failures = 2 }
     codes { X }
     rule r1 when not (code in [TRANSIENT, X] or (retryable and retry_after > 5s)) and side_effect != committed -> retry
     rule r2 when (field in arguments or field == "c") and not suggestion is absent and attempt < 3 -> repair
     rule r3 when not (not trace_id is present and (elapsed >= 10s or attempts_left <= 1)) -> degrade "d"
     rule r4 when time_left < 20s or repairs > 1 or tool != "mix" -> escalate
+    rule r5 when circuit == half_open and idempotency_key == pinned and not retry_throttled -> retry
+    rule r6 when cost_left >= 6 and repeats < 2 -> repair
     default -> stop })");
   agree(p, 200000);
 }

@@ -103,8 +103,8 @@ TEST_CASE("grammar: syntax errors carry position and the expected token", "[gram
     CHECK(d.line == 2);
     CHECK(d.column == 3);
     CHECK(d.message ==
-          "syntax error: expected a policy item (tool, limits, backoff, codes, rule, default) or "
-          "'}'");
+          "syntax error: expected a policy item (tool, limits, breaker, throttle, backoff, codes, "
+          "rule, default) or '}'");
   }
   SECTION("unterminated string") {
     auto d = syntax_error("policy \"p { default -> stop }");

@@ -159,6 +159,18 @@ std::string to_json(const Decision& d, const Envelope& e) {
   j["attemptsLeft"] = d.attempts_left;
   j["repairsLeft"] = d.repairs_left;
   if (d.retry_after_ms) j["retryAfterMs"] = *d.retry_after_ms;
+  if (d.retry_at_ms) j["retryAt"] = *d.retry_at_ms;
+  if (d.timeout_ms) j["timeoutMs"] = *d.timeout_ms;
+  auto budget = [](const BudgetLeft& b) {
+    auto value = [](std::int64_t v) {
+      return v == kUnlimited ? nlohmann::ordered_json() : nlohmann::ordered_json(v);
+    };
+    return nlohmann::ordered_json{{"before", value(b.before)}, {"after", value(b.after)}};
+  };
+  j["budgets"] = {{"attempts", budget(d.attempts)},
+                  {"repairs", budget(d.repairs)},
+                  {"cost", budget(d.cost)},
+                  {"timeMs", budget(d.time_ms)}};
   j["idempotencyKey"] = to_string(d.idempotency_key);
   auto warnings = nlohmann::ordered_json::array();
   for (const auto& w : e.warnings)

@@ -20,6 +20,9 @@ namespace {
 using ast::Op;
 using Kind = ast::Value::Kind;
 
+// Counts beyond this are surely mistakes; it keeps every sum of counts far from overflow.
+constexpr std::int64_t kMaxCount = 1'000'000'000;
+
 constexpr std::array<std::string_view, 7> kRoutes = {"retry",   "repair",   "authorize", "replace",
                                                      "degrade", "escalate", "stop"};
 
@@ -144,15 +147,21 @@ class Checker {
         c.num = *b;
         return c;
       }
-      case Type::SideEffect:
-        for (std::size_t i = 0; i < kSideEffects.size(); ++i)
-          if (v.kind == Kind::Ident && v.text == kSideEffects[i]) {
+      case Type::Enum: {
+        const AttrInfo& ai = info(attr);
+        std::vector<std::string_view> values(ai.values, ai.values + ai.value_count);
+        for (std::size_t i = 0; i < values.size(); ++i)
+          if (v.kind == Kind::Ident && v.text == values[i]) {
             c.num = static_cast<std::int64_t>(i);
             return c;
           }
-        error("E012", v.pos, "side_effect is none, unknown or committed, not '" + v.text + "'",
-              did_you_mean(v.text, kSideEffects));
+        std::string list;
+        for (std::size_t i = 0; i < values.size(); ++i)
+          list += (i == 0 ? "" : i + 1 == values.size() ? " or " : ", ") + std::string(values[i]);
+        error("E012", v.pos, std::string(ai.name) + " is " + list + ", not '" + v.text + "'",
+              did_you_mean(v.text, values));
         return std::nullopt;
+      }
       case Type::String:
         if (v.kind == Kind::Number) {
           error("E012", v.pos,
@@ -198,7 +207,7 @@ class Checker {
     std::optional<Attr> attr;
     std::vector<std::string_view> names;
     for (std::size_t i = 0; i < kAttrCount; ++i) {
-      if (static_cast<Attr>(i) == Attr::FieldInArguments) continue;
+      if (static_cast<Attr>(i) == Attr::FieldInArguments || kAttributes[i].internal) continue;
       names.push_back(kAttributes[i].name);
       if (kAttributes[i].name == e.attr) attr = static_cast<Attr>(i);
     }
@@ -348,73 +357,157 @@ class Checker {
   }
 
   void tool_block(const ast::Policy& p, PolicySpec& spec) {
-    settings(p.tool, {"idempotent", "arguments", "idempotency_keys"}, "tool",
-             [&](const ast::Setting& s) {
+    settings(p.tool, {"idempotent", "arguments", "idempotency_keys", "cost", "verify", "fallback"},
+             "tool", [&](const ast::Setting& s) {
+               const ast::Value& v = s.values[0];
                if (s.key == "arguments") {
-                 for (const auto& v : s.values) {
-                   if (v.kind == Kind::Number)
-                     error("E019", v.pos, "argument names are names or strings");
+                 for (const auto& a : s.values) {
+                   if (a.kind == Kind::Number)
+                     error("E019", a.pos, "argument names are names or strings");
                    else
-                     spec.arguments.push_back(v.text);
+                     spec.arguments.push_back(a.text);
                  }
-                 return;
+               } else if (s.key == "cost") {
+                 auto n = count(v);
+                 if (n && (*n < 0 || *n > kMaxCount))
+                   error("E019", v.pos, "cost must be in [0, " + std::to_string(kMaxCount) + "]");
+                 else if (n)
+                   spec.cost = *n;
+               } else if (s.key == "verify" || s.key == "fallback") {
+                 if (v.kind != Kind::String || v.text.empty())
+                   error("E019", v.pos, s.key + " names a tool as a \"string\"");
+                 else
+                   (s.key == "verify" ? spec.verify : spec.fallback) = v.text;
+               } else {
+                 auto b = boolean(v);
+                 if (b) (s.key == "idempotent" ? spec.idempotent : spec.honours_keys) = *b;
                }
-               auto b = boolean(s.values[0]);
-               if (b) (s.key == "idempotent" ? spec.idempotent : spec.honours_keys) = *b;
              });
   }
 
+  // on_exhausted / on_open: never retry or repair; `replace` goes to the tool's fallback.
+  void fallback_route(const ast::Setting& s, const PolicySpec& spec, Action& out) {
+    constexpr std::array<std::string_view, 5> allowed = {"stop", "escalate", "degrade", "authorize",
+                                                         "replace"};
+    const ast::Value& v = s.values[0];
+    if (v.kind != Kind::Ident ||
+        std::find(allowed.begin(), allowed.end(), v.text) == allowed.end()) {
+      error("E019", v.pos,
+            s.key + " must be stop, escalate, degrade, authorize or replace, not '" + v.text + "'",
+            "a spent budget or an open circuit must not lead to another retry or repair");
+      return;
+    }
+    out.route =
+        static_cast<Route>(std::find(kRoutes.begin(), kRoutes.end(), v.text) - kRoutes.begin());
+    out.target.clear();
+    if (out.route == Route::Replace) {
+      if (spec.fallback.empty())
+        error("E019", v.pos, s.key + " = replace needs the tool's fallback",
+              "declare it: tool { fallback = \"other.tool\" }");
+      out.target = spec.fallback;
+    }
+  }
+
   void limits_block(const ast::Policy& p, PolicySpec& spec) {
+    // Without on_exhausted / on_open: the tool's fallback when it declares one, else stop.
+    if (!spec.fallback.empty())
+      spec.on_exhausted = spec.on_open = Action{Route::Replace, spec.fallback, ""};
+    settings(p.limits,
+             {"attempts", "repairs", "retry_after_max", "deadline", "min_delay", "on_exhausted",
+              "on_open", "cost", "repeats", "try_timeout"},
+             "limits", [&](const ast::Setting& s) {
+               const ast::Value& v = s.values[0];
+               const std::string ceiling = std::to_string(options_.attempt_ceiling);
+               if (s.key == "attempts") {
+                 auto n = count(v);
+                 if (n && (*n < 1 || *n > options_.attempt_ceiling))
+                   error(
+                       "E019", v.pos, "attempts = " + v.text + " is outside [1, " + ceiling + "]",
+                       "attempts counts every call, the first included; the engine's ceiling is " +
+                           ceiling);
+                 else if (n)
+                   spec.attempts = *n;
+               } else if (s.key == "repairs" || s.key == "repeats") {
+                 auto n = count(v);
+                 const std::int64_t low = s.key == "repeats" ? 1 : 0;
+                 if (n && (*n < low || *n > options_.attempt_ceiling))
+                   error("E019", v.pos,
+                         s.key + " = " + v.text + " is outside [" + std::to_string(low) + ", " +
+                             ceiling + "]");
+                 else if (n)
+                   (s.key == "repairs" ? spec.repairs : spec.repeats) = *n;
+               } else if (s.key == "cost") {
+                 auto n = count(v);
+                 if (n && (*n < 1 || *n > kMaxCount))
+                   error("E019", v.pos, "cost must be in [1, " + std::to_string(kMaxCount) + "]");
+                 else if (n)
+                   spec.cost_max = *n;
+               } else if (s.key == "on_exhausted" || s.key == "on_open") {
+                 fallback_route(s, spec, s.key == "on_open" ? spec.on_open : spec.on_exhausted);
+               } else {
+                 auto ms = duration(v);
+                 if (!ms) return;
+                 if (*ms < 0 || (*ms == 0 && s.key != "min_delay")) {
+                   error("E019", v.pos, s.key + " must be positive");
+                   return;
+                 }
+                 (s.key == "retry_after_max" ? spec.retry_after_max_ms
+                  : s.key == "deadline"      ? spec.deadline_ms
+                  : s.key == "try_timeout"   ? spec.try_timeout_ms
+                                             : spec.min_delay_ms) = *ms;
+               }
+             });
+  }
+
+  void breaker_block(const ast::Policy& p, PolicySpec& spec) {
+    if (p.breaker.empty()) return;
+    Breaker& b = spec.breaker;
+    b.enabled = true;
     settings(
-        p.limits,
-        {"attempts", "repairs", "retry_after_max", "deadline", "min_delay", "on_exhausted"},
-        "limits", [&](const ast::Setting& s) {
+        p.breaker, {"failures", "ratio", "window", "min_calls", "cooldown"}, "breaker",
+        [&](const ast::Setting& s) {
           const ast::Value& v = s.values[0];
-          if (s.key == "attempts") {
-            auto n = count(v);
-            if (!n) return;
-            if (*n < 1 || *n > options_.attempt_ceiling)
-              error("E019", v.pos,
-                    "attempts = " + v.text + " is outside [1, " +
-                        std::to_string(options_.attempt_ceiling) + "]",
-                    "attempts counts every call, the first included; the engine's ceiling is " +
-                        std::to_string(options_.attempt_ceiling));
-            else
-              spec.attempts = *n;
-          } else if (s.key == "repairs") {
-            auto n = count(v);
-            if (!n) return;
-            if (*n < 0 || *n > options_.attempt_ceiling)
-              error("E019", v.pos,
-                    "repairs = " + v.text + " is outside [0, " +
-                        std::to_string(options_.attempt_ceiling) + "]");
-            else
-              spec.repairs = *n;
-          } else if (s.key == "on_exhausted") {
-            constexpr std::array<std::string_view, 4> allowed = {"stop", "escalate", "degrade",
-                                                                 "authorize"};
-            if (v.kind != Kind::Ident ||
-                std::find(allowed.begin(), allowed.end(), v.text) == allowed.end()) {
-              error(
-                  "E019", v.pos,
-                  "on_exhausted must be stop, escalate, degrade or authorize, not '" + v.text + "'",
-                  "a spent budget must not lead to another retry or repair");
-              return;
-            }
-            spec.on_exhausted.route = static_cast<Route>(
-                std::find(kRoutes.begin(), kRoutes.end(), v.text) - kRoutes.begin());
-          } else {
+          if (s.key == "cooldown") {
             auto ms = duration(v);
-            if (!ms) return;
-            if (*ms < 0 || (*ms == 0 && s.key != "min_delay")) {
-              error("E019", v.pos, s.key + " must be positive");
-              return;
-            }
-            (s.key == "retry_after_max" ? spec.retry_after_max_ms
-             : s.key == "deadline"      ? spec.deadline_ms
-                                        : spec.min_delay_ms) = *ms;
+            if (ms && *ms <= 0)
+              error("E019", v.pos, "cooldown must be positive");
+            else if (ms)
+              b.cooldown_ms = *ms;
+          } else if (s.key == "ratio") {
+            auto r = real(v);
+            if (r && !(*r > 0 && *r <= 1))
+              error("E019", v.pos, "ratio must be in (0, 1], got " + v.text);
+            else if (r)
+              b.ratio = *r;
+          } else {
+            auto n = count(v);
+            if (n && (*n < 1 || *n > 10000))
+              error("E019", v.pos, s.key + " must be in [1, 10000]");
+            else if (n)
+              (s.key == "failures" ? b.failures : s.key == "window" ? b.window : b.min_calls) = *n;
           }
         });
+    if (b.min_calls > b.window)
+      error("E019", p.breaker.front().pos,
+            "breaker min_calls (" + std::to_string(b.min_calls) + ") exceeds its window (" +
+                std::to_string(b.window) + ")");
+  }
+
+  void throttle_block(const ast::Policy& p, PolicySpec& spec) {
+    if (p.throttle.empty()) return;
+    Throttle& t = spec.throttle;
+    t.enabled = true;
+    settings(p.throttle, {"max_tokens", "token_ratio"}, "throttle", [&](const ast::Setting& s) {
+      auto r = real(s.values[0]);
+      if (!r) return;
+      // gRFC A6 bounds: maxTokens in (0, 1000], tokenRatio > 0.
+      if (s.key == "max_tokens" && !(*r > 0 && *r <= 1000))
+        error("E019", s.values[0].pos, "max_tokens must be in (0, 1000], got " + s.values[0].text);
+      else if (s.key == "token_ratio" && !(*r > 0 && *r <= 1000))
+        error("E019", s.values[0].pos, "token_ratio must be in (0, 1000], got " + s.values[0].text);
+      else
+        (s.key == "max_tokens" ? t.max_tokens : t.token_ratio) = *r;
+    });
   }
 
   void backoff(const ast::Policy& p, PolicySpec& spec) {
@@ -492,6 +585,8 @@ class Checker {
     }
     tool_block(p, spec);
     limits_block(p, spec);
+    breaker_block(p, spec);
+    throttle_block(p, spec);
     backoff(p, spec);
 
     if (p.rules.size() > options_.max_rules)
@@ -530,40 +625,91 @@ class Checker {
     return spec;
   }
 
-  // The budget guards, in precedence order (docs/language.md, "Budgets and precedence").
+  // The guards, in precedence order (docs/language.md, "Guards and precedence"): side-effect
+  // gates, the Retry-After cap, spent budgets, the open circuit.
   static void add_guards(PolicySpec& spec) {
+    using K = ast::Expr::Kind;
     auto test = [](Attr attr, Op op, std::int64_t value, std::string text) {
       Cond c;
       c.attr = attr;
       c.op = op;
-      c.values.push_back(Constant{value, {}});
+      if (op != Op::Truthy) c.values.push_back(Constant{value, {}});
       c.text = std::move(text);
       return c;
     };
-    auto guard = [&](std::string exhausted, bool retry, bool repair, Cond when,
-                     std::string reason) {
+    auto node = [](K kind, std::vector<Cond> children) {
+      Cond c;
+      c.kind = kind;
+      c.children = std::move(children);
+      return c;
+    };
+    enum Applies { kRetry = 1, kRepair = 2, kBoth = 3 };
+    auto add = [&](std::string name, std::string exhausted, int applies, Cond when, Action action,
+                   std::string reason) {
       Guard g;
-      g.name = "budget:" + exhausted;
+      g.name = std::move(name);
       g.exhausted = std::move(exhausted);
-      g.applies_to_retry = retry;
-      g.applies_to_repair = repair;
+      g.applies_to_retry = applies & kRetry;
+      g.applies_to_repair = applies & kRepair;
       g.when = std::move(when);
-      g.action = spec.on_exhausted;
+      g.action = std::move(action);
       g.action.reason = std::move(reason);
       spec.guards.push_back(std::move(g));
     };
+    auto budget = [&](std::string exhausted, int applies, Cond when, std::string reason) {
+      add("budget:" + exhausted, exhausted, applies, std::move(when), spec.on_exhausted,
+          std::move(reason));
+    };
     const auto ms = [](std::int64_t v) { return std::to_string(v) + "ms"; };
-    guard("retry_after", true, false,
-          test(Attr::RetryAfter, Op::Gt, spec.retry_after_max_ms,
-               "retry_after > " + ms(spec.retry_after_max_ms)),
-          "server asked to wait longer than retry_after_max");
-    guard("attempts", true, true, test(Attr::AttemptsLeft, Op::Le, 0, "attempts_left <= 0"),
-          "attempt budget spent");
-    guard("repairs", false, true,
-          test(Attr::Repairs, Op::Ge, spec.repairs, "repairs >= " + std::to_string(spec.repairs)),
-          "repair budget spent");
-    guard("deadline", true, true, test(Attr::TimeLeft, Op::Le, 0, "time_left <= 0"),
-          "operation deadline passed");
+    const auto committed = static_cast<std::int64_t>(SideEffect::Committed);
+    const auto unknown = static_cast<std::int64_t>(SideEffect::Unknown);
+
+    // Side-effect gates (RFC 9110 section 9.2.2; IETF Idempotency-Key draft): never resend after
+    // a committed effect; after an unknown outcome, resend a non-idempotent call only with a
+    // pinned key the tool honours (a repaired call carries a new key, so never), else verify.
+    add("gate:committed", "", kBoth,
+        test(Attr::SideEffect, Op::Eq, committed, "side_effect == committed"),
+        Action{Route::Stop, "", ""}, "side effect already committed");
+    const Action verify = spec.verify.empty() ? Action{Route::Escalate, "", ""}
+                                              : Action{Route::Replace, spec.verify, ""};
+    auto unknown_outcome = [&] {
+      return std::vector<Cond>{test(Attr::SideEffect, Op::Eq, unknown, "side_effect == unknown"),
+                               node(K::Not, {test(Attr::Idempotent, Op::Truthy, 0, "idempotent")})};
+    };
+    std::vector<Cond> retry_unknown = unknown_outcome();
+    if (spec.honours_keys)
+      retry_unknown.push_back(test(Attr::IdempotencyKey, Op::Ne, 1, "idempotency_key != pinned"));
+    add("gate:unknown_outcome", "", kRetry, node(K::And, std::move(retry_unknown)), verify,
+        "outcome unknown; verify before resending");
+    add("gate:unknown_outcome", "", kRepair, node(K::And, unknown_outcome()), verify,
+        "outcome unknown; verify before resending");
+
+    budget("retry_after", kRetry,
+           test(Attr::RetryAfter, Op::Gt, spec.retry_after_max_ms,
+                "retry_after > " + ms(spec.retry_after_max_ms)),
+           "server asked to wait longer than retry_after_max");
+    budget("attempts", kBoth, test(Attr::AttemptsLeft, Op::Le, 0, "attempts_left <= 0"),
+           "attempt budget spent");
+    budget("repairs", kRepair,
+           test(Attr::Repairs, Op::Ge, spec.repairs, "repairs >= " + std::to_string(spec.repairs)),
+           "repair budget spent");
+    if (spec.cost_max != kNoLimit)
+      budget("cost", kBoth,
+             test(Attr::CostLeft, Op::Lt, spec.cost, "cost_left < " + std::to_string(spec.cost)),
+             "cost budget spent");
+    budget("deadline", kBoth, test(Attr::TimeLeft, Op::Le, 0, "time_left <= 0"),
+           "operation deadline passed");
+    budget("deadline", kRetry, test(Attr::DeadlineSlack, Op::Lt, 0, "retry_after > time_left"),
+           "server asked to wait beyond the deadline");
+    budget("repeats", kBoth,
+           test(Attr::Repeats, Op::Ge, spec.repeats, "repeats >= " + std::to_string(spec.repeats)),
+           "the same call failed the same way too often; change approach");
+    if (spec.throttle.enabled)
+      budget("retry_tokens", kRetry, test(Attr::RetryThrottled, Op::Truthy, 0, "retry_throttled"),
+             "retries throttled for this tool (gRFC A6 token bucket)");
+    if (spec.breaker.enabled)
+      add("circuit:open", "", kBoth, test(Attr::Circuit, Op::Eq, 1, "circuit == open"),
+          spec.on_open, "circuit open for this tool");
   }
 
   const ast::File& file_;

@@ -56,7 +56,8 @@ class Compiler {
 
  private:
   static bool guards(Route route, const Guard& g) {
-    return route == Route::Retry ? g.applies_to_retry : route == Route::Repair && g.applies_to_repair;
+    return route == Route::Retry ? g.applies_to_retry
+                                 : route == Route::Repair && g.applies_to_repair;
   }
 
   // ---- columns ------------------------------------------------------------------------------
@@ -103,8 +104,8 @@ class Compiler {
         case Type::Bool:
           col.values = 2;
           break;
-        case Type::SideEffect:
-          col.values = kSideEffects.size();
+        case Type::Enum:
+          col.values = info(a).value_count;
           break;
         case Type::String:
           col.strings.assign(strings_[i].begin(), strings_[i].end());

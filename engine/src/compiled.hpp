@@ -27,9 +27,10 @@ struct Compiled {
 Point make_point(const Compiled& policy, const Envelope& envelope, const Context& context,
                  std::uint32_t& warnings, std::string_view& nearest) noexcept;
 
-/// Fills a decision from the row action chosen (by the table or the interpreter): delay, budgets,
-/// key directive, trace id.
-void finish(const Compiled& policy, const RowAction& action, std::uint32_t row, const Point& point,
+/// Fills a decision from the action chosen (by the table or the interpreter; `label` and
+/// `exhausted` must live in `policy`): delay, budgets, key directive, trace id.
+void finish(const Compiled& policy, const Action& action, std::string_view label,
+            std::string_view exhausted, std::uint32_t row, const Point& point,
             const Envelope& envelope, const Context& context, Decision& decision) noexcept;
 
 }  // namespace recourse::detail

@@ -49,6 +49,15 @@ std::int64_t saturating_sub(std::int64_t a, std::int64_t b) {
   return r;
 }
 
+// a - b where kNoLimit stays kNoLimit.
+std::int64_t left(std::int64_t limit, std::int64_t used) {
+  return limit == kNoLimit ? kNoLimit : saturating_sub(limit, used);
+}
+
+std::int64_t deadline_of(const Compiled& p, const Context& c) {
+  return c.deadline_ms.value_or(p.spec.deadline_ms);
+}
+
 }  // namespace
 
 Point make_point(const Compiled& p, const Envelope& e, const Context& c, std::uint32_t& warnings,
@@ -78,10 +87,17 @@ Point make_point(const Compiled& p, const Envelope& e, const Context& c, std::ui
   at(Attr::Repairs) = number(c.repairs);
   at(Attr::Elapsed) = number(c.elapsed_ms);
   at(Attr::Tool) = Slot{true, 0, c.tool};
-  at(Attr::AttemptsLeft) = number(saturating_sub(max_attempts(p, c), c.attempt));
-  const std::int64_t deadline = c.deadline_ms.value_or(p.spec.deadline_ms);
-  at(Attr::TimeLeft) =
-      number(deadline == kNoLimit ? kNoLimit : saturating_sub(deadline, c.elapsed_ms));
+  at(Attr::Repeats) = number(c.repeats);
+  at(Attr::IdempotencyKey) = number(c.idempotency_key_pinned ? 1 : 0);
+  at(Attr::Circuit) = number(static_cast<std::int64_t>(c.circuit));
+  at(Attr::RetryThrottled) = number(c.retry_throttled);
+  // Retries made below us count against the same attempts budget (no multiplying across layers).
+  at(Attr::AttemptsLeft) =
+      number(saturating_sub(saturating_sub(max_attempts(p, c), c.attempt), c.lower_retries));
+  const std::int64_t time_left = left(deadline_of(p, c), c.elapsed_ms);
+  at(Attr::TimeLeft) = number(time_left);
+  at(Attr::CostLeft) = number(left(p.spec.cost_max, c.cost_spent));
+  if (e.retry_after_ms) at(Attr::DeadlineSlack) = number(left(time_left, *e.retry_after_ms));
   if (e.field) {
     const auto& args = c.arguments ? *c.arguments : p.spec.arguments;
     const bool in = std::find(args.begin(), args.end(), *e.field) != args.end();
@@ -90,20 +106,18 @@ Point make_point(const Compiled& p, const Envelope& e, const Context& c, std::ui
   return point;
 }
 
-void finish(const Compiled& p, const RowAction& a, std::uint32_t row, const Point& point,
-            const Envelope& e, const Context& c, Decision& d) noexcept {
-  d.route = a.action.route;
-  d.rule = a.label;
-  d.reason = a.action.reason;
-  d.target = a.action.target;
-  d.exhausted = a.exhausted;
+void finish(const Compiled& p, const Action& a, std::string_view label, std::string_view exhausted,
+            std::uint32_t row, const Point& point, const Envelope& e, const Context& c,
+            Decision& d) noexcept {
+  d.route = a.route;
+  d.rule = label;
+  d.reason = a.reason;
+  d.target = a.target;
+  d.exhausted = exhausted;
   d.row = row;
   d.policy = p.spec.name;
   d.policy_hash = p.hash;
   d.attempt = c.attempt;
-  d.attempts_left =
-      std::max<std::int64_t>(0, point[static_cast<std::size_t>(Attr::AttemptsLeft)].num);
-  d.repairs_left = std::max<std::int64_t>(0, p.spec.repairs - c.repairs);
   d.retry_after_ms = e.retry_after_ms;
   if (!e.trace_id) {
     d.warnings |= kTraceIdMinted;
@@ -111,6 +125,7 @@ void finish(const Compiled& p, const RowAction& a, std::uint32_t row, const Poin
                                    static_cast<std::uint64_t>(c.attempt) ^ p.seed);
   }
   const bool keys = p.spec.honours_keys;
+  const std::int64_t time_left = point[static_cast<std::size_t>(Attr::TimeLeft)].num;
   if (d.route == Route::Retry) {
     const std::string_view key_source = !c.operation_id.empty() ? std::string_view(c.operation_id)
                                         : e.trace_id            ? std::string_view(*e.trace_id)
@@ -119,8 +134,42 @@ void finish(const Compiled& p, const RowAction& a, std::uint32_t row, const Poin
     d.delay_ms = std::max({delay.delay_ms, p.spec.min_delay_ms, e.retry_after_ms.value_or(0)});
     d.jitter_draw = delay.draw_ms;
     d.idempotency_key = keys ? KeyDirective::Reuse : KeyDirective::None;
+    // The deadline covers the waits too. The guard rows proved the hint fits; the backoff is
+    // computed after the lookup, so this last check is tested, not proven.
+    if (d.delay_ms >= time_left) {
+      d.route = p.spec.on_exhausted.route;
+      d.target = p.spec.on_exhausted.target;
+      d.rule = "budget:deadline";
+      d.reason = "the next attempt would start after the deadline";
+      d.exhausted = "deadline";
+      d.delay_ms = 0;
+      d.jitter_draw = 0;
+      d.idempotency_key = KeyDirective::None;
+    }
   } else if (d.route == Route::Repair) {
     d.idempotency_key = keys ? KeyDirective::New : KeyDirective::None;
+  }
+
+  // Budgets before this decision and after the call it leads to.
+  const bool call = d.route == Route::Retry || d.route == Route::Repair;
+  auto spend = [](std::int64_t before, std::int64_t amount) {
+    return before == kNoLimit ? kNoLimit
+                              : std::max<std::int64_t>(0, saturating_sub(before, amount));
+  };
+  d.attempts_left =
+      std::max<std::int64_t>(0, point[static_cast<std::size_t>(Attr::AttemptsLeft)].num);
+  d.repairs_left = std::max<std::int64_t>(0, saturating_sub(p.spec.repairs, c.repairs));
+  d.attempts = {d.attempts_left, spend(d.attempts_left, call ? 1 : 0)};
+  d.repairs = {d.repairs_left, spend(d.repairs_left, d.route == Route::Repair ? 1 : 0)};
+  const std::int64_t cost_left =
+      std::max<std::int64_t>(0, point[static_cast<std::size_t>(Attr::CostLeft)].num);
+  d.cost = {cost_left, spend(cost_left, call ? p.spec.cost : 0)};
+  const std::int64_t time_before = std::max<std::int64_t>(0, time_left);
+  d.time_ms = {time_before, spend(time_before, d.delay_ms)};
+  if (call) {
+    if (p.spec.try_timeout_ms != kNoLimit || d.time_ms.after != kNoLimit)
+      d.timeout_ms = std::min(p.spec.try_timeout_ms, d.time_ms.after);
+    if (c.now_ms && d.route == Route::Retry) d.retry_at_ms = *c.now_ms + d.delay_ms;
   }
 }
 
@@ -131,7 +180,8 @@ Decision Policy::decide(const Envelope& envelope, const Context& context) const 
   const detail::Compiled& p = *impl_;
   const detail::Point point = detail::make_point(p, envelope, context, d.warnings, d.nearest_code);
   const std::uint32_t row = p.table.match(point);
-  detail::finish(p, p.table.actions[p.table.rows[row].action], row, point, envelope, context, d);
+  const detail::RowAction& a = p.table.actions[p.table.rows[row].action];
+  detail::finish(p, a.action, a.label, a.exhausted, row, point, envelope, context, d);
   d.keep_alive = impl_;
   return d;
 }

@@ -373,6 +373,34 @@ ContextResult read_context(std::string_view json) noexcept {
     v = -1;
     r.integer(j, "deadlineMs", v, 0);
     if (v >= 0) c.deadline_ms = v;
+    r.integer(j, "lowerRetries", c.lower_retries, 0);
+    r.integer(j, "repeats", c.repeats, 0);
+    r.integer(j, "costSpent", c.cost_spent, 0);
+    v = -1;
+    r.integer(j, "nowMs", v, 0);
+    if (v >= 0) c.now_ms = v;
+    std::string next_key;
+    r.text(j, "idempotencyKey", c.idempotency_key);
+    r.text(j, "nextAttemptIdempotencyKey", next_key);
+    c.idempotency_key_pinned =
+        !c.idempotency_key.empty() && (next_key.empty() || next_key == c.idempotency_key);
+    if (auto it = j.find("retryThrottled"); it != j.end() && !it->is_null()) {
+      if (it->is_boolean())
+        c.retry_throttled = it->get<bool>();
+      else
+        r.fail("retryThrottled", "must be true or false");
+    }
+    if (auto it = j.find("circuit"); it != j.end() && !it->is_null()) {
+      const std::string s = it->is_string() ? it->get<std::string>() : "";
+      if (s == "closed")
+        c.circuit = CircuitState::Closed;
+      else if (s == "open")
+        c.circuit = CircuitState::Open;
+      else if (s == "half_open")
+        c.circuit = CircuitState::HalfOpen;
+      else
+        r.fail("circuit", "must be \"closed\", \"open\" or \"half_open\"");
+    }
     if (auto it = j.find("arguments"); it != j.end() && !it->is_null()) {
       std::vector<std::string> args;
       bool ok = it->is_array();

@@ -18,8 +18,8 @@ std::string value_text(const Compiled& p, Attr attr, const Slot& s) {
       return p.spec.codes.at(static_cast<std::size_t>(s.num));
     case Type::Bool:
       return s.num ? "true" : "false";
-    case Type::SideEffect:
-      return std::string(kSideEffects.at(static_cast<std::size_t>(s.num)));
+    case Type::Enum:
+      return std::string(info(attr).values[s.num]);
     case Type::String:
       return "\"" + std::string(s.str) + "\"";
     case Type::Duration:
@@ -79,20 +79,6 @@ Outcome run(const Compiled& p, const Point& point, std::vector<ExplainedRule>* t
   return {static_cast<std::uint32_t>(p.spec.rules.size() - 1), nullptr};  // unreachable: default
 }
 
-// The row action a table would hold for this outcome (row number unknown to the interpreter).
-RowAction action_of(const Compiled& p, const Outcome& o) {
-  const RuleSpec& rule = p.spec.rules[o.rule];
-  if (o.guard)
-    return RowAction{o.guard->action, o.guard->name, o.guard->exhausted, o.rule, rule.pos};
-  return RowAction{rule.action, rule.name, "", o.rule, rule.pos};
-}
-
-}  // namespace
-}  // namespace detail
-
-namespace detail {
-namespace {
-
 // The interpreter's decision; with `trace`, each rule's tests up to the one that matched.
 Decision decide_by_rules(const std::shared_ptr<const Compiled>& impl, const Envelope& envelope,
                          const Context& context, std::vector<ExplainedRule>* trace,
@@ -102,14 +88,10 @@ Decision decide_by_rules(const std::shared_ptr<const Compiled>& impl, const Enve
   const Point point = make_point(p, envelope, context, d.warnings, d.nearest_code);
   const Outcome o = run(p, point, trace);
   const RuleSpec& rule = p.spec.rules[o.rule];
-  finish(p, action_of(p, o), 0, point, envelope, context, d);
-  // finish() saw a temporary RowAction: point the views into the compiled policy instead.
-  d.rule = o.guard ? std::string_view(o.guard->name) : std::string_view(rule.name);
-  d.reason =
-      o.guard ? std::string_view(o.guard->action.reason) : std::string_view(rule.action.reason);
-  d.target =
-      o.guard ? std::string_view(o.guard->action.target) : std::string_view(rule.action.target);
-  d.exhausted = o.guard ? std::string_view(o.guard->exhausted) : std::string_view();
+  if (o.guard)
+    finish(p, o.guard->action, o.guard->name, o.guard->exhausted, 0, point, envelope, context, d);
+  else
+    finish(p, rule.action, rule.name, {}, 0, point, envelope, context, d);
   if (guard && o.guard) *guard = o.guard->name;
   d.keep_alive = impl;
   return d;

@@ -20,8 +20,8 @@
 
 namespace recourse::detail {
 
-/// Value types of attributes.
-enum class Type : std::uint8_t { Code, Bool, SideEffect, String, Duration, Count };
+/// Value types of attributes. Enum attributes list their values in AttrInfo::values.
+enum class Type : std::uint8_t { Code, Bool, Enum, String, Duration, Count };
 
 /// Attribute ids; kAttributes is indexed by them.
 enum class Attr : std::uint8_t {
@@ -36,19 +36,32 @@ enum class Attr : std::uint8_t {
   Attempt,
   Repairs,
   Elapsed,
-  Tool,  // context (trusted)
+  Tool,
+  Repeats,  // context (trusted)
+  IdempotencyKey,
+  Circuit,
+  RetryThrottled,  // context or host state
   AttemptsLeft,
-  TimeLeft,          // derived before the lookup
+  TimeLeft,
+  CostLeft,          // derived before the lookup
   FieldInArguments,  // derived: `field in arguments`
+  DeadlineSlack,     // derived, guards only
   kCount
 };
 inline constexpr std::size_t kAttrCount = static_cast<std::size_t>(Attr::kCount);
+
+inline constexpr std::array<std::string_view, 3> kSideEffects = {"none", "unknown", "committed"};
+inline constexpr std::array<std::string_view, 2> kKeyStates = {"none", "pinned"};
+inline constexpr std::array<std::string_view, 3> kCircuits = {"closed", "open", "half_open"};
 
 struct AttrInfo {
   std::string_view name;      ///< in the language
   std::string_view json_key;  ///< in the envelope or context JSON ("" for derived)
   Type type;
-  bool untrusted;  ///< from the envelope: has an `absent` value
+  bool untrusted;                            ///< from the envelope: has an `absent` value
+  bool internal = false;                     ///< derived for the guards; not usable in rules
+  const std::string_view* values = nullptr;  ///< Enum: the values, in id order
+  std::size_t value_count = 0;
 };
 
 inline constexpr std::array<AttrInfo, kAttrCount> kAttributes = {{
@@ -59,14 +72,22 @@ inline constexpr std::array<AttrInfo, kAttrCount> kAttributes = {{
     {"retry_after", "retryAfterMs", Type::Duration, true},
     {"trace_id", "traceId", Type::String, true},
     {"idempotent", "idempotent", Type::Bool, false},
-    {"side_effect", "sideEffect", Type::SideEffect, false},
+    {"side_effect", "sideEffect", Type::Enum, false, false, kSideEffects.data(),
+     kSideEffects.size()},
     {"attempt", "attempt", Type::Count, false},
     {"repairs", "repairs", Type::Count, false},
     {"elapsed", "elapsedMs", Type::Duration, false},
     {"tool", "tool", Type::String, false},
+    {"repeats", "repeats", Type::Count, false},
+    {"idempotency_key", "idempotencyKey", Type::Enum, false, false, kKeyStates.data(),
+     kKeyStates.size()},
+    {"circuit", "circuit", Type::Enum, false, false, kCircuits.data(), kCircuits.size()},
+    {"retry_throttled", "retryThrottled", Type::Bool, false},
     {"attempts_left", "", Type::Count, false},
     {"time_left", "", Type::Duration, false},
+    {"cost_left", "", Type::Count, false},
     {"field in arguments", "", Type::Bool, true},
+    {"deadline_slack", "", Type::Duration, true, true},
 }};
 
 inline const AttrInfo& info(Attr a) {
@@ -78,8 +99,6 @@ inline constexpr std::array<std::string_view, 10> kBuiltinCodes = {
     "TRANSIENT", "RATE_LIMITED", "TIMEOUT",        "VALIDATION",       "PERMISSION",
     "NOT_FOUND", "CONFLICT",     "QUOTA_EXCEEDED", "CONTEXT_OVERFLOW", "UNKNOWN"};
 inline constexpr std::int64_t kUnknownCodeId = 9;  ///< UNKNOWN's id
-
-inline constexpr std::array<std::string_view, 3> kSideEffects = {"none", "unknown", "committed"};
 inline constexpr std::int64_t kNoLimit = std::numeric_limits<std::int64_t>::max();
 
 /// One attribute's value for one input. Enums and booleans are small integers in `num`.
@@ -89,7 +108,7 @@ struct Slot {
   std::string_view str;
 };
 
-/// All attributes of one input, computed before the lookup (see point.cpp).
+/// All attributes of one input, computed before the lookup (see decide.cpp).
 using Point = std::array<Slot, kAttrCount>;
 
 /// A resolved constant of a test: a number (count, ms, enum id, 0/1) or a string.
@@ -124,11 +143,12 @@ struct RuleSpec {
   Action action;
 };
 
-/// A budget guard: overrides a retry or repair chosen by a rule when `when` holds. Guards are
-/// synthesized by the checker from the limits, in the documented precedence order.
+/// A guard: overrides a retry or repair chosen by a rule when `when` holds. Guards are
+/// synthesized by the checker from the tool facts and limits, in the documented precedence
+/// order: side-effect gates, the Retry-After cap, spent budgets, the open circuit.
 struct Guard {
   std::string name;       ///< e.g. "budget:attempts"; shown as the decision's rule
-  std::string exhausted;  ///< the budget's name in the decision
+  std::string exhausted;  ///< the budget's name in the decision ("" for gates and the circuit)
   bool applies_to_retry = true;
   bool applies_to_repair = true;
   Cond when;
@@ -147,6 +167,27 @@ struct Backoff {
   Jitter jitter = Jitter::Full;
 };
 
+/// Circuit breaker settings (`breaker { }`): open after `failures` consecutive failures, or when
+/// at least `min_calls` of the last `window` calls ended and `ratio` of them failed; stay open for
+/// `cooldown_ms`, then let one probe through (half-open).
+struct Breaker {
+  bool enabled = false;
+  std::int64_t failures = 5;
+  double ratio = 0;  ///< 0: ratio rule off
+  std::int64_t window = 20;
+  std::int64_t min_calls = 10;
+  std::int64_t cooldown_ms = 30000;
+};
+
+/// Retry throttling (`throttle { }`), gRFC A6: tokens start at max_tokens; each failure the
+/// engine decides to retry costs 1, each success gives token_ratio back; retries are allowed
+/// only while tokens > max_tokens / 2.
+struct Throttle {
+  bool enabled = false;
+  double max_tokens = 10;
+  double token_ratio = 0.1;
+};
+
 /// A checked policy: the input of compile() and of the reference interpreter.
 struct PolicySpec {
   std::string name;
@@ -155,12 +196,21 @@ struct PolicySpec {
   bool idempotent = false;             ///< tool default
   bool honours_keys = false;           ///< tool honours idempotency keys
   std::vector<std::string> arguments;  ///< tool's argument names
+  std::int64_t cost = 1;               ///< tool.cost: units each call charges
+  std::string verify;                  ///< tool.verify: the tool that checks an unknown outcome
+  std::string fallback;                ///< tool.fallback: replace target when budgets run out
   std::int64_t attempts = 3;           ///< limits.attempts, calls including the first
   std::int64_t repairs = 1;            ///< limits.repairs
   std::int64_t retry_after_max_ms = 60000;
   std::int64_t deadline_ms = kNoLimit;  ///< limits.deadline (kNoLimit: none)
   std::int64_t min_delay_ms = 50;
-  Action on_exhausted;  ///< route when a budget guard fires
+  std::int64_t cost_max = kNoLimit;        ///< limits.cost (kNoLimit: none)
+  std::int64_t repeats = 3;                ///< limits.repeats: identical failures allowed
+  std::int64_t try_timeout_ms = kNoLimit;  ///< limits.try_timeout (kNoLimit: none)
+  Action on_exhausted;                     ///< route when a budget guard fires
+  Action on_open;                          ///< route while the circuit is open
+  Breaker breaker;
+  Throttle throttle;
   Backoff backoff;
   std::vector<std::string> codes;  ///< built-ins then declared
   std::vector<RuleSpec> rules;     ///< author rules, then the default as a rule without `when`

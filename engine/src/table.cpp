@@ -79,8 +79,8 @@ std::string Column::cell_name(std::size_t cell) const {
       return code_names.at(cell);
     case Type::Bool:
       return cell ? "true" : "false";
-    case Type::SideEffect:
-      return std::string(kSideEffects.at(cell));
+    case Type::Enum:
+      return std::string(info(attr).values[cell]);
     case Type::String:
       return cell < strings.size() ? fmt::format("\"{}\"", strings[cell]) : "other";
     default: {

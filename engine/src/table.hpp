@@ -43,7 +43,7 @@ class CellSet {
 /// One column: an attribute and how its values fall into cells.
 struct Column {
   Attr attr = Attr::Code;
-  std::size_t values = 0;               ///< Code/Bool/SideEffect: number of values
+  std::size_t values = 0;               ///< Code/Bool/Enum: number of values
   std::vector<std::int64_t> cuts;       ///< Duration/Count: sorted cut points
   std::vector<std::string> strings;     ///< String: the constants the rules use
   std::vector<std::string> code_names;  ///< Code: names, for dumps

@@ -73,6 +73,9 @@ enum class SideEffect : std::uint8_t {
   Committed  ///< the side effect happened
 };
 
+/// A circuit breaker's state for one tool (see recourse::Health).
+enum class CircuitState : std::uint8_t { Closed, Open, HalfOpen };
+
 /// What the host knows about the failed call. Durations in ms, counts in calls.
 struct Context {
   std::string tool;                       ///< selects the policy in a bundle
@@ -88,6 +91,14 @@ struct Context {
       deadline_ms;           ///< per-call override of limits.deadline (whole operation)
   std::string operation_id;  ///< keys jitter; falls back to the trace id
   std::string workflow_id;
+  std::int64_t lower_retries = 0;  ///< retries a lower layer (an SDK) made; they count as attempts
+  std::int64_t repeats = 0;     ///< consecutive identical failures (same tool, code, field, args)
+  std::int64_t cost_spent = 0;  ///< cost units this operation has charged so far
+  bool idempotency_key_pinned = false;          ///< the call carries a key pinned to the operation
+  std::string idempotency_key;                  ///< that key, when the host shares it
+  CircuitState circuit = CircuitState::Closed;  ///< this tool's circuit (recourse::Health fills it)
+  bool retry_throttled = false;        ///< this tool's retry tokens are at or below half (gRFC A6)
+  std::optional<std::int64_t> now_ms;  ///< wall clock, ms since the epoch; gives retry_at_ms
 };
 
 /// The outcome of reading a context: errors are Diagnostics with codes C0xx and no position.
@@ -98,8 +109,12 @@ struct ContextResult {
 };
 
 /// Reads a context from JSON with camelCase keys (tool, idempotent, sideEffect, attempt, repairs,
-/// elapsedMs, arguments, maxAttempts, deadlineMs, operationId, workflowId). Unknown keys are
-/// ignored; a known key with a wrong type or range is an error. Never throws.
+/// elapsedMs, arguments, maxAttempts, deadlineMs, operationId, workflowId, lowerRetries, repeats,
+/// costSpent, idempotencyKey, nextAttemptIdempotencyKey, circuit, retryThrottled, nowMs).
+/// `idempotencyKey` is the key string the call carried (null: none); it counts as pinned unless
+/// `nextAttemptIdempotencyKey` names a different key (a rotating key makes a resend a new
+/// operation). Unknown keys are ignored; a known key with a wrong type or range is an error.
+/// Never throws.
 ContextResult read_context(std::string_view json) noexcept;
 
 }  // namespace recourse

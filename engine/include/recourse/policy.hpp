@@ -54,21 +54,36 @@ enum DecisionWarning : std::uint32_t {
   kUnreadableEnvelope = 1u << 4  ///< the envelope was not JSON: conservative stop
 };
 
+/// No limit: a budget the policy does not set (no deadline, no cost cap).
+inline constexpr std::int64_t kUnlimited = INT64_MAX;
+
+/// One budget's amount left before this decision, and after the call it leads to (a retry or a
+/// repair spends one attempt, its cost and its delay; a repair also one repair). kUnlimited when
+/// the policy and the host set no limit.
+struct BudgetLeft {
+  std::int64_t before = kUnlimited;
+  std::int64_t after = kUnlimited;
+};
+
 /// One decision. String views point into the compiled policy, which `keep_alive` owns.
 struct Decision {
   Route route = Route::Stop;
-  std::int64_t delay_ms = 0;       ///< wait before the next call (retry); 0 otherwise
-  std::int64_t jitter_draw = 0;    ///< the random part drawn for delay_ms, ms
-  std::string_view rule;           ///< the rule that decided (or "default", or a guard name)
-  std::string_view reason;         ///< the route's reason string, or the guard's
-  std::string_view target;         ///< replace/degrade target tool, or empty
-  std::string_view policy;         ///< policy name
-  std::string_view policy_hash;    ///< "sha256:<hex>" of the compiled table
-  std::string_view exhausted;      ///< the budget that ran out ("attempts", ...), or empty
-  std::string_view nearest_code;   ///< with kUnknownCode: the known code nearest the input
-  std::int64_t attempt = 1;        ///< Context::attempt
-  std::int64_t attempts_left = 0;  ///< max attempts - attempt, before the next call
-  std::int64_t repairs_left = 0;   ///< max repairs - repairs
+  std::int64_t delay_ms = 0;           ///< wait before the next call (retry); 0 otherwise
+  std::int64_t jitter_draw = 0;        ///< the random part drawn for delay_ms, ms
+  std::string_view rule;               ///< the rule that decided (or "default", or a guard name)
+  std::string_view reason;             ///< the route's reason string, or the guard's
+  std::string_view target;             ///< replace/degrade target tool, or empty
+  std::string_view policy;             ///< policy name
+  std::string_view policy_hash;        ///< "sha256:<hex>" of the compiled table
+  std::string_view exhausted;          ///< the budget that ran out ("attempts", ...), or empty
+  std::string_view nearest_code;       ///< with kUnknownCode: the known code nearest the input
+  std::int64_t attempt = 1;            ///< Context::attempt
+  std::int64_t attempts_left = 0;      ///< max attempts - attempt - lower retries (>= 0)
+  std::int64_t repairs_left = 0;       ///< max repairs - repairs (>= 0)
+  BudgetLeft attempts, repairs, cost;  ///< calls, repairs, cost units
+  BudgetLeft time_ms;                  ///< ms to the deadline
+  std::optional<std::int64_t> retry_at_ms;     ///< with Context::now_ms: when to send the retry
+  std::optional<std::int64_t> timeout_ms;      ///< per-try timeout for the next call, ms
   std::optional<std::int64_t> retry_after_ms;  ///< the server's valid hint, carried on every route
   KeyDirective idempotency_key = KeyDirective::None;
   std::uint32_t warnings = 0;         ///< DecisionWarning bits
