@@ -29,6 +29,11 @@ struct Options {
 std::optional<std::string> read_text(const std::string& path, std::string& error);
 /// Compiles paths, prints diagnostics to stderr (text or JSON), returns the bundle or nullopt.
 std::optional<Bundle> load(const std::vector<std::string>& paths, const Options& options);
+/// The exact text of member `key` of the JSON object in `line` (top level only), so a trace's
+/// envelope reaches the envelope reader byte for byte (duplicate keys, huge numbers and all).
+/// Returns [begin, end) offsets, or nullopt when the line is not an object with that member.
+std::optional<std::pair<std::size_t, std::size_t>> raw_member(std::string_view line,
+                                                              std::string_view key);
 void print_diagnostics(const std::vector<Diagnostic>& diagnostics, Format format,
                        std::ostream& out);
 

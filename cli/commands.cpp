@@ -26,7 +26,10 @@ bool read_inputs(const Options& o, Envelope& envelope, Context& context) {
   EnvelopeResult e = read_envelope(*text);
   if (!e.ok) return fail("envelope: " + e.error), false;
   envelope = std::move(e.envelope);
-  if (!o.context.empty()) {
+  if (o.context.empty()) {
+    std::cerr << "warning: no --context: deciding for tool \"\" (the \"*\" policy), attempt 1, "
+                 "side effect unknown\n";
+  } else {
     auto ctx_text = read_text(o.context, error);
     if (!ctx_text) return fail(error), false;
     ContextResult c = read_context(*ctx_text);
@@ -53,11 +56,14 @@ int run_check(const Options& o) {
     std::size_t errors = 0, warnings = 0;
     for (const auto& d : r.diagnostics)
       (d.severity == Severity::Error ? errors : warnings) += d.severity != Severity::Note;
-    if (r.ok())
-      std::cout << fmt::format("{} policies checked: {} errors, {} warnings\n",
-                               r.bundle->policies().size(), errors, warnings);
-    else
-      std::cout << fmt::format("{} errors, {} warnings\n", errors, warnings);
+    auto count = [](std::size_t n, const char* one, const char* many) {
+      return fmt::format("{} {}", n, n == 1 ? one : many);
+    };
+    std::cout << fmt::format(
+        "{}: {}, {}\n",
+        r.ok() ? count(r.bundle->policies().size(), "policy", "policies") + " checked"
+               : std::string("nothing compiled"),
+        count(errors, "error", "errors"), count(warnings, "warning", "warnings"));
   }
   return failed ? 1 : 0;
 }
@@ -130,26 +136,33 @@ int run_replay(const Options& o) {
                              "route", "delay", "rule", "warnings");
   for (int number = 1; std::getline(in, line); ++number) {
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
-    const json entry = json::parse(line, nullptr, false);
-    if (entry.is_discarded() || !entry.is_object() || !entry.contains("envelope")) {
+    // The envelope goes to the envelope reader as written; the rest of the line is parsed here.
+    const auto envelope_span = raw_member(line, "envelope");
+    std::string rest = line;
+    if (envelope_span)
+      rest.replace(envelope_span->first, envelope_span->second - envelope_span->first, "{}");
+    const json entry = json::parse(rest, nullptr, false);
+    if (!envelope_span || entry.is_discarded() || !entry.is_object()) {
       std::cerr << fmt::format(
           "{}:{}: error: not a trace line {{\"tool\", \"envelope\", \"context\"}}\n",
           o.paths.front(), number);
       ++bad;
       continue;
     }
-    ++lines;
-    EnvelopeResult e = read_envelope(entry["envelope"].dump());
+    EnvelopeResult e = read_envelope(std::string_view(line).substr(
+        envelope_span->first, envelope_span->second - envelope_span->first));
     json ctx_json = entry.value("context", json::object());
     if (entry.contains("tool") && ctx_json.is_object() && !ctx_json.contains("tool"))
       ctx_json["tool"] = entry["tool"];
     ContextResult c = read_context(ctx_json.dump());
     if (!c.ok) {
       for (auto& d : c.errors)
-        std::cerr << fmt::format("{}:{}: error: {}\n", o.paths.front(), number, d.message);
+        std::cerr << fmt::format("{}:{}: error[{}]: {}\n", o.paths.front(), number, d.code,
+                                 d.message);
       ++bad;
       continue;
     }
+    ++lines;
     Decision d;
     if (e.ok) {
       d = bundle->decide(e.envelope, c.context);

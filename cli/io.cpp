@@ -24,6 +24,69 @@ std::optional<std::string> read_text(const std::string& path, std::string& error
   return text.str();
 }
 
+namespace {
+
+// Offset just past the JSON string starting at `i` (a '"'), or npos.
+std::size_t skip_string(std::string_view s, std::size_t i) {
+  for (++i; i < s.size(); ++i) {
+    if (s[i] == '\\')
+      ++i;
+    else if (s[i] == '"')
+      return i + 1;
+  }
+  return std::string_view::npos;
+}
+
+// Offset just past the JSON value starting at `i`, or npos (brackets and strings only: the
+// envelope reader validates the value itself).
+std::size_t skip_value(std::string_view s, std::size_t i) {
+  int depth = 0;
+  for (; i < s.size(); ++i) {
+    const char c = s[i];
+    if (c == '"') {
+      i = skip_string(s, i);
+      if (i == std::string_view::npos) return i;
+      --i;
+    } else if (c == '{' || c == '[') {
+      ++depth;
+    } else if (c == '}' || c == ']') {
+      if (depth == 0) return i;
+      if (--depth == 0) return i + 1;
+    } else if (c == ',' && depth == 0) {
+      return i;
+    }
+    if (depth == 0 && c == '"') return i + 1;
+  }
+  return depth == 0 ? s.size() : std::string_view::npos;
+}
+
+}  // namespace
+
+std::optional<std::pair<std::size_t, std::size_t>> raw_member(std::string_view s,
+                                                              std::string_view key) {
+  auto ws = [&](std::size_t i) {
+    while (i < s.size() && (s[i] == ' ' || s[i] == '\t' || s[i] == '\r' || s[i] == '\n')) ++i;
+    return i;
+  };
+  std::size_t i = ws(0);
+  if (i >= s.size() || s[i] != '{') return std::nullopt;
+  i = ws(i + 1);
+  while (i < s.size() && s[i] == '"') {
+    const std::size_t key_end = skip_string(s, i);
+    if (key_end == std::string_view::npos) return std::nullopt;
+    const std::string_view name = s.substr(i + 1, key_end - i - 2);
+    i = ws(key_end);
+    if (i >= s.size() || s[i] != ':') return std::nullopt;
+    const std::size_t begin = ws(i + 1);
+    const std::size_t end = skip_value(s, begin);
+    if (end == std::string_view::npos || end <= begin) return std::nullopt;
+    if (name == key) return std::make_pair(begin, end);
+    i = ws(end);
+    if (i < s.size() && s[i] == ',') i = ws(i + 1);
+  }
+  return std::nullopt;
+}
+
 void print_diagnostics(const std::vector<Diagnostic>& diagnostics, Format format,
                        std::ostream& out) {
   if (format == Format::Json) {

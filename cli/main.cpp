@@ -10,8 +10,9 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   const std::map<std::string, Format> formats{{"text", Format::Text}, {"json", Format::Json}};
   auto common = [&](CLI::App* c) {
-    c->add_option("--format", o.format, "output format: text or json")
-        ->transform(CLI::CheckedTransformer(formats, CLI::ignore_case));
+    c->add_option("--format", o.format, "output format: text (default) or json")
+        ->transform(CLI::CheckedTransformer(formats, CLI::ignore_case).description(""))
+        ->type_name("text|json");
     c->add_flag("--strict", o.strict, "treat warnings as errors");
   };
   auto inputs = [&](CLI::App* c) {

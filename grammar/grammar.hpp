@@ -54,7 +54,8 @@ struct string_lit : pg::seq<pg::one<'"'>, pg::star<string_char>, pg::one<'"'>> {
 
 // number = [ "-" ] digit { digit } [ "." digit { digit } ] [ unit ] ;  unit = "ms" | "s" | "m" |
 // "h" ;
-struct unit : pg::sor<TAO_PEGTL_STRING("ms"), pg::one<'s', 'm', 'h'>> {};
+// (the checker accepts the units ms, s, m and h; any other letters are a clear E025 there)
+struct unit : pg::plus<pg::alpha> {};
 struct number : pg::seq<pg::opt<pg::one<'-'>>, pg::plus<pg::digit>,
                         pg::opt<pg::one<'.'>, pg::plus<pg::digit>>, pg::opt<unit>,
                         pg::not_at<pg::identifier_other>> {};

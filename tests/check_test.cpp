@@ -152,6 +152,9 @@ TEST_CASE("check: durations (E025)", "[check]") {
               "durations need a unit: ms, s, m or h"});
   expect_one(in_policy("  rule r when retry_after > 0.5ms -> stop\n  default -> stop"),
              {"E025", 2, 29, "duration 0.5ms is not a whole number of milliseconds", nullptr});
+  expect_one(in_policy("  limits { deadline = 5sec }\n  default -> stop"),
+             {"E025", 2, 23, "unknown unit 'sec' in 5sec",
+              "durations take ms, s, m or h; did you mean 's'?"});
   CHECK(test::diagnostics("policy \"p\" { rule r when retry_after > 1.5s -> stop default -> stop }")
             .empty());
 }

@@ -36,6 +36,10 @@ TEST_CASE("cli: check reports diagnostics with caret; exit 1 on errors", "[cli]"
   auto ok = test::run(cmd("check " + examples()));
   CHECK(ok.status == 0);
   CHECK_THAT(ok.out, Catch::Contains("6 policies checked: 0 errors, 0 warnings"));
+  const auto one =
+      temp_file("one.recourse", "policy \"p\" { rule r when nope -> stop default -> stop }");
+  CHECK_THAT(test::run(cmd("check " + one)).out,
+             Catch::Contains("nothing compiled: 1 error, 0 warnings"));
 
   const auto bad = temp_file(
       "bad.recourse",
@@ -129,11 +133,27 @@ TEST_CASE("cli: replay the bundled trace", "[cli]") {
   for (const auto& d : out["decisions"])
     if (d["decision"]["rule"] == "needs_approval") CHECK(d["decision"]["route"] == "authorize");
 
-  const auto bad =
-      temp_file("bad.jsonl", "{\"tool\":\"payments.create\",\"envelope\":{}}\nnot json\n");
+  const auto bad = temp_file("bad.jsonl",
+                             "{\"tool\":\"payments.create\",\"envelope\":{}}\nnot json\n"
+                             "{\"envelope\":{},\"context\":{\"attempt\":0}}\n");
   auto b = test::run(cmd("replay --policy " + examples() + " " + bad + " 2>&1"));
   CHECK(b.status == 1);
   CHECK_THAT(b.out, Catch::Contains(bad + ":2: error: not a trace line"));
+  CHECK_THAT(b.out,
+             Catch::Contains(bad + ":3: error[C001]: context.attempt must be an integer >= 1"));
+  CHECK_THAT(b.out, Catch::Contains("1 decisions, 2 bad lines"));
+
+  // The envelope reaches the reader as written: a duplicate key and a number beyond a double's
+  // range are dropped fields, not a rejected line.
+  const auto raw =
+      temp_file("raw.jsonl",
+                "{\"tool\":\"t\",\"envelope\":{\"code\":\"TRANSIENT\",\"code\":\"PERMISSION\","
+                "\"retryAfterMs\":1e999},\"context\":{\"tool\":\"t\"}}\n");
+  auto rj = test::run(cmd("replay --format json --policy " + examples() + " " + raw));
+  REQUIRE(rj.status == 0);
+  const auto kinds = nlohmann::json::parse(rj.out)["summary"]["warnings"];
+  CHECK(kinds["duplicate"] == 1);
+  CHECK(kinds["malformed"] == 1);
 }
 
 TEST_CASE("cli: compile --dump prints the tables", "[cli]") {

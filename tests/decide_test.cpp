@@ -288,7 +288,8 @@ TEST_CASE("decide: a bundle selects by tool name, then \"*\", else stops", "[dec
   auto without = recourse::compile({{"a", R"(policy "a" { default -> retry })"}});
   const auto d = without.bundle->decide({}, test::context(R"({"tool":"b"})"));
   CHECK(d.route == Route::Stop);
-  CHECK(d.warnings == recourse::kNoPolicy);
+  CHECK(d.warnings == (recourse::kNoPolicy | recourse::kTraceIdMinted));
+  CHECK(d.minted_trace_id != 0);
 }
 
 TEST_CASE("decide: a decision keeps its policy alive after the bundle is gone", "[decide]") {

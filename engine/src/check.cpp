@@ -85,6 +85,14 @@ class Checker {
             "durations need a unit: ms, s, m or h");
       return std::nullopt;
     }
+    constexpr std::array<std::string_view, 4> units = {"ms", "s", "m", "h"};
+    if (std::find(units.begin(), units.end(), v.unit) == units.end()) {
+      error("E025", v.pos, "unknown unit '" + v.unit + "' in " + v.text + v.unit,
+            "durations take ms, s, m or h" + std::string(did_you_mean(v.unit, units).empty()
+                                                             ? ""
+                                                             : "; " + did_you_mean(v.unit, units)));
+      return std::nullopt;
+    }
     const double scale = v.unit == "ms" ? 1 : v.unit == "s" ? 1e3 : v.unit == "m" ? 6e4 : 3.6e6;
     const double ms = std::strtod(v.text.c_str(), nullptr) * scale;
     if (!std::isfinite(ms) || ms != std::floor(ms) || std::fabs(ms) > 9.0e15) {

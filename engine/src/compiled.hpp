@@ -27,6 +27,10 @@ struct Compiled {
 Point make_point(const Compiled& policy, const Envelope& envelope, const Context& context,
                  std::uint32_t& warnings, std::string_view& nearest) noexcept;
 
+/// The trace id minted for an envelope without one: a hash of (tool, operation id, attempt,
+/// seed), printed as "local-%016x".
+std::uint64_t mint_trace_id(const Context& context, std::uint64_t seed) noexcept;
+
 /// Fills a decision from the action chosen (by the table or the interpreter; `label` and
 /// `exhausted` must live in `policy`): delay, budgets, key directive, trace id.
 void finish(const Compiled& policy, const Action& action, std::string_view label,

@@ -106,6 +106,11 @@ Point make_point(const Compiled& p, const Envelope& e, const Context& c, std::ui
   return point;
 }
 
+std::uint64_t mint_trace_id(const Context& c, std::uint64_t seed) noexcept {
+  return splitmix64(fnv1a(c.operation_id, fnv1a(c.tool)) ^ static_cast<std::uint64_t>(c.attempt) ^
+                    seed);
+}
+
 void finish(const Compiled& p, const Action& a, std::string_view label, std::string_view exhausted,
             std::uint32_t row, const Point& point, const Envelope& e, const Context& c,
             Decision& d) noexcept {
@@ -121,8 +126,7 @@ void finish(const Compiled& p, const Action& a, std::string_view label, std::str
   d.retry_after_ms = e.retry_after_ms;
   if (!e.trace_id) {
     d.warnings |= kTraceIdMinted;
-    d.minted_trace_id = splitmix64(fnv1a(c.operation_id, fnv1a(c.tool)) ^
-                                   static_cast<std::uint64_t>(c.attempt) ^ p.seed);
+    d.minted_trace_id = mint_trace_id(c, p.seed);
   }
   const bool keys = p.spec.honours_keys;
   const std::int64_t time_left = point[static_cast<std::size_t>(Attr::TimeLeft)].num;
@@ -214,6 +218,10 @@ Decision Bundle::decide(const Envelope& envelope, const Context& context) const 
   d.attempt = context.attempt;
   d.retry_after_ms = envelope.retry_after_ms;
   d.warnings = kNoPolicy;
+  if (!envelope.trace_id) {
+    d.warnings |= kTraceIdMinted;
+    d.minted_trace_id = detail::mint_trace_id(context, 0);
+  }
   return d;
 }
 
