@@ -26,7 +26,15 @@ struct Options {
 };
 
 // io.cpp
-std::optional<std::string> read_text(const std::string& path, std::string& error);
+/// Reads a file ("-" or empty: stdin), failing with `error` beyond `max_bytes` or on a directory.
+std::optional<std::string> read_text(const std::string& path, std::size_t max_bytes,
+                                     std::string& error);
+
+/// Input limits of the command (the library's own limits apply on top).
+inline constexpr std::size_t kMaxEnvelopeFileBytes = 1 << 20;
+inline constexpr std::size_t kMaxContextBytes = 1 << 20;
+inline constexpr std::size_t kMaxTraceBytes = std::size_t{1} << 30;
+inline constexpr std::size_t kMaxTraceLineDepth = 64;
 /// Compiles paths, prints diagnostics to stderr (text or JSON), returns the bundle or nullopt.
 std::optional<Bundle> load(const std::vector<std::string>& paths, const Options& options);
 /// The exact text of member `key` of the JSON object in `line` (top level only), so a trace's
@@ -34,6 +42,9 @@ std::optional<Bundle> load(const std::vector<std::string>& paths, const Options&
 /// Returns [begin, end) offsets, or nullopt when the line is not an object with that member.
 std::optional<std::pair<std::size_t, std::size_t>> raw_member(std::string_view line,
                                                               std::string_view key);
+/// The deepest nesting of objects and arrays in JSON text (brackets inside strings ignored),
+/// checked before a DOM parse, whose copies and destructors recurse.
+std::size_t nesting(std::string_view json);
 void print_diagnostics(const std::vector<Diagnostic>& diagnostics, Format format,
                        std::ostream& out);
 

@@ -21,7 +21,7 @@ int fail(const std::string& message) {
 // Reads the envelope JSON (file or stdin) and the context JSON (file, or empty context).
 bool read_inputs(const Options& o, Envelope& envelope, Context& context) {
   std::string error;
-  auto text = read_text(o.envelope, error);
+  auto text = read_text(o.envelope, kMaxEnvelopeFileBytes, error);
   if (!text) return fail(error), false;
   EnvelopeResult e = read_envelope(*text);
   if (!e.ok) return fail("envelope: " + e.error), false;
@@ -30,7 +30,7 @@ bool read_inputs(const Options& o, Envelope& envelope, Context& context) {
     std::cerr << "warning: no --context: deciding for tool \"\" (the \"*\" policy), attempt 1, "
                  "side effect unknown\n";
   } else {
-    auto ctx_text = read_text(o.context, error);
+    auto ctx_text = read_text(o.context, kMaxContextBytes, error);
     if (!ctx_text) return fail(error), false;
     ContextResult c = read_context(*ctx_text);
     if (!c.ok) {
@@ -123,7 +123,7 @@ int run_replay(const Options& o) {
   if (!bundle) return 1;
   std::string error;
   if (o.paths.empty()) return fail("replay needs a trace file (JSONL)");
-  auto text = read_text(o.paths.front(), error);
+  auto text = read_text(o.paths.front(), kMaxTraceBytes, error);
   if (!text) return fail(error);
 
   std::map<std::string, int> routes, warnings;
@@ -136,6 +136,13 @@ int run_replay(const Options& o) {
                              "route", "delay", "rule", "warnings");
   for (int number = 1; std::getline(in, line); ++number) {
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    if (nesting(line) > kMaxTraceLineDepth || line.find('\0') != std::string::npos) {
+      std::cerr << fmt::format(
+          "{}:{}: error: trace line nested deeper than {} levels or holding a NUL byte\n",
+          o.paths.front(), number, kMaxTraceLineDepth);
+      ++bad;
+      continue;
+    }
     // The envelope goes to the envelope reader as written; the rest of the line is parsed here.
     const auto envelope_span = raw_member(line, "envelope");
     std::string rest = line;
@@ -167,9 +174,7 @@ int run_replay(const Options& o) {
     if (e.ok) {
       d = bundle->decide(e.envelope, c.context);
     } else {
-      d.route = Route::Stop;
-      d.rule = "unreadable_envelope";
-      d.warnings = kUnreadableEnvelope;
+      d = bundle->unreadable(c.context);
     }
     const json out = json::parse(to_json(d, e.envelope));
     ++routes[out["route"].get<std::string>()];

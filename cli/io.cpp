@@ -1,6 +1,7 @@
 // Input helpers of the command: reading files or stdin, loading a bundle, printing diagnostics.
 #include <fmt/format.h>
 
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -9,19 +10,33 @@
 
 namespace recourse::cli {
 
-std::optional<std::string> read_text(const std::string& path, std::string& error) {
-  std::ostringstream text;
-  if (path.empty() || path == "-") {
-    text << std::cin.rdbuf();
-    return text.str();
-  }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    error = fmt::format("cannot read {}", path);
+std::optional<std::string> read_text(const std::string& path, std::size_t max_bytes,
+                                     std::string& error) {
+  const bool stdin_input = path.empty() || path == "-";
+  const std::string name = stdin_input ? std::string("stdin") : path;
+  std::error_code ec;
+  if (!stdin_input && std::filesystem::is_directory(path, ec)) {
+    error = fmt::format("{} is a directory", path);
     return std::nullopt;
   }
-  text << in.rdbuf();
-  return text.str();
+  std::ifstream file;
+  if (!stdin_input) {
+    file.open(path, std::ios::binary);
+    if (!file) {
+      error = fmt::format("cannot read {}", path);
+      return std::nullopt;
+    }
+  }
+  std::istream& in = stdin_input ? std::cin : file;
+  // Read at most one byte past the limit, so an endless input (/dev/zero) cannot exhaust memory.
+  std::string text(max_bytes + 1, '\0');
+  in.read(text.data(), static_cast<std::streamsize>(text.size()));
+  text.resize(static_cast<std::size_t>(in.gcount()));
+  if (text.size() > max_bytes) {
+    error = fmt::format("{} is larger than {} bytes", name, max_bytes);
+    return std::nullopt;
+  }
+  return text;
 }
 
 namespace {
@@ -85,6 +100,22 @@ std::optional<std::pair<std::size_t, std::size_t>> raw_member(std::string_view s
     if (i < s.size() && s[i] == ',') i = ws(i + 1);
   }
   return std::nullopt;
+}
+
+std::size_t nesting(std::string_view s) {
+  std::size_t depth = 0, deepest = 0;
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '"') {
+      i = skip_string(s, i);
+      if (i == std::string_view::npos) break;
+      --i;
+    } else if (s[i] == '{' || s[i] == '[') {
+      deepest = std::max(deepest, ++depth);
+    } else if ((s[i] == '}' || s[i] == ']') && depth > 0) {
+      --depth;
+    }
+  }
+  return deepest;
 }
 
 void print_diagnostics(const std::vector<Diagnostic>& diagnostics, Format format,

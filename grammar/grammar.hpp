@@ -49,8 +49,11 @@ struct name : pg::seq<pg::not_at<keyword>, ident> {};
 
 // string = '"' { char | escape } '"' ;   escape = "\" ( '"' | "\" | "n" | "t" ) ;
 struct escape : pg::seq<pg::one<'\\'>, pg::one<'"', '\\', 'n', 't'>> {};
-struct string_char : pg::sor<escape, pg::not_one<'"', '\\', '\n', '\r'>> {};
-struct string_lit : pg::seq<pg::one<'"'>, pg::star<string_char>, pg::one<'"'>> {};
+// Strings are UTF-8: a byte sequence that is not valid UTF-8 ends the string, and the missing
+// closing quote is then the error (E001).
+struct string_char : pg::sor<escape, pg::utf8::not_one<'"', '\\', '\n', '\r'>> {};
+struct string_close : pg::one<'"'> {};
+struct string_lit : pg::seq<pg::one<'"'>, pg::star<string_char>, pg::must<string_close>> {};
 
 // number = [ "-" ] digit { digit } [ "." digit { digit } ] [ unit ] ;  unit = "ms" | "s" | "m" |
 // "h" ;
@@ -167,6 +170,9 @@ template <>
 inline constexpr const char* error_message<block_close> = "a setting 'name = value' or '}'";
 template <>
 inline constexpr const char* error_message<codes_close> = "a code name or '}'";
+template <>
+inline constexpr const char* error_message<string_close> =
+    "'\"' to close the string (strings are one line of valid UTF-8; escapes: \\\" \\\\ \\n \\t)";
 template <>
 inline constexpr const char* error_message<backoff_kind> =
     "a backoff kind (constant, linear, exponential)";

@@ -49,7 +49,9 @@ struct control : tao::pegtl::must_if<errors>::control<Rule> {
   template <typename Input, typename... States>
   static void start(const Input& in, Depth& depth, States&&... st) {
     if constexpr (kNests<Rule>) {
-      if (++depth.current > depth.max) throw TooDeep{in.position()};
+      // max_depth counts the `(` and `not` nested inside a condition; the counter also sees the
+      // condition itself and the look-ahead for `not` at the innermost level (two more).
+      if (++depth.current > depth.max + 2) throw TooDeep{in.position()};
     }
     base::start(in, depth, st...);
   }

@@ -269,3 +269,67 @@ TEST_CASE("check: limits of the compiler (E090, E091, E093)", "[check]") {
   CHECK(r.diagnostics[0].line == 2);
   CHECK(r.diagnostics[0].message == "rule 'big' expands to more than 1000 terms");
 }
+
+TEST_CASE("check: names are not strings; out-of-range and negative durations", "[check]") {
+  expect_one(in_policy("  rule r when code == \"TIMEOUT\" -> stop\n  default -> stop"),
+             {"E012", 2, 23, "code values are names, not strings: write TIMEOUT", nullptr});
+  expect_one(in_policy("  limits { deadline = 99999999999999999999h }\n  default -> stop"),
+             {"E025", 2, 23, "duration 99999999999999999999h is out of range", nullptr});
+  expect_one(in_policy("  limits { min_delay = -5ms }\n  default -> stop"),
+             {"E019", 2, 24, "min_delay must not be negative", nullptr});
+}
+
+TEST_CASE("check: strings must be valid UTF-8 on one line", "[check]") {
+  auto d = test::diagnostics("policy \"p\" { default -> degrade \"bad\xc3\x28\" }");
+  REQUIRE(d.size() == 1);
+  CHECK(d[0].code == "E001");
+  CHECK(d[0].column == 37);
+  CHECK(test::diagnostics("policy \"p\" { default -> degrade \"caf\xc3\xa9\" }").empty());
+}
+
+TEST_CASE("check: nesting up to max_depth is accepted, one more is E092", "[check]") {
+  auto nested = [](int n) {
+    return "policy \"p\" { rule r when " + std::string(n, '(') + "retryable" + std::string(n, ')') +
+           " -> stop default -> stop }";
+  };
+  CHECK(test::diagnostics(nested(64)).empty());
+  auto d = test::diagnostics(nested(65));
+  REQUIRE(d.size() == 1);
+  CHECK(d[0].code == "E092");
+  auto nots = [](int n) {
+    std::string s;
+    for (int i = 0; i < n; ++i) s += "not ";
+    return "policy \"p\" { rule r when " + s + "retryable -> stop default -> stop }";
+  };
+  CHECK(test::diagnostics(nots(64)).empty());
+  CHECK(test::diagnostics(nots(65)).at(0).code == "E092");
+}
+
+TEST_CASE("check: an `or` over one attribute stays one term, however long", "[check]") {
+  // 12 groups of 4096 alternatives: a naive expansion multiplies them out; merging keeps 1 term.
+  std::string cond;
+  for (int g = 0; g < 12; ++g) {
+    cond += g ? " and (" : "(";
+    for (int i = 1; i <= 4096; ++i)
+      cond += (i > 1 ? " or attempt == " : "attempt == ") + std::to_string(i);
+    cond += ")";
+  }
+  auto r = recourse::compile(
+      {{"t", "policy \"p\" { rule r when " + cond + " -> stop default -> stop }"}});
+  REQUIRE(r.ok());
+  CHECK_THAT(r.bundle->policies()[0].dump(), Catch::Contains("r0 r attempt={"));
+}
+
+TEST_CASE("check: a table beyond max_table_bytes is E094", "[check]") {
+  std::string rules;
+  for (int i = 0; i < 2000; ++i)
+    rules += "rule r" + std::to_string(i) + " when attempt == " + std::to_string(i) +
+             " and elapsed == " + std::to_string(i) + "ms -> retry\n";
+  recourse::CompileOptions small;
+  small.max_table_bytes = 1 << 20;
+  auto r = recourse::compile({{"t", "policy \"p\" {\n" + rules + "default -> stop }"}}, small);
+  REQUIRE_FALSE(r.ok());
+  REQUIRE(r.diagnostics.size() == 1);
+  CHECK(r.diagnostics[0].code == "E094");
+  CHECK_THAT(r.diagnostics[0].message, Catch::EndsWith("the limit is 1 MiB"));
+}

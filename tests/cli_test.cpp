@@ -95,7 +95,7 @@ TEST_CASE("cli: decide prints one decision; envelope on stdin", "[cli]") {
   auto c = test::run(cmd("decide --policy " + examples() + " --envelope " + env + " --context " +
                          bad_ctx + " 2>&1"));
   CHECK(c.status == 1);
-  CHECK_THAT(c.out, Catch::Contains("context.attempt must be an integer >= 1"));
+  CHECK_THAT(c.out, Catch::Contains("context.attempt must be an integer in [1, 1000000000]"));
 }
 
 TEST_CASE("cli: explain shows the tests of each rule up to the match", "[cli]") {
@@ -140,7 +140,8 @@ TEST_CASE("cli: replay the bundled trace", "[cli]") {
   CHECK(b.status == 1);
   CHECK_THAT(b.out, Catch::Contains(bad + ":2: error: not a trace line"));
   CHECK_THAT(b.out,
-             Catch::Contains(bad + ":3: error[C001]: context.attempt must be an integer >= 1"));
+             Catch::Contains(
+                 bad + ":3: error[C001]: context.attempt must be an integer in [1, 1000000000]"));
   CHECK_THAT(b.out, Catch::Contains("1 decisions, 2 bad lines"));
 
   // The envelope reaches the reader as written: a duplicate key and a number beyond a double's
@@ -159,8 +160,32 @@ TEST_CASE("cli: replay the bundled trace", "[cli]") {
 TEST_CASE("cli: compile --dump prints the tables", "[cli]") {
   auto r = test::run(cmd("compile --dump " + examples() + "/payments.create.recourse"));
   CHECK(r.status == 0);
-  CHECK_THAT(r.out, Catch::StartsWith("policy \"payments.create\"\nhit first\nstrategy "));
+  CHECK_THAT(r.out,
+             Catch::StartsWith("policy \"payments.create\"\nhit first\ntool idempotent=false "));
   auto h = test::run(cmd("compile " + examples()));
   CHECK(h.status == 0);
   CHECK_THAT(h.out, Catch::Contains("policy \"payments.create\" sha256:"));
+}
+
+TEST_CASE("cli: hostile inputs get clear errors, bounded memory", "[cli]") {
+  // A deeply nested trace line is a bad line, not a stack overflow.
+  const std::string deep = "{\"tool\":\"t\",\"envelope\":{\"x\":" + std::string(5000, '[') +
+                           std::string(5000, ']') + "},\"context\":{}}\n";
+  auto r = test::run(
+      cmd("replay --policy " + examples() + " " + temp_file("deep.jsonl", deep) + " 2>&1"));
+  CHECK(r.status == 1);
+  CHECK_THAT(r.out, Catch::Contains("nested deeper than 64 levels"));
+  // Endless or oversized input stops at the limit.
+  auto z = test::run(cmd("decide --policy " + examples() + " --envelope /dev/zero 2>&1"));
+  CHECK(z.status == 1);
+  CHECK_THAT(z.out, Catch::Contains("/dev/zero is larger than 1048576 bytes"));
+  auto zc = test::run(cmd("check /dev/zero 2>&1"));
+  CHECK(zc.status == 1);
+  CHECK_THAT(zc.out, Catch::Contains("E090"));
+  auto dir = test::run(cmd("decide --policy " + examples() + " --envelope /tmp 2>&1"));
+  CHECK(dir.status == 1);
+  CHECK_THAT(dir.out, Catch::Contains("/tmp is a directory"));
+  // The same file named twice is one source, not a duplicate policy.
+  const std::string file = examples() + "/payments.create.recourse";
+  CHECK(test::run(cmd("check " + file + " " + file)).status == 0);
 }

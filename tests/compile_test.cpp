@@ -62,7 +62,9 @@ TEST_CASE("compile: a small domain gets a direct table, a large one bitsets", "[
   CHECK(small.decide(e, {}).rule == r.bundle->policies()[0].decide(e, {}).rule);
 }
 
-TEST_CASE("compile: rows are DNF terms; negation is the complement, absent included", "[compile]") {
+TEST_CASE(
+    "compile: rows are DNF terms (merged per column); negation is the complement, absent included",
+    "[compile]") {
   const auto p = test::policy(R"(policy "d" {
   limits { attempts = 2 }
   rule a when not (code == PERMISSION or retryable) -> degrade
@@ -70,57 +72,66 @@ TEST_CASE("compile: rows are DNF terms; negation is the complement, absent inclu
   default -> stop
 })",
                               "d.recourse");
-  CHECK(p.dump() ==
-        "policy \"d\"\n"
-        "hit first\n"
-        "strategy direct 11x3x3 = 99 entries\n"
-        "columns\n"
-        "  c0 code: TRANSIENT RATE_LIMITED TIMEOUT VALIDATION PERMISSION NOT_FOUND CONFLICT "
-        "QUOTA_EXCEEDED CONTEXT_OVERFLOW UNKNOWN absent\n"
-        "  c1 retryable: false true absent\n"
-        "  c2 attempt: [-inf,2) [2,3) [3,+inf)\n"
-        "rows\n"
-        "  r0 a "
-        "code={TRANSIENT,RATE_LIMITED,TIMEOUT,VALIDATION,NOT_FOUND,CONFLICT,QUOTA_EXCEEDED,CONTEXT_"
-        "OVERFLOW,UNKNOWN,absent} retryable={false,absent} -> degrade  @d.recourse:3:3\n"
-        "  r1 b attempt={[3,+inf)} -> stop  @d.recourse:4:3\n"
-        "  r2 b attempt={[-inf,2)} -> stop  @d.recourse:4:3\n"
-        "  r3 default * -> stop  @d.recourse:5:3\n");
+  CHECK(
+      p.dump() ==
+      "policy \"d\"\n"
+      "hit first\n"
+      "tool idempotent=false idempotency_keys=false cost=1 arguments=[] verify=\"\" fallback=\"\"\n"
+      "limits attempts=2 repairs=1 retry_after_max=60000ms deadline=none min_delay=50ms cost=none "
+      "repeats=3 try_timeout=none on_exhausted=stop on_open=stop\n"
+      "backoff exponential base=250ms factor=2 max=20000ms jitter=full\n"
+      "strategy direct 11x3x3 = 99 entries\n"
+      "columns\n"
+      "  c0 code: TRANSIENT RATE_LIMITED TIMEOUT VALIDATION PERMISSION NOT_FOUND CONFLICT "
+      "QUOTA_EXCEEDED CONTEXT_OVERFLOW UNKNOWN absent\n"
+      "  c1 retryable: false true absent\n"
+      "  c2 attempt: [-inf,2) [2,3) [3,+inf)\n"
+      "rows\n"
+      "  r0 a "
+      "code={TRANSIENT,RATE_LIMITED,TIMEOUT,VALIDATION,NOT_FOUND,CONFLICT,QUOTA_EXCEEDED,CONTEXT_"
+      "OVERFLOW,UNKNOWN,absent} retryable={false,absent} -> degrade  @d.recourse:3:3\n"
+      "  r1 b attempt={[-inf,2),[3,+inf)} -> stop  @d.recourse:4:3\n"
+      "  r2 default * -> stop  @d.recourse:5:3\n");
 }
 
 TEST_CASE("compile: guard rows precede each retry term, in precedence order", "[compile]") {
   const auto p = test::policy(
       "policy \"g\" {\n  rule r when retryable -> retry\n  default -> stop\n}\n", "g.recourse");
-  CHECK(p.dump() ==
-        "policy \"g\"\n"
-        "hit first\n"
-        "strategy direct 3x3x2x3x2x2x2x3 = 1296 entries\n"
-        "columns\n"
-        "  c0 retryable: false true absent\n"
-        "  c1 retry_after: [-inf,60001) [60001,+inf) absent\n"
-        "  c2 idempotent: false true\n"
-        "  c3 side_effect: none unknown committed\n"
-        "  c4 repeats: [-inf,3) [3,+inf)\n"
-        "  c5 attempts_left: [-inf,1) [1,+inf)\n"
-        "  c6 time_left: [-inf,1) [1,+inf)\n"
-        "  c7 deadline_slack: [-inf,0) [0,+inf) absent\n"
-        "rows\n"
-        "  r0 gate:committed retryable={true} side_effect={committed} -> stop \"side effect "
-        "already committed\"  @g.recourse:2:3\n"
-        "  r1 gate:unknown_outcome retryable={true} idempotent={false} side_effect={unknown} -> "
-        "escalate \"outcome unknown; verify before resending\"  @g.recourse:2:3\n"
-        "  r2 budget:retry_after retryable={true} retry_after={[60001,+inf)} -> stop \"server "
-        "asked to wait longer than retry_after_max\"  @g.recourse:2:3\n"
-        "  r3 budget:attempts retryable={true} attempts_left={[-inf,1)} -> stop \"attempt budget "
-        "spent\"  @g.recourse:2:3\n"
-        "  r4 budget:deadline retryable={true} time_left={[-inf,1)} -> stop \"operation deadline "
-        "passed\"  @g.recourse:2:3\n"
-        "  r5 budget:deadline retryable={true} deadline_slack={[-inf,0)} -> stop \"server asked to "
-        "wait beyond the deadline\"  @g.recourse:2:3\n"
-        "  r6 budget:repeats retryable={true} repeats={[3,+inf)} -> stop \"the same call failed "
-        "the same way too often; change approach\"  @g.recourse:2:3\n"
-        "  r7 r retryable={true} -> retry  @g.recourse:2:3\n"
-        "  r8 default * -> stop  @g.recourse:3:3\n");
+  CHECK(
+      p.dump() ==
+      "policy \"g\"\n"
+      "hit first\n"
+      "tool idempotent=false idempotency_keys=false cost=1 arguments=[] verify=\"\" fallback=\"\"\n"
+      "limits attempts=3 repairs=1 retry_after_max=60000ms deadline=none min_delay=50ms cost=none "
+      "repeats=3 try_timeout=none on_exhausted=stop on_open=stop\n"
+      "backoff exponential base=250ms factor=2 max=20000ms jitter=full\n"
+      "strategy direct 3x3x2x3x2x2x2x3 = 1296 entries\n"
+      "columns\n"
+      "  c0 retryable: false true absent\n"
+      "  c1 retry_after: [-inf,60001) [60001,+inf) absent\n"
+      "  c2 idempotent: false true\n"
+      "  c3 side_effect: none unknown committed\n"
+      "  c4 repeats: [-inf,3) [3,+inf)\n"
+      "  c5 attempts_left: [-inf,1) [1,+inf)\n"
+      "  c6 time_left: [-inf,1) [1,+inf)\n"
+      "  c7 deadline_slack: [-inf,0) [0,+inf) absent\n"
+      "rows\n"
+      "  r0 gate:committed retryable={true} side_effect={committed} -> stop \"side effect "
+      "already committed\"  @g.recourse:2:3\n"
+      "  r1 gate:unknown_outcome retryable={true} idempotent={false} side_effect={unknown} -> "
+      "escalate \"outcome unknown; verify before resending\"  @g.recourse:2:3\n"
+      "  r2 budget:retry_after retryable={true} retry_after={[60001,+inf)} -> stop \"server "
+      "asked to wait longer than retry_after_max\"  @g.recourse:2:3\n"
+      "  r3 budget:attempts retryable={true} attempts_left={[-inf,1)} -> stop \"attempt budget "
+      "spent\"  @g.recourse:2:3\n"
+      "  r4 budget:deadline retryable={true} time_left={[-inf,1)} -> stop \"operation deadline "
+      "passed\"  @g.recourse:2:3\n"
+      "  r5 budget:deadline retryable={true} deadline_slack={[-inf,0)} -> stop \"server asked to "
+      "wait beyond the deadline\"  @g.recourse:2:3\n"
+      "  r6 budget:repeats retryable={true} repeats={[3,+inf)} -> stop \"the same call failed "
+      "the same way too often; change approach\"  @g.recourse:2:3\n"
+      "  r7 r retryable={true} -> retry  @g.recourse:2:3\n"
+      "  r8 default * -> stop  @g.recourse:3:3\n");
   // A stop rule gets no guard rows.
   const auto s = test::policy(R"(policy "s" { rule r when retryable -> stop default -> stop })");
   CHECK_THAT(s.dump(), !Catch::Contains("budget:"));
@@ -162,4 +173,23 @@ TEST_CASE("compile: the hash names the table, not the formatting", "[compile]") 
   CHECK(a.hash() == b.hash());
   CHECK(a.hash() != c.hash());
   CHECK(a.hash().size() == 7 + 64);
+}
+
+TEST_CASE("compile: every setting that changes a decision changes the hash", "[compile]") {
+  const std::string base =
+      "policy \"h\" { %s rule r when retryable -> retry default -> degrade \"a\" }";
+  auto hash_of = [&](const std::string& extra, const std::string& tail = "") {
+    std::string text = base;
+    text.replace(text.find("%s"), 2, extra);
+    if (!tail.empty()) text.replace(text.find("degrade \"a\""), 11, tail);
+    return std::string(test::policy(text).hash());
+  };
+  const std::string plain = hash_of("");
+  CHECK(hash_of("backoff constant base 9s") != plain);
+  CHECK(hash_of("limits { min_delay = 10ms }") != plain);
+  CHECK(hash_of("tool { idempotency_keys = true }") != plain);
+  CHECK(hash_of("tool { arguments = [a] }") != plain);
+  CHECK(hash_of("throttle { max_tokens = 5 }") != plain);
+  // A reason that looks like two strings is not a target and a reason.
+  CHECK(hash_of("", "degrade \"a\\\" \\\"b\"") != hash_of("", "degrade \"a\" \"b\""));
 }

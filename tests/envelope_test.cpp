@@ -154,6 +154,24 @@ TEST_CASE("context: camelCase keys, strict types", "[envelope]") {
     REQUIRE_FALSE(r.errors.empty());
     CHECK(r.errors[0].code == "C001");
   }
+  for (const char* bad :
+       {R"({"deadlineMs":9223372036854775807})", R"({"attempt":9223372036854775808})",
+        R"({"elapsedMs":1000000000000001})", R"({"attempt":1e999})"}) {
+    INFO(bad);
+    CHECK_FALSE(recourse::read_context(bad).ok);
+  }
+  CHECK(recourse::read_context(R"({"attempt":1e999})")
+            .errors.at(0)
+            .message.rfind("context is not valid JSON: ", 0) == 0);
   auto r = recourse::read_context(R"({"attempt":0})");
-  CHECK(r.errors[0].message == "context.attempt must be an integer >= 1");
+  CHECK(r.errors[0].message == "context.attempt must be an integer in [1, 1000000000]");
+}
+
+TEST_CASE("envelope: a NUL byte is invalid JSON, not the end of the input", "[envelope]") {
+  using namespace std::string_literals;
+  const std::string envelope = "{\"code\":\"TRANSIENT\"}\0{\"code\":\"PERMISSION\"} garbage ["s;
+  auto r = recourse::read_envelope(envelope);
+  CHECK_FALSE(r.ok);
+  CHECK(r.error == "invalid JSON at byte 21: a NUL byte");
+  CHECK_FALSE(recourse::read_context("{\"tool\":\"t\"}\0{}"s).ok);
 }

@@ -113,12 +113,19 @@ CompileResult compile_paths(const std::vector<std::string>& paths, const Compile
     d.message = why;
     unreadable.push_back(std::move(d));
   };
+  std::vector<fs::path> seen;
   auto read = [&](const fs::path& p) {
+    std::error_code ec;
+    const fs::path canonical = fs::weakly_canonical(p, ec);
+    if (std::find(seen.begin(), seen.end(), canonical) != seen.end()) return;  // named twice
+    seen.push_back(canonical);
     std::ifstream in(p, std::ios::binary);
     if (!in) return unreadable_path(p.string(), "cannot read file");
-    std::ostringstream text;
-    text << in.rdbuf();
-    sources.push_back({p.string(), text.str()});
+    // One byte past the limit is enough to report E090 (and /dev/zero cannot exhaust memory).
+    std::string text(options.max_source_bytes + 1, '\0');
+    in.read(text.data(), static_cast<std::streamsize>(text.size()));
+    text.resize(static_cast<std::size_t>(in.gcount()));
+    sources.push_back({p.string(), std::move(text)});
   };
   for (const auto& path : paths) {
     std::error_code ec;

@@ -95,7 +95,12 @@ class Checker {
     }
     const double scale = v.unit == "ms" ? 1 : v.unit == "s" ? 1e3 : v.unit == "m" ? 6e4 : 3.6e6;
     const double ms = std::strtod(v.text.c_str(), nullptr) * scale;
-    if (!std::isfinite(ms) || ms != std::floor(ms) || std::fabs(ms) > 9.0e15) {
+    if (!std::isfinite(ms) || std::fabs(ms) > 1e15) {
+      error("E025", v.pos, "duration " + v.text + v.unit + " is out of range",
+            "durations go up to 1e15 ms (about 31,000 years)");
+      return std::nullopt;
+    }
+    if (ms != std::floor(ms)) {
       error("E025", v.pos,
             "duration " + v.text + v.unit + " is not a whole number of milliseconds");
       return std::nullopt;
@@ -114,7 +119,7 @@ class Checker {
   }
 
   std::optional<double> real(const ast::Value& v) {
-    if (v.kind != Kind::Number || !v.unit.empty() || v.text.size() > 20) {
+    if (v.kind != Kind::Number || !v.unit.empty() || v.text.size() > 40) {
       error("E012", v.pos, "expected a number, got '" + v.text + v.unit + "'");
       return std::nullopt;
     }
@@ -142,7 +147,15 @@ class Checker {
 
   std::optional<Constant> constant(Attr attr, const ast::Value& v, const PolicySpec& spec) {
     Constant c;
-    switch (info(attr).type) {
+    const Type type = info(attr).type;
+    if (v.kind == Kind::String &&
+        (type == Type::Code || type == Type::Bool || type == Type::Enum)) {
+      error("E012", v.pos,
+            std::string(info(attr).name) + " values are names, not strings: write " + v.text,
+            "only string attributes (field, suggestion, trace_id, tool) compare with \"strings\"");
+      return std::nullopt;
+    }
+    switch (type) {
       case Type::Code: {
         auto id = code_id(v, spec);
         if (!id) return std::nullopt;
@@ -420,51 +433,52 @@ class Checker {
     // Without on_exhausted / on_open: the tool's fallback when it declares one, else stop.
     if (!spec.fallback.empty())
       spec.on_exhausted = spec.on_open = Action{Route::Replace, spec.fallback, ""};
-    settings(p.limits,
-             {"attempts", "repairs", "retry_after_max", "deadline", "min_delay", "on_exhausted",
-              "on_open", "cost", "repeats", "try_timeout"},
-             "limits", [&](const ast::Setting& s) {
-               const ast::Value& v = s.values[0];
-               const std::string ceiling = std::to_string(options_.attempt_ceiling);
-               if (s.key == "attempts") {
-                 auto n = count(v);
-                 if (n && (*n < 1 || *n > options_.attempt_ceiling))
-                   error(
-                       "E019", v.pos, "attempts = " + v.text + " is outside [1, " + ceiling + "]",
-                       "attempts counts every call, the first included; the engine's ceiling is " +
-                           ceiling);
-                 else if (n)
-                   spec.attempts = *n;
-               } else if (s.key == "repairs" || s.key == "repeats") {
-                 auto n = count(v);
-                 const std::int64_t low = s.key == "repeats" ? 1 : 0;
-                 if (n && (*n < low || *n > options_.attempt_ceiling))
-                   error("E019", v.pos,
-                         s.key + " = " + v.text + " is outside [" + std::to_string(low) + ", " +
-                             ceiling + "]");
-                 else if (n)
-                   (s.key == "repairs" ? spec.repairs : spec.repeats) = *n;
-               } else if (s.key == "cost") {
-                 auto n = count(v);
-                 if (n && (*n < 1 || *n > kMaxCount))
-                   error("E019", v.pos, "cost must be in [1, " + std::to_string(kMaxCount) + "]");
-                 else if (n)
-                   spec.cost_max = *n;
-               } else if (s.key == "on_exhausted" || s.key == "on_open") {
-                 fallback_route(s, spec, s.key == "on_open" ? spec.on_open : spec.on_exhausted);
-               } else {
-                 auto ms = duration(v);
-                 if (!ms) return;
-                 if (*ms < 0 || (*ms == 0 && s.key != "min_delay")) {
-                   error("E019", v.pos, s.key + " must be positive");
-                   return;
-                 }
-                 (s.key == "retry_after_max" ? spec.retry_after_max_ms
-                  : s.key == "deadline"      ? spec.deadline_ms
-                  : s.key == "try_timeout"   ? spec.try_timeout_ms
-                                             : spec.min_delay_ms) = *ms;
-               }
-             });
+    settings(
+        p.limits,
+        {"attempts", "repairs", "retry_after_max", "deadline", "min_delay", "on_exhausted",
+         "on_open", "cost", "repeats", "try_timeout"},
+        "limits", [&](const ast::Setting& s) {
+          const ast::Value& v = s.values[0];
+          const std::string ceiling = std::to_string(options_.attempt_ceiling);
+          if (s.key == "attempts") {
+            auto n = count(v);
+            if (n && (*n < 1 || *n > options_.attempt_ceiling))
+              error("E019", v.pos, "attempts = " + v.text + " is outside [1, " + ceiling + "]",
+                    "attempts counts every call, the first included; the engine's ceiling is " +
+                        ceiling);
+            else if (n)
+              spec.attempts = *n;
+          } else if (s.key == "repairs" || s.key == "repeats") {
+            auto n = count(v);
+            const std::int64_t low = s.key == "repeats" ? 1 : 0;
+            if (n && (*n < low || *n > options_.attempt_ceiling))
+              error("E019", v.pos,
+                    s.key + " = " + v.text + " is outside [" + std::to_string(low) + ", " +
+                        ceiling + "]");
+            else if (n)
+              (s.key == "repairs" ? spec.repairs : spec.repeats) = *n;
+          } else if (s.key == "cost") {
+            auto n = count(v);
+            if (n && (*n < 1 || *n > kMaxCount))
+              error("E019", v.pos, "cost must be in [1, " + std::to_string(kMaxCount) + "]");
+            else if (n)
+              spec.cost_max = *n;
+          } else if (s.key == "on_exhausted" || s.key == "on_open") {
+            fallback_route(s, spec, s.key == "on_open" ? spec.on_open : spec.on_exhausted);
+          } else {
+            auto ms = duration(v);
+            if (!ms) return;
+            if (*ms < 0 || (*ms == 0 && s.key != "min_delay")) {
+              error("E019", v.pos,
+                    s.key + (s.key == "min_delay" ? " must not be negative" : " must be positive"));
+              return;
+            }
+            (s.key == "retry_after_max" ? spec.retry_after_max_ms
+             : s.key == "deadline"      ? spec.deadline_ms
+             : s.key == "try_timeout"   ? spec.try_timeout_ms
+                                        : spec.min_delay_ms) = *ms;
+          }
+        });
   }
 
   void breaker_block(const ast::Policy& p, PolicySpec& spec) {

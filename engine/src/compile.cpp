@@ -15,6 +15,7 @@
 #include "compile.hpp"
 
 #include <algorithm>
+#include <map>
 #include <set>
 
 #include "eval.hpp"
@@ -26,6 +27,9 @@ namespace {
 using Cube = std::vector<CellSet>;
 
 struct TooManyTerms {};
+struct TooLarge {
+  std::size_t bytes;
+};
 
 class Compiler {
  public:
@@ -47,6 +51,10 @@ class Compiler {
         }
     build_columns();
     for (std::uint32_t i = 0; i < spec_.rules.size(); ++i) add_rule(i);
+    std::size_t bitset_bytes = 0;
+    for (const auto& col : table_.columns)
+      bitset_bytes += col.cells * ((table_.rows.size() + 63) / 64) * 8;
+    size_check(rows_bytes() + bitset_bytes);
     build_bitsets();
     build_direct();
     return std::move(table_);
@@ -156,12 +164,15 @@ class Compiler {
         limit(out.size() + terms.size());
         std::move(terms.begin(), terms.end(), std::back_inserter(out));
       }
+      merge(out);
       return out;
     }
     std::vector<Cube> out{full_cube()};
     for (const auto& child : c.children) {
       const auto terms = dnf(child, negated);
       std::vector<Cube> next;
+      work_ += out.size() * terms.size();
+      if (work_ > options_.max_dnf_work) throw TooManyTerms{};
       for (const auto& a : out)
         for (const auto& b : terms) {
           Cube both = intersect(a, b);
@@ -170,10 +181,32 @@ class Compiler {
             limit(next.size());
           }
         }
+      merge(next);
       out = std::move(next);
       if (out.empty()) break;
     }
     return out;
+  }
+
+  // Joins terms that differ in one column only (x in {1} or x in {2} -> x in {1, 2}), column by
+  // column: an `or` over one attribute stays one term, however long.
+  void merge(std::vector<Cube>& terms) const {
+    if (terms.size() < 2) return;
+    for (std::size_t c = 0; c < table_.columns.size(); ++c) {
+      std::map<std::vector<std::uint64_t>, std::size_t> index;  // all other columns -> term
+      std::vector<Cube> out;
+      for (auto& t : terms) {
+        std::vector<std::uint64_t> key;
+        for (std::size_t k = 0; k < t.size(); ++k)
+          if (k != c) key.insert(key.end(), t[k].words().begin(), t[k].words().end());
+        auto [it, fresh] = index.emplace(std::move(key), out.size());
+        if (fresh)
+          out.push_back(std::move(t));
+        else
+          out[it->second][c] |= t[c];
+      }
+      terms = std::move(out);
+    }
   }
 
   // The intersection, or an empty vector when some column's set is empty.
@@ -196,6 +229,7 @@ class Compiler {
 
   void add_rule(std::uint32_t index) {
     current_rule = index;
+    work_ = 0;
     const RuleSpec& rule = spec_.rules[index];
     const std::vector<Cube> terms =
         rule.when ? dnf(*rule.when, false) : std::vector<Cube>{full_cube()};
@@ -213,6 +247,7 @@ class Compiler {
       }
       table_.rows.push_back(Row{term, own});
     }
+    size_check(rows_bytes());
   }
 
   // W001: a term constrains an envelope column yet accepts its absent cell. Positive tests never
@@ -257,6 +292,15 @@ class Compiler {
                          [&](const Cond& child) { return tests_absence(child, attr); });
     const Attr target = attr == Attr::FieldInArguments ? Attr::Field : attr;
     return c.op == ast::Op::IsAbsent && c.attr == target;
+  }
+
+  std::size_t rows_bytes() const {
+    std::size_t per_row = sizeof(Row);
+    for (const auto& col : table_.columns) per_row += sizeof(CellSet) + (col.cells + 63) / 64 * 8;
+    return table_.rows.size() * per_row;
+  }
+  void size_check(std::size_t bytes) const {
+    if (bytes > options_.max_table_bytes) throw TooLarge{bytes};
   }
 
   // ---- matchers -----------------------------------------------------------------------------
@@ -308,6 +352,7 @@ class Compiler {
   std::array<std::set<std::int64_t>, kAttrCount> cuts_;
   std::array<std::set<std::string>, kAttrCount> strings_;
   std::array<int, kAttrCount> column_of_{};
+  std::size_t work_ = 0;  // term intersections for the current rule
 };
 
 }  // namespace
@@ -317,6 +362,21 @@ std::optional<Table> compile(const PolicySpec& spec, const CompileOptions& optio
   Compiler compiler(spec, options, text, diagnostics);
   try {
     return compiler.run();
+  } catch (const TooLarge& e) {
+    Diagnostic d;
+    d.code = "E094";
+    d.file = spec.file;
+    d.line = spec.pos.line;
+    d.column = spec.pos.column;
+    d.message = "policy '" + spec.name + "' compiles to a table of more than " +
+                std::to_string(e.bytes >> 20) + " MiB; the limit is " +
+                std::to_string(options.max_table_bytes >> 20) + " MiB";
+    d.help =
+        "rules comparing many distinct constants make many cells; group them with `in [..]`, "
+        "or raise CompileOptions::max_table_bytes";
+    d.source_line = grammar::line_of(text, spec.pos.line);
+    diagnostics.push_back(std::move(d));
+    return std::nullopt;
   } catch (const TooManyTerms&) {
     const RuleSpec& rule = spec.rules.at(compiler.current_rule);
     Diagnostic d;

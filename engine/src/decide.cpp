@@ -196,6 +196,9 @@ std::string_view Policy::name() const noexcept {
 std::string_view Policy::hash() const noexcept {
   return impl_->hash;
 }
+std::int64_t Policy::call_cost() const noexcept {
+  return impl_->spec.cost;
+}
 std::string Policy::dump() const {
   return detail::dump(impl_->table, impl_->spec, true);
 }
@@ -207,6 +210,22 @@ const Policy* Bundle::find(std::string_view tool) const noexcept {
     if (it != policies_.end() && it->name() == name) return &*it;
   }
   return nullptr;
+}
+
+Decision Bundle::unreadable(const Context& context) const noexcept {
+  Decision d;
+  if (const Policy* p = find(context.tool)) {
+    d.policy = p->name();
+    d.policy_hash = p->hash();
+    d.keep_alive = p->impl_;
+  }
+  d.route = Route::Stop;
+  d.rule = "unreadable_envelope";
+  d.reason = "the envelope could not be read";
+  d.attempt = context.attempt;
+  d.warnings = kUnreadableEnvelope | kTraceIdMinted;
+  d.minted_trace_id = detail::mint_trace_id(context, 0);
+  return d;
 }
 
 Decision Bundle::decide(const Envelope& envelope, const Context& context) const noexcept {

@@ -63,9 +63,9 @@ class Reader : public nlohmann::json_sax<nlohmann::json> {
   bool number_float(number_float_t v, const string_t&) override {
     if (!std::isfinite(v) || v < 0) return number(v, false, 0);
     const double up = std::ceil(v);
-    return number(
-        v, true,
-        up >= 9.2e18 ? std::numeric_limits<std::int64_t>::max() : static_cast<std::int64_t>(up));
+    return number(v, true,
+                  up >= 9223372036854775807.0 ? std::numeric_limits<std::int64_t>::max()
+                                              : static_cast<std::int64_t>(up));
   }
   bool string(string_t& v) override {
     return scalar([&] {
@@ -266,6 +266,11 @@ EnvelopeResult read_envelope(std::string_view json, const ReaderLimits& limits) 
                   std::to_string(limits.max_bytes);
       return out;
     }
+    // JSON has no raw NUL (inside strings it must be escaped); nlohmann would stop reading there.
+    if (const auto nul = json.find('\0'); nul != std::string_view::npos) {
+      out.error = "invalid JSON at byte " + std::to_string(nul + 1) + ": a NUL byte";
+      return out;
+    }
     std::string text;  // a patched copy, made only when a number overflows
     std::string_view input = json;
     std::string error;
@@ -305,6 +310,8 @@ EnvelopeResult read_envelope(std::string_view json, const ReaderLimits& limits) 
 
 namespace {
 
+constexpr std::int64_t kMaxMs = 1'000'000'000'000'000;
+
 struct ContextReader {
   std::vector<Diagnostic>& errors;
 
@@ -315,12 +322,18 @@ struct ContextReader {
     errors.push_back(std::move(d));
   }
 
+  // Trusted numbers stay far below INT64_MAX (which means "no limit" inside the engine) so no
+  // sum or difference of two of them can overflow: counts up to 1e9, ms up to 1e15 (31,000 years).
   template <typename T>
-  void integer(const nlohmann::json& j, const char* key, T& out, std::int64_t min) {
+  void integer(const nlohmann::json& j, const char* key, T& out, std::int64_t min,
+               std::int64_t max = 1'000'000'000) {
     auto it = j.find(key);
     if (it == j.end() || it->is_null()) return;
-    if (!it->is_number_integer() || it->get<std::int64_t>() < min)
-      return fail(key, "must be an integer >= " + std::to_string(min));
+    if (!it->is_number_integer() ||
+        (it->is_number_unsigned() && it->get<std::uint64_t>() > static_cast<std::uint64_t>(max)) ||
+        it->get<std::int64_t>() < min || it->get<std::int64_t>() > max)
+      return fail(
+          key, "must be an integer in [" + std::to_string(min) + ", " + std::to_string(max) + "]");
     out = it->get<std::int64_t>();
   }
   void text(const nlohmann::json& j, const char* key, std::string& out) {
@@ -336,13 +349,21 @@ struct ContextReader {
 ContextResult read_context(std::string_view json) noexcept {
   ContextResult out;
   try {
-    const auto j = nlohmann::json::parse(json.begin(), json.end(), nullptr, false);
     ContextReader r{out.errors};
-    if (j.is_discarded() || !j.is_object()) {
-      r.fail("", "is not a JSON object");
-      out.errors.back().message = "context is not a JSON object";
+    auto whole = [&](std::string message) {
+      r.fail("", "");
+      out.errors.back().message = std::move(message);
       return out;
+    };
+    if (json.find('\0') != std::string_view::npos)
+      return whole("context is not valid JSON: a NUL byte");
+    nlohmann::json j;
+    try {
+      j = nlohmann::json::parse(json.begin(), json.end());
+    } catch (const nlohmann::json::exception& e) {
+      return whole(std::string("context is not valid JSON: ") + e.what());
     }
+    if (!j.is_object()) return whole("context is not a JSON object");
     Context& c = out.context;
     r.text(j, "tool", c.tool);
     r.text(j, "operationId", c.operation_id);
@@ -366,18 +387,18 @@ ContextResult read_context(std::string_view json) noexcept {
     }
     r.integer(j, "attempt", c.attempt, 1);
     r.integer(j, "repairs", c.repairs, 0);
-    r.integer(j, "elapsedMs", c.elapsed_ms, 0);
+    r.integer(j, "elapsedMs", c.elapsed_ms, 0, kMaxMs);
     std::int64_t v = -1;
     r.integer(j, "maxAttempts", v, 1);
     if (v >= 1) c.max_attempts = v;
     v = -1;
-    r.integer(j, "deadlineMs", v, 0);
+    r.integer(j, "deadlineMs", v, 0, kMaxMs);
     if (v >= 0) c.deadline_ms = v;
     r.integer(j, "lowerRetries", c.lower_retries, 0);
     r.integer(j, "repeats", c.repeats, 0);
-    r.integer(j, "costSpent", c.cost_spent, 0);
+    r.integer(j, "costSpent", c.cost_spent, 0, kMaxMs);
     v = -1;
-    r.integer(j, "nowMs", v, 0);
+    r.integer(j, "nowMs", v, 0, kMaxMs);
     if (v >= 0) c.now_ms = v;
     std::string next_key;
     r.text(j, "idempotencyKey", c.idempotency_key);

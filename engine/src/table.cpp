@@ -2,7 +2,9 @@
 #include "table.hpp"
 
 #include <fmt/format.h>
+
 #include <algorithm>
+#include <nlohmann/json.hpp>
 
 namespace recourse::detail {
 
@@ -24,11 +26,21 @@ CellSet& CellSet::operator&=(const CellSet& other) {
   return *this;
 }
 
+CellSet& CellSet::operator|=(const CellSet& other) {
+  for (std::size_t i = 0; i < words_.size(); ++i) words_[i] |= other.words_[i];
+  return *this;
+}
+
 CellSet CellSet::complement() const {
   CellSet out(cells_, false);
   for (std::size_t c = 0; c < cells_; ++c)
     if (!test(c)) out.set(c);
   return out;
+}
+
+std::string quote(std::string_view s) {
+  return nlohmann::json(std::string(s))
+      .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 std::size_t Column::cell_of(const Slot& slot) const noexcept {
@@ -82,7 +94,7 @@ std::string Column::cell_name(std::size_t cell) const {
     case Type::Enum:
       return std::string(info(attr).values[cell]);
     case Type::String:
-      return cell < strings.size() ? fmt::format("\"{}\"", strings[cell]) : "other";
+      return cell < strings.size() ? quote(strings[cell]) : "other";
     default: {
       auto bound = [](std::int64_t v) {
         if (v == std::numeric_limits<std::int64_t>::min()) return std::string("-inf");
@@ -121,7 +133,43 @@ std::uint32_t Table::match(const Point& point) const noexcept {
 }
 
 std::string dump(const Table& table, const PolicySpec& spec, bool with_positions) {
-  std::string out = fmt::format("policy \"{}\"\nhit first\n", spec.name);
+  // Everything that changes a decision is in the dump (so in the hash): settings, then the table.
+  auto ms = [](std::int64_t v) {
+    return v == kNoLimit ? std::string("none") : std::to_string(v) + "ms";
+  };
+  auto action = [](const Action& a) {
+    std::string s = to_string(a.route);
+    if (!a.target.empty()) s += " " + quote(a.target);
+    if (!a.reason.empty()) s += " " + quote(a.reason);
+    return s;
+  };
+  std::string out = fmt::format("policy {}\nhit first\n", quote(spec.name));
+  std::string args;
+  for (const auto& a : spec.arguments) args += (args.empty() ? "" : ",") + quote(a);
+  out += fmt::format(
+      "tool idempotent={} idempotency_keys={} cost={} arguments=[{}] verify={} fallback={}\n",
+      spec.idempotent, spec.honours_keys, spec.cost, args, quote(spec.verify),
+      quote(spec.fallback));
+  out += fmt::format(
+      "limits attempts={} repairs={} retry_after_max={} deadline={} min_delay={} cost={} "
+      "repeats={} "
+      "try_timeout={} on_exhausted={} on_open={}\n",
+      spec.attempts, spec.repairs, ms(spec.retry_after_max_ms), ms(spec.deadline_ms),
+      ms(spec.min_delay_ms), spec.cost_max == kNoLimit ? "none" : std::to_string(spec.cost_max),
+      spec.repeats, ms(spec.try_timeout_ms), action(spec.on_exhausted), action(spec.on_open));
+  static constexpr const char* kinds[] = {"constant", "linear", "exponential"};
+  static constexpr const char* jitters[] = {"none", "full", "equal", "decorrelated"};
+  const Backoff& b = spec.backoff;
+  out += fmt::format("backoff {} base={}ms factor={} max={}ms jitter={}\n",
+                     kinds[static_cast<int>(b.kind)], b.base_ms, b.factor, b.max_ms,
+                     jitters[static_cast<int>(b.jitter)]);
+  if (spec.breaker.enabled)
+    out += fmt::format("breaker failures={} ratio={} window={} min_calls={} cooldown={}ms\n",
+                       spec.breaker.failures, spec.breaker.ratio, spec.breaker.window,
+                       spec.breaker.min_calls, spec.breaker.cooldown_ms);
+  if (spec.throttle.enabled)
+    out += fmt::format("throttle max_tokens={} token_ratio={}\n", spec.throttle.max_tokens,
+                       spec.throttle.token_ratio);
   if (table.strategy == Strategy::Direct) {
     std::string dims;
     for (const auto& c : table.columns) dims += (dims.empty() ? "" : "x") + std::to_string(c.cells);
@@ -150,10 +198,8 @@ std::string dump(const Table& table, const PolicySpec& spec, bool with_positions
           cells += (cells.empty() ? "" : ",") + table.columns[c].cell_name(k);
       cube += fmt::format(" {}={{{}}}", info(table.columns[c].attr).name, cells);
     }
-    std::string action = to_string(a.action.route);
-    if (!a.action.target.empty()) action += fmt::format(" \"{}\"", a.action.target);
-    if (!a.action.reason.empty()) action += fmt::format(" \"{}\"", a.action.reason);
-    out += fmt::format("  r{} {}{}{} -> {}", r, a.label, cube.empty() ? " *" : "", cube, action);
+    out += fmt::format("  r{} {}{}{} -> {}", r, a.label, cube.empty() ? " *" : "", cube,
+                       action(a.action));
     if (with_positions) out += fmt::format("  @{}:{}:{}", spec.file, a.pos.line, a.pos.column);
     out += "\n";
   }

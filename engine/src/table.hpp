@@ -32,6 +32,8 @@ class CellSet {
   bool full() const;
   std::size_t size() const { return cells_; }
   CellSet& operator&=(const CellSet& other);
+  CellSet& operator|=(const CellSet& other);
+  const std::vector<std::uint64_t>& words() const { return words_; }
   CellSet complement() const;
   bool operator==(const CellSet& other) const { return words_ == other.words_; }
 
@@ -91,7 +93,11 @@ struct Table {
   std::uint32_t match_cells(const std::size_t* cells) const noexcept;
 };
 
-/// The table as stable text; positions (`@file:line:col`) only with `with_positions`.
+/// `s` as a JSON string literal (quotes and escapes), for dumps.
+std::string quote(std::string_view s);
+
+/// The policy's settings and table as stable text; positions (`@file:line:col`) only with
+/// `with_positions`.
 std::string dump(const Table& table, const PolicySpec& spec, bool with_positions);
 
 }  // namespace recourse::detail

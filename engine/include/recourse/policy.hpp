@@ -24,6 +24,7 @@ namespace detail {
 struct Compiled;
 }
 struct BundleBuilder;
+class Health;
 
 /// What to do next. Ordered from the most to the least permissive; issue of the seed 000.
 enum class Route : std::uint8_t {
@@ -119,11 +120,13 @@ struct Explanation {
 
 /// Limits of the compiler; each has a stable diagnostic when exceeded.
 struct CompileOptions {
-  std::size_t max_source_bytes = 1 << 20;          ///< per file (E090)
-  std::size_t max_rules = 20000;                   ///< per policy (E091)
-  std::size_t max_depth = 64;                      ///< condition nesting (E092)
-  std::size_t max_terms_per_rule = 4096;           ///< DNF terms of one rule's condition (E093)
-  std::size_t direct_table_max_entries = 1 << 16;  ///< largest direct-indexed table, entries
+  std::size_t max_source_bytes = 1 << 20;  ///< per file (E090)
+  std::size_t max_rules = 20000;           ///< per policy (E091)
+  std::size_t max_depth = 64;              ///< condition nesting (E092)
+  std::size_t max_terms_per_rule = 4096;   ///< DNF terms of one rule's condition (E093)
+  std::size_t max_dnf_work = 1 << 22;      ///< term intersections while expanding one rule (E093)
+  std::size_t max_table_bytes = std::size_t{256} << 20;  ///< the compiled table's size (E094)
+  std::size_t direct_table_max_entries = 1 << 16;        ///< largest direct-indexed table, entries
   std::int64_t attempt_ceiling = 10;  ///< no policy may allow more attempts (gRPC clamps at 5)
 };
 
@@ -141,9 +144,13 @@ class Policy {
   std::string dump() const;
   std::string_view name() const noexcept;
   std::string_view hash() const noexcept;
+  /// Cost units one call of the tool charges (tool.cost; default 1).
+  std::int64_t call_cost() const noexcept;
 
  private:
   friend struct BundleBuilder;
+  friend class Health;
+  friend class Bundle;
   std::shared_ptr<const detail::Compiled> impl_;
 };
 
@@ -160,6 +167,9 @@ class Bundle {
   const Policy* find(std::string_view tool) const noexcept;
   /// Decides with find(context.tool); without a policy: stop, with kNoPolicy. Never throws.
   Decision decide(const Envelope& envelope, const Context& context) const noexcept;
+  /// The conservative decision for an envelope that could not be read (read_envelope() not ok):
+  /// stop, with kUnreadableEnvelope and a minted trace id. Never throws.
+  Decision unreadable(const Context& context) const noexcept;
   const std::vector<Policy>& policies() const noexcept { return policies_; }
 
  private:

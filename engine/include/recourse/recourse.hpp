@@ -5,3 +5,4 @@
 #include "recourse/diagnostic.hpp"
 #include "recourse/envelope.hpp"
 #include "recourse/policy.hpp"
+#include "recourse/state.hpp"
