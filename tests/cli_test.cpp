@@ -120,7 +120,7 @@ TEST_CASE("cli: replay the bundled trace", "[cli]") {
   const std::string trace = test::source_dir() + "/rules/traces/sample.jsonl";
   auto r = test::run(cmd("replay --policy " + examples() + " " + trace));
   CHECK(r.status == 0);
-  CHECK_THAT(r.out, Catch::Contains("decisions, 0 bad lines"));
+  CHECK_THAT(r.out, Catch::Contains("decisions, 0 successes, 0 bad lines"));
   auto j = test::run(cmd("replay --format json --policy " + examples() + " " + trace));
   REQUIRE(j.status == 0);
   const auto out = nlohmann::json::parse(j.out);
@@ -142,7 +142,7 @@ TEST_CASE("cli: replay the bundled trace", "[cli]") {
   CHECK_THAT(b.out,
              Catch::Contains(
                  bad + ":3: error[C001]: context.attempt must be an integer in [1, 1000000000]"));
-  CHECK_THAT(b.out, Catch::Contains("1 decisions, 2 bad lines"));
+  CHECK_THAT(b.out, Catch::Contains("1 decisions, 0 successes, 2 bad lines"));
 
   // The envelope reaches the reader as written: a duplicate key and a number beyond a double's
   // range are dropped fields, not a rejected line.
@@ -188,4 +188,27 @@ TEST_CASE("cli: hostile inputs get clear errors, bounded memory", "[cli]") {
   // The same file named twice is one source, not a duplicate policy.
   const std::string file = examples() + "/payments.create.recourse";
   CHECK(test::run(cmd("check " + file + " " + file)).status == 0);
+}
+
+TEST_CASE("cli: replay carries workflow and tool state across a trace", "[cli][state]") {
+  const std::string trace = test::source_dir() + "/rules/traces/workflow.jsonl";
+  auto r = test::run(cmd("replay --format json --policy " + examples() + " " + trace));
+  REQUIRE(r.status == 0);
+  const auto out = nlohmann::json::parse(r.out);
+  std::map<int, std::string> rule;
+  for (const auto& d : out["decisions"])
+    rule[d["line"].get<int>()] = d["decision"]["rule"].get<std::string>();
+  CHECK(rule[3] == "transient");
+  CHECK(rule[4] == "budget:attempts");  // the fourth call of one operation
+  CHECK(rule[7] == "transient");        // third failure in a row: decided, then the circuit opens
+  CHECK(rule[8] == "circuit:open");
+  CHECK(rule[9] == "transient");      // cooldown over: the half-open probe
+  CHECK(rule[10] == "circuit:open");  // only one probe at a time
+  CHECK(rule[12] == "transient");     // the probe succeeded (line 11): closed
+  CHECK(rule[13] == "fix_argument");
+  CHECK(rule[14] == "budget:repeats");  // the same invalid write again
+  CHECK(rule[16] == "budget:deadline");
+  CHECK(out["summary"]["successes"] == 1);
+  // Deterministic: the same trace gives byte-identical output.
+  CHECK(test::run(cmd("replay --format json --policy " + examples() + " " + trace)).out == r.out);
 }

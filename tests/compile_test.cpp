@@ -18,6 +18,17 @@ std::string read_file(const std::string& path) {
   return s.str();
 }
 
+// Compares `actual` with tests/golden/NAME.dump (or rewrites it under RECOURSE_UPDATE_GOLDEN).
+void check_golden(const std::string& name, const std::string& actual) {
+  const std::string golden = test::source_dir() + "/tests/golden/" + name + ".dump";
+  if (std::getenv("RECOURSE_UPDATE_GOLDEN")) {
+    std::ofstream(golden, std::ios::binary) << actual;
+    return;
+  }
+  INFO("golden file " << golden << " differs; actual dump:\n" << actual);
+  CHECK(actual == read_file(golden));
+}
+
 }  // namespace
 
 TEST_CASE("compile: golden dumps of the example policies", "[compile]") {
@@ -28,20 +39,13 @@ TEST_CASE("compile: golden dumps of the example policies", "[compile]") {
     if (e.path().extension() == ".recourse") files.push_back(e.path());
   std::sort(files.begin(), files.end());
   REQUIRE(files.size() >= 5);
-  const bool update = std::getenv("RECOURSE_UPDATE_GOLDEN") != nullptr;
   for (const auto& file : files) {
     const std::string relative = "rules/examples/" + file.filename().string();
     auto r = recourse::compile({{relative, read_file(file.string())}});
     REQUIRE(r.ok());
     std::string dump;
     for (const auto& p : r.bundle->policies()) dump += p.dump();
-    const std::string golden = root + "/tests/golden/" + file.stem().string() + ".dump";
-    if (update) {
-      std::ofstream(golden, std::ios::binary) << dump;
-      continue;
-    }
-    INFO("golden file " << golden << " differs; actual dump:\n" << dump);
-    CHECK(dump == read_file(golden));
+    check_golden(file.stem().string(), dump);
   }
 }
 
@@ -72,66 +76,13 @@ TEST_CASE(
   default -> stop
 })",
                               "d.recourse");
-  CHECK(
-      p.dump() ==
-      "policy \"d\"\n"
-      "hit first\n"
-      "tool idempotent=false idempotency_keys=false cost=1 arguments=[] verify=\"\" fallback=\"\"\n"
-      "limits attempts=2 repairs=1 retry_after_max=60000ms deadline=none min_delay=50ms cost=none "
-      "repeats=3 try_timeout=none on_exhausted=stop on_open=stop\n"
-      "backoff exponential base=250ms factor=2 max=20000ms jitter=full\n"
-      "strategy direct 11x3x3 = 99 entries\n"
-      "columns\n"
-      "  c0 code: TRANSIENT RATE_LIMITED TIMEOUT VALIDATION PERMISSION NOT_FOUND CONFLICT "
-      "QUOTA_EXCEEDED CONTEXT_OVERFLOW UNKNOWN absent\n"
-      "  c1 retryable: false true absent\n"
-      "  c2 attempt: [-inf,2) [2,3) [3,+inf)\n"
-      "rows\n"
-      "  r0 a "
-      "code={TRANSIENT,RATE_LIMITED,TIMEOUT,VALIDATION,NOT_FOUND,CONFLICT,QUOTA_EXCEEDED,CONTEXT_"
-      "OVERFLOW,UNKNOWN,absent} retryable={false,absent} -> degrade  @d.recourse:3:3\n"
-      "  r1 b attempt={[-inf,2),[3,+inf)} -> stop  @d.recourse:4:3\n"
-      "  r2 default * -> stop  @d.recourse:5:3\n");
+  check_golden("dnf", p.dump());
 }
 
 TEST_CASE("compile: guard rows precede each retry term, in precedence order", "[compile]") {
   const auto p = test::policy(
       "policy \"g\" {\n  rule r when retryable -> retry\n  default -> stop\n}\n", "g.recourse");
-  CHECK(
-      p.dump() ==
-      "policy \"g\"\n"
-      "hit first\n"
-      "tool idempotent=false idempotency_keys=false cost=1 arguments=[] verify=\"\" fallback=\"\"\n"
-      "limits attempts=3 repairs=1 retry_after_max=60000ms deadline=none min_delay=50ms cost=none "
-      "repeats=3 try_timeout=none on_exhausted=stop on_open=stop\n"
-      "backoff exponential base=250ms factor=2 max=20000ms jitter=full\n"
-      "strategy direct 3x3x2x3x2x2x2x3 = 1296 entries\n"
-      "columns\n"
-      "  c0 retryable: false true absent\n"
-      "  c1 retry_after: [-inf,60001) [60001,+inf) absent\n"
-      "  c2 idempotent: false true\n"
-      "  c3 side_effect: none unknown committed\n"
-      "  c4 repeats: [-inf,3) [3,+inf)\n"
-      "  c5 attempts_left: [-inf,1) [1,+inf)\n"
-      "  c6 time_left: [-inf,1) [1,+inf)\n"
-      "  c7 deadline_slack: [-inf,0) [0,+inf) absent\n"
-      "rows\n"
-      "  r0 gate:committed retryable={true} side_effect={committed} -> stop \"side effect "
-      "already committed\"  @g.recourse:2:3\n"
-      "  r1 gate:unknown_outcome retryable={true} idempotent={false} side_effect={unknown} -> "
-      "escalate \"outcome unknown; verify before resending\"  @g.recourse:2:3\n"
-      "  r2 budget:retry_after retryable={true} retry_after={[60001,+inf)} -> stop \"server "
-      "asked to wait longer than retry_after_max\"  @g.recourse:2:3\n"
-      "  r3 budget:attempts retryable={true} attempts_left={[-inf,1)} -> stop \"attempt budget "
-      "spent\"  @g.recourse:2:3\n"
-      "  r4 budget:deadline retryable={true} time_left={[-inf,1)} -> stop \"operation deadline "
-      "passed\"  @g.recourse:2:3\n"
-      "  r5 budget:deadline retryable={true} deadline_slack={[-inf,0)} -> stop \"server asked to "
-      "wait beyond the deadline\"  @g.recourse:2:3\n"
-      "  r6 budget:repeats retryable={true} repeats={[3,+inf)} -> stop \"the same call failed "
-      "the same way too often; change approach\"  @g.recourse:2:3\n"
-      "  r7 r retryable={true} -> retry  @g.recourse:2:3\n"
-      "  r8 default * -> stop  @g.recourse:3:3\n");
+  check_golden("guards", p.dump());
   // A stop rule gets no guard rows.
   const auto s = test::policy(R"(policy "s" { rule r when retryable -> stop default -> stop })");
   CHECK_THAT(s.dump(), !Catch::Contains("budget:"));

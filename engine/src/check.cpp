@@ -710,6 +710,12 @@ class Checker {
            test(Attr::RetryAfter, Op::Gt, spec.retry_after_max_ms,
                 "retry_after > " + ms(spec.retry_after_max_ms)),
            "server asked to wait longer than retry_after_max");
+    // A call stuck failing the same way is the most specific diagnosis: it comes first.
+    if (spec.repeats != kNoLimit)
+      budget(
+          "repeats", kBoth,
+          test(Attr::Repeats, Op::Ge, spec.repeats, "repeats >= " + std::to_string(spec.repeats)),
+          "the same call failed the same way too often; change approach");
     budget("attempts", kBoth, test(Attr::AttemptsLeft, Op::Le, 0, "attempts_left <= 0"),
            "attempt budget spent");
     budget("repairs", kRepair,
@@ -723,9 +729,6 @@ class Checker {
            "operation deadline passed");
     budget("deadline", kRetry, test(Attr::DeadlineSlack, Op::Lt, 0, "retry_after > time_left"),
            "server asked to wait beyond the deadline");
-    budget("repeats", kBoth,
-           test(Attr::Repeats, Op::Ge, spec.repeats, "repeats >= " + std::to_string(spec.repeats)),
-           "the same call failed the same way too often; change approach");
     if (spec.throttle.enabled)
       budget("retry_tokens", kRetry, test(Attr::RetryThrottled, Op::Truthy, 0, "retry_throttled"),
              "retries throttled for this tool (gRFC A6 token bucket)");

@@ -368,6 +368,7 @@ ContextResult read_context(std::string_view json) noexcept {
     r.text(j, "tool", c.tool);
     r.text(j, "operationId", c.operation_id);
     r.text(j, "workflowId", c.workflow_id);
+    r.text(j, "argsHash", c.args_hash);
     if (auto it = j.find("idempotent"); it != j.end() && !it->is_null()) {
       if (it->is_boolean())
         c.idempotent = it->get<bool>();

@@ -205,7 +205,7 @@ struct PolicySpec {
   std::int64_t deadline_ms = kNoLimit;  ///< limits.deadline (kNoLimit: none)
   std::int64_t min_delay_ms = 50;
   std::int64_t cost_max = kNoLimit;        ///< limits.cost (kNoLimit: none)
-  std::int64_t repeats = 3;                ///< limits.repeats: identical failures allowed
+  std::int64_t repeats = kNoLimit;  ///< limits.repeats: identical failures allowed (kNoLimit: none)
   std::int64_t try_timeout_ms = kNoLimit;  ///< limits.try_timeout (kNoLimit: none)
   Action on_exhausted;                     ///< route when a budget guard fires
   Action on_open;                          ///< route while the circuit is open

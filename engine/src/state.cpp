@@ -49,9 +49,9 @@ void Workflow::record_attempt(const Context& c, std::int64_t cost, std::int64_t 
   op.cost += cost;
 }
 
-void Workflow::record_failure(const Context& c, const Envelope& e, std::string_view args_hash) {
+void Workflow::record_failure(const Context& c, const Envelope& e) {
   OperationState& op = operations_[c.operation_id];
-  const std::uint64_t key = failure_key(c, e, args_hash);
+  const std::uint64_t key = failure_key(c, e, c.args_hash);
   op.repeats = op.repeats > 0 && op.last_failure == key ? op.repeats + 1 : 1;
   op.last_failure = key;
 }
@@ -69,11 +69,12 @@ void Workflow::record_success(const Context& c) {
 void Workflow::apply(Context& c, std::int64_t now_ms) const {
   const OperationState* op = find(c.operation_id);
   if (!op) return;
-  c.attempt = std::max<std::int64_t>(1, op->attempts);
-  c.repairs = op->repairs;
-  c.repeats = op->repeats;
-  c.cost_spent = op->cost;
-  c.elapsed_ms = std::max<std::int64_t>(0, now_ms - op->started_ms);
+  // The larger count wins: the host may have counted calls this workflow never saw.
+  c.attempt = std::max(c.attempt, op->attempts);
+  c.repairs = std::max(c.repairs, op->repairs);
+  c.repeats = std::max(c.repeats, op->repeats);
+  c.cost_spent = std::max(c.cost_spent, op->cost);
+  c.elapsed_ms = std::max(c.elapsed_ms, now_ms - op->started_ms);
 }
 
 const OperationState* Workflow::find(std::string_view operation_id) const {

@@ -156,7 +156,8 @@ std::string dump(const Table& table, const PolicySpec& spec, bool with_positions
       "try_timeout={} on_exhausted={} on_open={}\n",
       spec.attempts, spec.repairs, ms(spec.retry_after_max_ms), ms(spec.deadline_ms),
       ms(spec.min_delay_ms), spec.cost_max == kNoLimit ? "none" : std::to_string(spec.cost_max),
-      spec.repeats, ms(spec.try_timeout_ms), action(spec.on_exhausted), action(spec.on_open));
+      spec.repeats == kNoLimit ? "none" : std::to_string(spec.repeats), ms(spec.try_timeout_ms),
+      action(spec.on_exhausted), action(spec.on_open));
   static constexpr const char* kinds[] = {"constant", "linear", "exponential"};
   static constexpr const char* jitters[] = {"none", "full", "equal", "decorrelated"};
   const Backoff& b = spec.backoff;

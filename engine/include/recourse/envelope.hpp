@@ -99,6 +99,8 @@ struct Context {
   CircuitState circuit = CircuitState::Closed;  ///< this tool's circuit (recourse::Health fills it)
   bool retry_throttled = false;        ///< this tool's retry tokens are at or below half (gRFC A6)
   std::optional<std::int64_t> now_ms;  ///< wall clock, ms since the epoch; gives retry_at_ms
+  std::string
+      args_hash;  ///< the host's hash of the call's arguments (Workflow counts repeats by it)
 };
 
 /// The outcome of reading a context: errors are Diagnostics with codes C0xx and no position.

@@ -42,15 +42,16 @@ class Workflow {
   /// previous decision said repair), charges `cost` units, starts the clock at the first call.
   void record_attempt(const Context& context, std::int64_t cost, std::int64_t now_ms);
   /// Records that the call failed with `envelope`. repeats grows when the failure matches the
-  /// previous one (same tool, code and field, and the same `args_hash` the host computes over
-  /// the call's arguments), else restarts at 1.
-  void record_failure(const Context& context, const Envelope& envelope, std::string_view args_hash);
+  /// previous one (same tool, code and field, and the same Context::args_hash the host computes
+  /// over the call's arguments), else restarts at 1.
+  void record_failure(const Context& context, const Envelope& envelope);
   /// Records the decision taken on the failure (a repair makes the next call a repaired one).
   void record_decision(const Context& context, const Decision& decision);
   /// Records that the operation succeeded: its counters are dropped.
   void record_success(const Context& context);
-  /// Copies the operation's counters into `context`: attempt, repairs, repeats, cost_spent and
-  /// elapsed_ms (now_ms - first call). An operation never recorded leaves `context` unchanged.
+  /// Raises `context`'s counters to the operation's: attempt, repairs, repeats, cost_spent and
+  /// elapsed_ms (now_ms - first call). A count the host already gave higher is kept (it may have
+  /// counted calls this workflow never saw). An operation never recorded changes nothing.
   void apply(Context& context, std::int64_t now_ms) const;
   /// The counters of an operation, if recorded.
   const OperationState* find(std::string_view operation_id) const;

@@ -1,0 +1,183 @@
+// Budget state: gRFC A6 retry tokens, circuit breaker transitions, per-operation counters, and
+// JSON round trips. Time is passed in; nothing reads a clock.
+#include "recourse/state.hpp"
+#include "support.hpp"
+
+namespace {
+
+using recourse::CircuitState;
+using recourse::Route;
+
+recourse::Decision with_route(Route route) {
+  recourse::Decision d;
+  d.route = route;
+  return d;
+}
+
+}  // namespace
+
+TEST_CASE("state: retry tokens follow gRFC A6 and the decided route", "[state]") {
+  const auto p = test::policy(
+      R"(policy "t" { throttle { max_tokens = 10 token_ratio = 0.5 } default -> stop })");
+  recourse::Health health;
+  recourse::Context c;
+  c.tool = "t";
+  health.prepare(p, c, 0);
+  CHECK_FALSE(c.retry_throttled);
+  // A failure the engine did not retry takes no token, whatever the envelope claimed.
+  for (int i = 0; i < 20; ++i) health.record_failure(p, "t", with_route(Route::Stop), 0);
+  CHECK(health.get("t").milli_tokens == -1);
+  // Each retry takes one token; retries stop once tokens <= max/2 (10 -> 5 after 5 retries).
+  for (int i = 0; i < 4; ++i) health.record_failure(p, "t", with_route(Route::Retry), 0);
+  health.prepare(p, c, 0);
+  CHECK(health.get("t").milli_tokens == 6000);
+  CHECK_FALSE(c.retry_throttled);
+  health.record_failure(p, "t", with_route(Route::Retry), 0);
+  health.prepare(p, c, 0);
+  CHECK(health.get("t").milli_tokens == 5000);
+  CHECK(c.retry_throttled);
+  // A success gives token_ratio back: 5.5 > 5, retries allowed again.
+  health.record_success(p, "t", 0);
+  health.prepare(p, c, 0);
+  CHECK(health.get("t").milli_tokens == 5500);
+  CHECK_FALSE(c.retry_throttled);
+  // Tokens never exceed max_tokens nor drop below 0.
+  for (int i = 0; i < 50; ++i) health.record_success(p, "t", 0);
+  CHECK(health.get("t").milli_tokens == 10000);
+  for (int i = 0; i < 50; ++i) health.record_failure(p, "t", with_route(Route::Retry), 0);
+  CHECK(health.get("t").milli_tokens == 0);
+}
+
+TEST_CASE("state: the breaker opens, half-opens for one probe, and closes", "[state]") {
+  const auto p =
+      test::policy(R"(policy "b" { breaker { failures = 3 cooldown = 10s } default -> stop })");
+  recourse::Health health;
+  recourse::Context c;
+  c.tool = "b";
+  auto circuit = [&](std::int64_t now) {
+    health.prepare(p, c, now);
+    return c.circuit;
+  };
+  health.record_failure(p, "b", with_route(Route::Stop), 1000);
+  health.record_failure(p, "b", with_route(Route::Stop), 2000);
+  CHECK(circuit(2000) == CircuitState::Closed);
+  health.record_failure(p, "b", with_route(Route::Stop), 3000);  // third consecutive: opens
+  CHECK(circuit(3000) == CircuitState::Open);
+  CHECK(circuit(12999) == CircuitState::Open);
+  CHECK(circuit(13000) == CircuitState::HalfOpen);  // cooldown over: this caller probes
+  CHECK(circuit(13001) == CircuitState::Open);      // the probe is out; others wait
+  SECTION("a successful probe closes the circuit") {
+    health.record_success(p, "b", 13500);
+    CHECK(circuit(13500) == CircuitState::Closed);
+    health.record_failure(p, "b", with_route(Route::Stop), 14000);
+    CHECK(circuit(14000) == CircuitState::Closed);  // consecutive count restarted
+  }
+  SECTION("a failed probe reopens it for another cooldown") {
+    health.record_failure(p, "b", with_route(Route::Stop), 13500);
+    CHECK(circuit(23499) == CircuitState::Open);
+    CHECK(circuit(23500) == CircuitState::HalfOpen);
+  }
+}
+
+TEST_CASE("state: the breaker opens on a failure ratio over its window", "[state]") {
+  const auto p = test::policy(
+      R"(policy "r" { breaker { failures = 100 ratio = 0.5 window = 4 min_calls = 4 } default -> stop })");
+  recourse::Health health;
+  recourse::Context c;
+  c.tool = "r";
+  health.record_success(p, "r", 0);
+  health.record_failure(p, "r", with_route(Route::Stop), 0);
+  health.record_success(p, "r", 0);
+  health.prepare(p, c, 0);
+  CHECK(c.circuit == CircuitState::Closed);                   // 3 calls: below min_calls
+  health.record_failure(p, "r", with_route(Route::Stop), 0);  // 2 of 4 failed
+  health.prepare(p, c, 0);
+  CHECK(c.circuit == CircuitState::Open);
+}
+
+TEST_CASE("state: an open circuit routes retries to on_open", "[state]") {
+  const auto p = test::policy(R"(policy "o" {
+    limits { on_open = degrade }
+    breaker { failures = 1 cooldown = 1m }
+    rule r when retryable -> retry
+    default -> stop })");
+  recourse::Health health;
+  recourse::Context c = test::context(R"({"tool":"o","sideEffect":"none"})");
+  const auto e = test::envelope(R"({"retryable":true})");
+  health.prepare(p, c, 0);
+  CHECK(p.decide(e, c).route == Route::Retry);
+  health.record_failure(p, "o", p.decide(e, c), 0);
+  health.prepare(p, c, 1000);
+  const auto d = p.decide(e, c);
+  CHECK(d.route == Route::Degrade);
+  CHECK(d.rule == "circuit:open");
+}
+
+TEST_CASE("state: a workflow counts attempts, repairs, repeats, cost and time", "[state]") {
+  recourse::Workflow wf;
+  recourse::Context base;
+  base.tool = "t";
+  base.operation_id = "op";
+  base.args_hash = "args-1";
+  const auto e = test::envelope(R"({"code":"VALIDATION","field":"a"})");
+  auto at = [&](std::int64_t now) {  // the context a host builds for a decision at `now`
+    recourse::Context c = base;
+    wf.apply(c, now);
+    return c;
+  };
+  wf.record_attempt(base, 2, 1000);
+  wf.record_failure(base, e);
+  auto c = at(1500);
+  CHECK(c.attempt == 1);
+  CHECK(c.repeats == 1);
+  CHECK(c.cost_spent == 2);
+  CHECK(c.elapsed_ms == 500);
+  wf.record_decision(base, with_route(Route::Repair));
+  wf.record_attempt(base, 2, 2000);
+  wf.record_failure(base, e);  // same call, same failure
+  c = at(2500);
+  CHECK(c.attempt == 2);
+  CHECK(c.repairs == 1);
+  CHECK(c.repeats == 2);
+  CHECK(c.cost_spent == 4);
+  wf.record_decision(base, with_route(Route::Retry));
+  wf.record_attempt(base, 2, 3000);
+  base.args_hash = "args-2";
+  wf.record_failure(base, e);  // different arguments: a new failure
+  c = at(3000);
+  CHECK(c.attempt == 3);
+  CHECK(c.repairs == 1);
+  CHECK(c.repeats == 1);
+  CHECK(c.elapsed_ms == 2000);
+  // A count the host gives higher is kept.
+  base.attempt = 7;
+  CHECK(at(3000).attempt == 7);
+
+  recourse::Workflow copy;
+  std::string error;
+  REQUIRE(copy.from_json(wf.to_json(), error));
+  CHECK(copy.to_json() == wf.to_json());
+  CHECK_FALSE(copy.from_json(R"({"operations":{"op":{"attempts":-1}}})", error));
+  CHECK(error == "workflow state: negative counter in operation op");
+  CHECK_FALSE(copy.from_json("not json", error));
+  CHECK(copy.to_json() == wf.to_json());  // a failed restore changes nothing
+
+  wf.record_success(base);
+  CHECK(wf.find("op") == nullptr);
+}
+
+TEST_CASE("state: health survives a JSON round trip", "[state]") {
+  const auto p = test::policy(
+      R"(policy "b" { breaker { failures = 1 } throttle { max_tokens = 4 } default -> stop })");
+  recourse::Health health;
+  health.record_failure(p, "b", with_route(Route::Retry), 42);
+  recourse::Health copy;
+  std::string error;
+  REQUIRE(copy.from_json(health.to_json(), error));
+  CHECK(copy.to_json() == health.to_json());
+  CHECK(copy.get("b").circuit == CircuitState::Open);
+  CHECK(copy.get("b").opened_ms == 42);
+  CHECK(copy.get("b").milli_tokens == 3000);
+  CHECK_FALSE(copy.from_json(R"({"tools":{"b":{"circuit":"ajar"}}})", error));
+  CHECK(error == "health state: unknown circuit state \"ajar\"");
+}
