@@ -23,6 +23,8 @@ struct Options {
   std::string context;                // --context FILE
   std::vector<std::string> paths;     // positional arguments
   bool dump = false;
+  std::string from;                   // --from http|grpc|mcp|jsonrpc: the input is a raw form
+  std::optional<std::int64_t> now;    // --now MS (envelope): the clock for HTTP-dates
 };
 
 // io.cpp
@@ -47,6 +49,14 @@ std::optional<std::pair<std::size_t, std::size_t>> raw_member(std::string_view l
 std::size_t nesting(std::string_view json);
 void print_diagnostics(const std::vector<Diagnostic>& diagnostics, Format format,
                        std::ostream& out);
+
+// adapt.cpp
+/// Reads a raw form through its adapter: `from` names the protocol (empty: the form's own
+/// "protocol" member). The policy for `context->tool` in `bundle` supplies its `map` overrides;
+/// the clock is `now`, else the context's nowMs.
+AdapterResult adapt(const std::string& from, std::string_view raw, const Context* context,
+                    const Bundle* bundle, std::optional<std::int64_t> now);
+int run_envelope(const Options& options);
 
 // commands.cpp
 int run_check(const Options& options);

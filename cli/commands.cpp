@@ -18,14 +18,17 @@ int fail(const std::string& message) {
   return 1;
 }
 
-// Reads the envelope JSON (file or stdin) and the context JSON (file, or empty context).
-bool read_inputs(const Options& o, Envelope& envelope, Context& context) {
+// Reads the envelope JSON (file or stdin) and the context JSON (file, or empty context). With
+// --from the input is a raw form, read through its adapter once the context (tool, now) is known.
+bool read_inputs(const Options& o, const Bundle& bundle, Envelope& envelope, Context& context) {
   std::string error;
   auto text = read_text(o.envelope, kMaxEnvelopeFileBytes, error);
   if (!text) return fail(error), false;
-  EnvelopeResult e = read_envelope(*text);
-  if (!e.ok) return fail("envelope: " + e.error), false;
-  envelope = std::move(e.envelope);
+  if (o.from.empty()) {
+    EnvelopeResult e = read_envelope(*text);
+    if (!e.ok) return fail("envelope: " + e.error), false;
+    envelope = std::move(e.envelope);
+  }
   if (o.context.empty()) {
     std::cerr << "warning: no --context: deciding for tool \"\" (the \"*\" policy), attempt 1, "
                  "side effect unknown\n";
@@ -38,6 +41,11 @@ bool read_inputs(const Options& o, Envelope& envelope, Context& context) {
       return false;
     }
     context = std::move(c.context);
+  }
+  if (!o.from.empty()) {
+    AdapterResult r = adapt(o.from, *text, &context, &bundle, std::nullopt);
+    if (!r.ok) return fail("raw form: " + r.error), false;
+    envelope = std::move(r.envelope);
   }
   return true;
 }
@@ -73,7 +81,7 @@ int run_decide(const Options& o, bool explain) {
   if (!bundle) return 1;
   Envelope envelope;
   Context context;
-  if (!read_inputs(o, envelope, context)) return 1;
+  if (!read_inputs(o, *bundle, envelope, context)) return 1;
   if (!explain) {
     std::cout << to_json(bundle->decide(envelope, context), envelope) << "\n";
     return 0;

@@ -2,6 +2,7 @@
 #include <CLI/CLI.hpp>
 
 #include "cli.hpp"
+#include "simulate.hpp"
 
 int main(int argc, char** argv) {
   using recourse::cli::Format;
@@ -19,6 +20,9 @@ int main(int argc, char** argv) {
     c->add_option("--policy,-p", o.policies, "policy files or directories")->required();
     c->add_option("--envelope,-e", o.envelope, "envelope JSON file (default: stdin)");
     c->add_option("--context,-c", o.context, "context JSON file");
+    c->add_option("--from", o.from, "the envelope input is a raw form, read by its adapter")
+        ->check(CLI::IsMember({"http", "grpc", "mcp", "jsonrpc"}))
+        ->type_name("http|grpc|mcp|jsonrpc");
   };
 
   auto* check = app.add_subcommand("check", "check policy files and report every problem");
@@ -34,6 +38,18 @@ int main(int argc, char** argv) {
   common(explain);
   inputs(explain);
 
+  auto* envelope = app.add_subcommand(
+      "envelope", "read a raw HTTP, gRPC, MCP or JSON-RPC error; print the canonical envelope");
+  common(envelope);
+  envelope->add_option("--from", o.from, "the raw form's protocol")
+      ->required()
+      ->check(CLI::IsMember({"http", "grpc", "mcp", "jsonrpc"}))
+      ->type_name("http|grpc|mcp|jsonrpc");
+  envelope->add_option("--now", o.now, "clock for HTTP-dates and epoch resets, ms since the epoch");
+  envelope->add_option("--policy,-p", o.policies, "policies whose `map` lines apply (with --context)");
+  envelope->add_option("--context,-c", o.context, "context JSON file (its tool selects the policy)");
+  envelope->add_option("raw", o.paths, "raw form JSON file (default: stdin)");
+
   auto* replay =
       app.add_subcommand("replay", "replay a JSONL trace of failed calls through the policies");
   common(replay);
@@ -47,6 +63,11 @@ int main(int argc, char** argv) {
   compile->add_flag("--dump", o.dump, "print each decision table as stable text");
   compile->add_option("paths", o.paths, "policy files or directories")->required();
 
+  auto* simulate = app.add_subcommand(
+      "simulate", "run the seed's benchmark (and hostile scenarios) through the policies");
+  common(simulate);
+  recourse::cli::add_simulate_options(*simulate, o);
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -57,8 +78,10 @@ int main(int argc, char** argv) {
     if (*check) return recourse::cli::run_check(o);
     if (*decide) return recourse::cli::run_decide(o, false);
     if (*explain) return recourse::cli::run_decide(o, true);
+    if (*envelope) return recourse::cli::run_envelope(o);
     if (*replay) return recourse::cli::run_replay(o);
     if (*compile) return recourse::cli::run_compile(o);
+    if (*simulate) return recourse::cli::run_simulate(o);
   } catch (const std::exception& e) {
     std::cerr << "error: " << e.what() << "\n";
     return 1;

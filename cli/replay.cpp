@@ -1,7 +1,8 @@
 // `recourse replay`: a JSONL trace of failed tool calls through the policies.
 //
 // A line is {"tool", "envelope", "context"} (a failure) or {"tool", "outcome": "success",
-// "context"}. Lines whose context names a workflowId carry state across the trace: the
+// "context"}; a failure may carry "raw": {"protocol": "http", ...} (adapters.hpp) instead of an
+// envelope. Lines whose context names a workflowId carry state across the trace: the
 // workflow's counters (attempt, repairs, repeats, cost, elapsed since the operation's first call)
 // replace the line's own, and the per-tool health (circuit breaker, retry tokens) is shared by
 // every workflow of the run. Time comes from each line ("now" or context.nowMs, in ms), never
@@ -35,7 +36,8 @@ struct Line {
 };
 
 // Parses one trace line; prints the error and returns nullopt when it is not a trace line.
-std::optional<Line> parse_line(const std::string& text, const std::string& where) {
+std::optional<Line> parse_line(const std::string& text, const std::string& where,
+                               const Bundle& bundle) {
   auto bad = [&](const std::string& why) {
     std::cerr << fmt::format("{}: error: {}\n", where, why);
     return std::nullopt;
@@ -43,17 +45,24 @@ std::optional<Line> parse_line(const std::string& text, const std::string& where
   if (nesting(text) > kMaxTraceLineDepth || text.find('\0') != std::string::npos)
     return bad(fmt::format("trace line nested deeper than {} levels or holding a NUL byte",
                            kMaxTraceLineDepth));
-  // The envelope goes to the envelope reader as written; the rest of the line is parsed here.
+  // The envelope (or a raw form, for its adapter) goes to its reader as written; the rest of the
+  // line is parsed here.
   const auto span = raw_member(text, "envelope");
+  const auto raw_span = raw_member(text, "raw");
+  const std::string_view raw =
+      span || !raw_span ? std::string_view()
+                        : std::string_view(text).substr(raw_span->first,
+                                                        raw_span->second - raw_span->first);
   std::string rest = text;
   if (span) rest.replace(span->first, span->second - span->first, "{}");
+  if (!raw.empty()) rest.replace(raw_span->first, raw.size(), "{}");
   const json entry = json::parse(rest, nullptr, false);
   Line line;
   line.success = entry.is_object() && entry.value("outcome", "") == "success";
-  if (entry.is_discarded() || !entry.is_object() || (!span && !line.success))
+  if (entry.is_discarded() || !entry.is_object() || (!span && raw.empty() && !line.success))
     return bad(
-        "not a trace line {\"tool\", \"envelope\", \"context\"} or {\"tool\", \"outcome\": "
-        "\"success\"}");
+        "not a trace line {\"tool\", \"envelope\" or \"raw\", \"context\"} or {\"tool\", "
+        "\"outcome\": \"success\"}");
   if (span) {
     EnvelopeResult e =
         read_envelope(std::string_view(text).substr(span->first, span->second - span->first));
@@ -72,6 +81,11 @@ std::optional<Line> parse_line(const std::string& text, const std::string& where
   }
   line.context = std::move(c.context);
   line.now_ms = line.context.now_ms.value_or(0);
+  if (!raw.empty()) {  // {"protocol": "http", ...}: its adapter, with the tool's `map` overrides
+    AdapterResult r = adapt("", raw, &line.context, &bundle, std::nullopt);
+    line.envelope = std::move(r.envelope);
+    line.envelope_ok = r.ok;
+  }
   return line;
 }
 
@@ -100,7 +114,7 @@ int run_replay(const Options& o) {
   std::string raw;
   for (int number = 1; std::getline(in, raw); ++number) {
     if (raw.find_first_not_of(" \t\r") == std::string::npos) continue;
-    auto line = parse_line(raw, fmt::format("{}:{}", o.paths.front(), number));
+    auto line = parse_line(raw, fmt::format("{}:{}", o.paths.front(), number), *bundle);
     if (!line) {
       ++sum.bad;
       continue;

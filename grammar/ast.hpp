@@ -73,6 +73,29 @@ struct Backoff {
   std::vector<Setting> params;
 };
 
+/// `assert never|always ROUTES when COND`.
+struct Assertion {
+  Pos pos;
+  Value kind;                 ///< never | always
+  std::vector<Value> routes;  ///< one route, or a list
+  Expr when;
+};
+
+/// `waive INVARIANT "reason"`.
+struct Waiver {
+  Pos pos;
+  Value name;
+  std::string reason;
+};
+
+/// `map PROTOCOL KEY -> CODE`: a per-tool override of an adapter's mapping (adapters.hpp).
+struct Mapping {
+  Pos pos;
+  Value protocol;  ///< http, grpc, jsonrpc or mcp
+  Value key;       ///< a status or error code (number or name), or an error type ("string")
+  Value code;      ///< the code to give instead
+};
+
 /// One `policy "name" { ... }` declaration.
 struct Policy {
   std::string name;
@@ -86,6 +109,9 @@ struct Policy {
   std::vector<Value> codes;       ///< declared codes, every `codes {}` block
   std::vector<Rule> rules;
   std::vector<Rule> defaults;  ///< `default -> ROUTE` lines (the checker wants exactly one)
+  std::vector<Assertion> assertions;
+  std::vector<Waiver> waivers;
+  std::vector<Mapping> mappings;  ///< `map` lines
 };
 
 /// A parsed file: an optional language version and its policies.

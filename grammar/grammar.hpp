@@ -31,6 +31,9 @@ struct kw_throttle : TAO_PEGTL_KEYWORD("throttle") {};
 struct kw_rule : TAO_PEGTL_KEYWORD("rule") {};
 struct kw_when : TAO_PEGTL_KEYWORD("when") {};
 struct kw_default : TAO_PEGTL_KEYWORD("default") {};
+struct kw_assert : TAO_PEGTL_KEYWORD("assert") {};
+struct kw_waive : TAO_PEGTL_KEYWORD("waive") {};
+struct kw_map : TAO_PEGTL_KEYWORD("map") {};
 struct kw_and : TAO_PEGTL_KEYWORD("and") {};
 struct kw_or : TAO_PEGTL_KEYWORD("or") {};
 struct kw_not : TAO_PEGTL_KEYWORD("not") {};
@@ -39,8 +42,8 @@ struct kw_is : TAO_PEGTL_KEYWORD("is") {};
 struct kw_absent : TAO_PEGTL_KEYWORD("absent") {};
 struct kw_present : TAO_PEGTL_KEYWORD("present") {};
 struct kw_arguments : TAO_PEGTL_KEYWORD("arguments") {};
-struct keyword : pg::sor<kw_version, kw_policy, kw_rule, kw_when, kw_default, kw_and, kw_or, kw_not,
-                         kw_in, kw_is, kw_absent, kw_present> {};
+struct keyword : pg::sor<kw_version, kw_policy, kw_rule, kw_when, kw_default, kw_assert, kw_waive,
+                         kw_and, kw_or, kw_not, kw_in, kw_is, kw_absent, kw_present> {};
 
 // ident = letter_ { letter_ | digit } ;
 struct ident : pg::identifier {};
@@ -92,7 +95,7 @@ struct throttle_block : pg::seq<kw_throttle, sep, settings> {};
 struct backoff_kind : ident {};
 // A backoff line ends where the next item starts.
 struct item_keyword : pg::sor<kw_tool, kw_limits, kw_breaker, kw_throttle, kw_backoff, kw_codes,
-                              kw_rule, kw_default> {};
+                              kw_rule, kw_default, kw_assert, kw_waive, kw_map> {};
 struct param_name : pg::seq<pg::not_at<item_keyword>, name> {};
 struct backoff_param : pg::seq<param_name, sep, pg::must<value>> {};
 struct backoff_decl
@@ -141,10 +144,27 @@ struct rule_decl
 // default = "default" "->" route ;
 struct default_decl : pg::seq<kw_default, sep, pg::must<arrow>, sep, pg::must<route>> {};
 
+// assert = "assert" ident ( ident | list ) "when" cond ;   e.g. assert never retry when code == PERMISSION
+struct assert_kind : ident {};
+struct assert_routes : pg::sor<value_list, value_ident> {};
+struct assert_when : kw_when {};
+struct assert_decl : pg::seq<kw_assert, sep, pg::must<assert_kind>, sep, pg::must<assert_routes>, sep,
+                             pg::must<assert_when>, sep, pg::must<cond>> {};
+// waive = "waive" ident string ;   e.g. waive context_overflow_retry "the tool trims its input"
+struct waiver_name : ident {};
+struct waiver_reason : string_lit {};
+struct waive_decl : pg::seq<kw_waive, sep, pg::must<waiver_name>, sep, pg::must<waiver_reason>> {};
+// map = "map" ident value "->" ident ;   e.g. map http 409 -> BOOKING_TAKEN (an adapter override)
+struct map_protocol : ident {};
+struct map_arrow : arrow {};
+struct map_code : ident {};
+struct map_decl : pg::seq<kw_map, sep, pg::must<map_protocol>, sep, pg::must<value>, sep,
+                          pg::must<map_arrow>, sep, pg::must<map_code>> {};
+
 // item = tool_block | limits_block | breaker_block | throttle_block | backoff | codes | rule
-//      | default ;
+//      | default | assert | waive | map ;
 struct item : pg::sor<tool_block, limits_block, breaker_block, throttle_block, backoff_decl,
-                      codes_decl, rule_decl, default_decl> {};
+                      codes_decl, rule_decl, default_decl, assert_decl, waive_decl, map_decl> {};
 // policy = "policy" string "{" { item } "}" ;
 struct policy_name : string_lit {};
 struct policy_close : pg::one<'}'> {};
@@ -170,6 +190,23 @@ template <>
 inline constexpr const char* error_message<block_close> = "a setting 'name = value' or '}'";
 template <>
 inline constexpr const char* error_message<codes_close> = "a code name or '}'";
+template <>
+inline constexpr const char* error_message<assert_kind> = "'never' or 'always' after 'assert'";
+template <>
+inline constexpr const char* error_message<assert_routes> = "a route or a [list] of routes";
+template <>
+inline constexpr const char* error_message<assert_when> = "'when' and a condition";
+template <>
+inline constexpr const char* error_message<waiver_name> = "the name of the invariant to waive";
+template <>
+inline constexpr const char* error_message<waiver_reason> = "the reason for the waiver as a \"string\"";
+template <>
+inline constexpr const char* error_message<map_protocol> =
+    "a protocol (http, grpc, jsonrpc, mcp) after 'map'";
+template <>
+inline constexpr const char* error_message<map_arrow> = "'->' and the code to map to";
+template <>
+inline constexpr const char* error_message<map_code> = "a code name after '->'";
 template <>
 inline constexpr const char* error_message<string_close> =
     "'\"' to close the string (strings are one line of valid UTF-8; escapes: \\\" \\\\ \\n \\t)";
@@ -204,7 +241,8 @@ template <>
 inline constexpr const char* error_message<policy_name> = "the policy's name as a \"string\"";
 template <>
 inline constexpr const char* error_message<policy_close> =
-    "a policy item (tool, limits, breaker, throttle, backoff, codes, rule, default) or '}'";
+    "a policy item (tool, limits, breaker, throttle, backoff, codes, rule, default, assert, waive, "
+    "map) or '}'";
 template <>
 inline constexpr const char* error_message<version_number> = "a language version number";
 template <>

@@ -22,10 +22,12 @@ using selector = pt::selector<
     Rule,
     pt::store_content::on<version_number, policy_name, setting_key, string_lit, number, value_ident,
                           backoff_kind, param_name, code_name, rule_name, route_kind, route_arg,
-                          attr, cmp_op, is_what>,
+                          attr, cmp_op, is_what, assert_kind, waiver_name, waiver_reason,
+                          map_protocol, map_code>,
     pt::remove_content::on<policy_decl, tool_block, limits_block, breaker_block, throttle_block,
                            setting, value_list, backoff_decl, backoff_param, codes_decl, rule_decl,
-                           default_decl, route, not_expr, test, in_arguments>,
+                           default_decl, route, not_expr, test, in_arguments, assert_decl, waive_decl, assert_routes,
+                           map_decl>,
     pt::fold_one::on<cond, and_expr>>;
 
 struct TooDeep {
@@ -207,6 +209,31 @@ ast::Policy to_policy(const Node& n) {
       if (item.children.size() == 3) r.when = to_expr(*item.children[k++]);
       r.route = to_route(*item.children.at(k));
       p.rules.push_back(std::move(r));
+    } else if (item.is_type<assert_decl>()) {
+      // assert_kind, assert_routes (value_list or a value_ident), cond
+      ast::Assertion a;
+      a.pos = pos_of(item);
+      a.kind = to_value(*item.children.at(0));
+      const Node& routes = *item.children.at(1)->children.at(0);
+      if (routes.is_type<value_list>())
+        for (const auto& r : routes.children) a.routes.push_back(to_value(*r));
+      else
+        a.routes.push_back(to_value(routes));
+      a.when = to_expr(*item.children.at(2));
+      p.assertions.push_back(std::move(a));
+    } else if (item.is_type<map_decl>()) {  // map_protocol, value, map_code
+      ast::Mapping m;
+      m.pos = pos_of(item);
+      m.protocol = to_value(*item.children.at(0));
+      m.key = to_value(*item.children.at(1));
+      m.code = to_value(*item.children.at(2));
+      p.mappings.push_back(std::move(m));
+    } else if (item.is_type<waive_decl>()) {
+      ast::Waiver w;
+      w.pos = pos_of(item);
+      w.name = to_value(*item.children.at(0));
+      w.reason = unquote(item.children.at(1)->string_view());
+      p.waivers.push_back(std::move(w));
     } else if (item.is_type<default_decl>()) {
       ast::Rule r;
       r.pos = pos_of(item);

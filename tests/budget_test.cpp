@@ -12,7 +12,7 @@ const char* kPolicy = R"(policy "b" {
   throttle { max_tokens = 10 }
   breaker  { failures = 5 }
   backoff constant base 1s jitter none
-  rule r when retryable -> retry
+  rule r when retryable and code != CONTEXT_OVERFLOW -> retry
   rule f when field is present -> repair
   default -> stop
 })";
@@ -28,7 +28,7 @@ recourse::Decision decide(const std::string& envelope, const std::string& contex
   return d;
 }
 
-const std::string kRetry = R"({"retryable":true})";
+const std::string kRetry = R"({"code":"TRANSIENT","retryable":true})";
 const std::string kRepair = R"({"field":"x"})";
 
 }  // namespace
@@ -84,26 +84,26 @@ TEST_CASE("budgets: each budget runs out with its route and reason", "[budget]")
     const char* reason;
   };
   const Row rows[] = {
-      {R"({"retryable":true,"retryAfterMs":60001})", R"({"sideEffect":"none"})",
+      {R"({"code":"TRANSIENT","retryable":true,"retryAfterMs":60001})", R"({"sideEffect":"none"})",
        "budget:retry_after", "retry_after", "server asked to wait longer than retry_after_max"},
-      {R"({"retryable":true})", R"({"sideEffect":"none","repeats":3})", "budget:repeats", "repeats",
+      {R"({"code":"TRANSIENT","retryable":true})", R"({"sideEffect":"none","repeats":3})", "budget:repeats", "repeats",
        "the same call failed the same way too often; change approach"},
-      {R"({"retryable":true})", R"({"sideEffect":"none","attempt":5})", "budget:attempts",
+      {R"({"code":"TRANSIENT","retryable":true})", R"({"sideEffect":"none","attempt":5})", "budget:attempts",
        "attempts", "attempt budget spent"},
       // Retries made by a lower layer count against the same budget.
-      {R"({"retryable":true})", R"({"sideEffect":"none","attempt":2,"lowerRetries":3})",
+      {R"({"code":"TRANSIENT","retryable":true})", R"({"sideEffect":"none","attempt":2,"lowerRetries":3})",
        "budget:attempts", "attempts", "attempt budget spent"},
       {R"({"field":"x"})", R"({"sideEffect":"none","repairs":2})", "budget:repairs", "repairs",
        "repair budget spent"},
-      {R"({"retryable":true})", R"({"sideEffect":"none","costSpent":10})", "budget:cost", "cost",
+      {R"({"code":"TRANSIENT","retryable":true})", R"({"sideEffect":"none","costSpent":10})", "budget:cost", "cost",
        "cost budget spent"},
-      {R"({"retryable":true})", R"({"sideEffect":"none","elapsedMs":60000})", "budget:deadline",
+      {R"({"code":"TRANSIENT","retryable":true})", R"({"sideEffect":"none","elapsedMs":60000})", "budget:deadline",
        "deadline", "operation deadline passed"},
-      {R"({"retryable":true,"retryAfterMs":30000})", R"({"sideEffect":"none","elapsedMs":40000})",
+      {R"({"code":"TRANSIENT","retryable":true,"retryAfterMs":30000})", R"({"sideEffect":"none","elapsedMs":40000})",
        "budget:deadline", "deadline", "server asked to wait beyond the deadline"},
-      {R"({"retryable":true})", R"({"sideEffect":"none","elapsedMs":59500})", "budget:deadline",
+      {R"({"code":"TRANSIENT","retryable":true})", R"({"sideEffect":"none","elapsedMs":59500})", "budget:deadline",
        "deadline", "the next attempt would start after the deadline"},
-      {R"({"retryable":true})", R"({"sideEffect":"none","retryThrottled":true})",
+      {R"({"code":"TRANSIENT","retryable":true})", R"({"sideEffect":"none","retryThrottled":true})",
        "budget:retry_tokens", "retry_tokens",
        "retries throttled for this tool (gRFC A6 token bucket)"},
   };
@@ -133,12 +133,12 @@ TEST_CASE("budgets: an open circuit takes on_open; a half-open probe may retry",
 
 TEST_CASE("budgets: without on_exhausted, the tool's fallback, else stop", "[budget]") {
   const auto with_fallback = test::policy(
-      R"(policy "f" { tool { fallback = "f.cache" } limits { attempts = 1 } rule r -> retry default -> stop })");
+      R"(policy "f" { tool { fallback = "f.cache" } limits { attempts = 1 } rule r when code is absent -> retry default -> stop })");
   const auto d = with_fallback.decide({}, test::context(R"({"sideEffect":"none"})"));
   CHECK(d.route == Route::Replace);
   CHECK(d.target == "f.cache");
   const auto plain =
-      test::policy(R"(policy "s" { limits { attempts = 1 } rule r -> retry default -> escalate })");
+      test::policy(R"(policy "s" { limits { attempts = 1 } rule r when code is absent -> retry default -> escalate })");
   CHECK(plain.decide({}, test::context(R"({"sideEffect":"none"})")).route == Route::Stop);
   // on_exhausted = replace needs a fallback.
   auto r = recourse::compile(

@@ -4,12 +4,16 @@
 //
 // For every case the engine can decide today: the case's `envelope` goes through read_envelope,
 // its `context` (keys the reader knows) through read_context, the policy in tests/cases/ for the
-// case's tool decides, and the route and limits in `expected` are asserted. Cases that need a
-// feature not built yet are listed in kPending with the reason and the issue that brings them;
-// a test checks that every case id is in exactly one of the two tables.
+// case's tool decides, and the route and limits in `expected` are asserted. Every case with a
+// `raw` form is also decided through its adapter (adapters.hpp), where `expected` is the answer
+// for the raw form (../shared/cases/README.md); cases whose envelope alone cannot give that answer
+// (a careless client's reading) are tested through the raw form only. Cases that need a feature
+// not built yet are listed in kPending with the reason and the issue that brings them; a test
+// checks that every case id is tested or pending, and every raw form is tested.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <ctime>
 #include <fstream>
 #include <map>
 #include <optional>
@@ -59,29 +63,31 @@ struct Pending {
   const char* reason;
 };
 
-const std::vector<Pending> kPending = {
-    {"openai-insufficient-quota-429", "issue 7: adapters",
-     "expected stop comes from the raw body's error type insufficient_quota; the envelope says "
-     "TRANSIENT, retryable=true and the language cannot test message text"},
-    {"github-403-secondary-rate-limit", "issue 7: adapters",
-     "expected retry after 60-120 s comes from the raw 403's secondary-rate-limit body and "
-     "X-RateLimit-Reset; the envelope says PERMISSION, retryable=false, with no retryAfterMs"},
-    {"mcp-upstream-401-hidden-in-tool-error", "issue 7: adapters",
-     "expected authorize comes from the 401 inside the MCP isError result text; the envelope "
-     "has code UNKNOWN and the language cannot test message text"},
+const std::vector<Pending> kPending = {};
+
+// A case decided from its `raw` form through recourse's adapter: every case whose raw is not
+// null. `code` is what the adapter reads; the first three cases are tested this way only (their
+// envelopes are what a careless client made of the raw form: TRANSIENT for an exhausted quota,
+// PERMISSION for a rate limit, UNKNOWN for an expired token).
+struct RawTested {
+  const char* id;
+  const char* code;
+  std::set<std::string> warned_fields;
+  const char* exhausted;
 };
 
-// Cases tested from their envelope above whose `raw` form must also be tested once the
-// HTTP/MCP adapters exist (issue 7).
-const std::vector<const char*> kRawPathPending = {
-    "retry-after-overflow-rdap",            // Retry-After: 9999999999 (seconds)
-    "retry-after-fractional-seconds",       // Retry-After: 0.503 -> >= 503 ms, ideally 1000 ms
-    "retry-after-nan-hang",                 // Retry-After: nan, -1, 1e999
-    "timeout-then-duplicate-session-turn",  // transport error after delivery
-    "network-error-post-retried",           // ECONNRESET on a POST
-    "stripe-idempotency-key-rotates",       // Idempotency-Key per attempt
-    "mcp-iserror-ignored-by-client",        // isError=true must be a failure
-    "lb-502-html-no-envelope",              // 502 with an HTML body -> TRANSIENT
+const std::vector<RawTested> kRawTested = {
+    {"openai-insufficient-quota-429", "QUOTA_EXCEEDED", {}, ""},   // body outranks the 429
+    {"github-403-secondary-rate-limit", "RATE_LIMITED", {}, ""},   // body outranks the 403
+    {"mcp-upstream-401-hidden-in-tool-error", "PERMISSION", {}, ""},  // 401 in the isError text
+    {"retry-after-overflow-rdap", "RATE_LIMITED", {}, "retry_after"},  // Retry-After: 9999999999
+    {"retry-after-fractional-seconds", "RATE_LIMITED", {}, ""},        // 0.503 -> 1000 ms
+    {"retry-after-nan-hang", "TRANSIENT", {"retryAfterMs"}, ""},       // nan (and -1, 1e999)
+    {"timeout-then-duplicate-session-turn", "TIMEOUT", {}, ""},  // read timeout after delivery
+    {"network-error-post-retried", "TRANSIENT", {}, ""},         // ECONNRESET on a POST
+    {"stripe-idempotency-key-rotates", "TIMEOUT", {}, ""},       // no response, rotating key
+    {"mcp-iserror-ignored-by-client", "UNKNOWN", {}, ""},        // isError=true is a failure
+    {"lb-502-html-no-envelope", "TRANSIENT", {}, ""},            // 502 with an HTML body
 };
 
 json load_cases() {
@@ -236,6 +242,40 @@ std::string with_retry_after(const json& envelope, const std::optional<std::stri
   return text;
 }
 
+// The case's raw form as a host hands it to the adapter. A case that records several attempts
+// (stripe-idempotency-key-rotates) gives the one the context decides on.
+json raw_form(const json& c) {
+  json raw = c.at("raw");
+  if (raw.contains("attempts")) {
+    const auto attempt = c.at("context").value("attempt", 1);
+    for (const auto& a : raw["attempts"])
+      if (a.value("attempt", 0) == attempt)
+        for (const auto& [key, value] : a.items()) raw[key] = value;
+    raw.erase("attempts");
+  }
+  return raw;
+}
+
+// The context's "now" (ISO 8601, UTC) in ms since the epoch: the adapter's clock.
+std::optional<std::int64_t> now_of(const json& c) {
+  const std::string now = c.at("context").value("now", "");
+  if (now.empty()) return std::nullopt;
+  std::tm tm{};
+  REQUIRE(strptime(now.c_str(), "%Y-%m-%dT%H:%M:%SZ", &tm) != nullptr);
+  return static_cast<std::int64_t>(timegm(&tm)) * 1000;
+}
+
+// The case's raw form through its adapter, with the case policy's `map` overrides.
+recourse::AdapterResult adapted(const json& c, const json& raw, const recourse::Context& ctx) {
+  recourse::AdapterOptions options;
+  if (const recourse::Policy* p = bundle().find(ctx.tool)) options.mappings = p->mappings();
+  const recourse::AdapterResult r = recourse::from_raw(std::nullopt, raw.dump(), now_of(c), options);
+  INFO("raw " << raw.dump() << " -> " << recourse::to_json(r.envelope) << " (" << r.mapping << ")");
+  INFO("error: " << r.error);
+  REQUIRE(r.ok);
+  return r;
+}
+
 }  // namespace
 
 TEST_CASE("every case in cases.json is tested or pending", "[cases]") {
@@ -247,8 +287,10 @@ TEST_CASE("every case in cases.json is tested or pending", "[cases]") {
     INFO("case " << id);
     CHECK(ids.insert(id).second);  // ids are unique
   }
-  std::set<std::string> tested, pending;
+  std::set<std::string> tested, pending, raw_tested;
   for (const auto& t : kTested) CHECK(tested.insert(t.id).second);
+  for (const auto& t : kRawTested) CHECK(raw_tested.insert(t.id).second);
+  tested.insert(raw_tested.begin(), raw_tested.end());
   for (const auto& p : kPending) CHECK(pending.insert(p.id).second);
   for (const auto& id : ids) {
     INFO("case " << id << " is in cases.json but neither tested nor listed as pending");
@@ -267,10 +309,11 @@ TEST_CASE("every case in cases.json is tested or pending", "[cases]") {
     CHECK(std::string(p.issue).size() > 0);
     CHECK(std::string(p.reason).size() > 0);
   }
-  for (const char* id : kRawPathPending) {
-    INFO("raw-path case " << id);
-    CHECK(tested.count(id) == 1);
-    CHECK(!find_case(cases, id).at("raw").is_null());
+  // Every raw form is decided through its adapter, and only raw forms are.
+  for (const auto& c : cases) {
+    const std::string id = c.at("id").get<std::string>();
+    INFO("case " << id << ": a raw form is tested through its adapter exactly when there is one");
+    CHECK((c.contains("raw") && !c.at("raw").is_null()) == (raw_tested.count(id) == 1));
   }
 }
 
@@ -370,4 +413,97 @@ TEST_CASE("cases: the project's copy of the cases equals the shared file", "[cas
   a << shared.rdbuf();
   b << std::ifstream(kCasesPath).rdbuf();
   CHECK(json::parse(a.str()) == json::parse(b.str()));
+}
+
+TEST_CASE("cases: raw forms through their adapters decide the expected route and limits",
+          "[cases][adapters]") {
+  const json cases = load_cases();
+  const recourse::Bundle& policies = bundle();
+  for (const RawTested& t : kRawTested) {
+    DYNAMIC_SECTION(t.id) {
+      const json& c = find_case(cases, t.id);
+      const recourse::Context ctx = context_of(c);
+      const recourse::AdapterResult r = adapted(c, raw_form(c), ctx);
+      const recourse::Envelope& e = r.envelope;
+      INFO("adapter: " << recourse::to_json(e) << " (" << r.mapping << ")");
+      CHECK(e.code == std::optional<std::string>(t.code));
+      CHECK(warned_fields(e) == t.warned_fields);
+
+      const recourse::Policy* policy = policies.find(ctx.tool);
+      REQUIRE(policy != nullptr);
+      REQUIRE(policy->name() == ctx.tool);
+      const Decision d = policies.decide(e, ctx);
+      CHECK(d.exhausted == std::string_view(t.exhausted));
+      CHECK((d.warnings & recourse::kUnknownCode) == 0);
+      check_expected(c.at("expected"), d, e);
+    }
+  }
+}
+
+TEST_CASE("cases: what the adapters read from the raw forms", "[cases][adapters]") {
+  const json cases = load_cases();
+  auto read = [&](const char* id) {
+    const json& c = find_case(cases, id);
+    return adapted(c, raw_form(c), context_of(c)).envelope;
+  };
+  // 9999999999 s is kept (the policy's retry_after_max stops it), never clamped or overflowed.
+  CHECK(read("retry-after-overflow-rdap").retry_after_ms == std::optional<std::int64_t>(9999999999000));
+  // "0.503" is honoured and rounded up to the next whole second, never down to 0.
+  CHECK(read("retry-after-fractional-seconds").retry_after_ms == std::optional<std::int64_t>(1000));
+  // Not retryable: the quota is spent, whatever the 429 says.
+  CHECK(read("openai-insufficient-quota-429").retryable == std::optional<bool>(false));
+  // Secondary limit: X-RateLimit-Reset says 31 s, GitHub says at least a minute.
+  CHECK(read("github-403-secondary-rate-limit").retry_after_ms == std::optional<std::int64_t>(60000));
+  // The HTML page stays out of the message.
+  CHECK(read("lb-502-html-no-envelope").message == std::optional<std::string>("HTTP 502 Bad Gateway"));
+  // The isError text is kept as the message, as untrusted data.
+  CHECK(read("mcp-iserror-ignored-by-client").message ==
+        std::optional<std::string>("(illustrative) upstream service returned HTTP 500"));
+}
+
+TEST_CASE("cases: retry-after-nan-hang raw variants decide as if Retry-After were absent",
+          "[cases][adapters]") {
+  const json cases = load_cases();
+  const json& c = find_case(cases, "retry-after-nan-hang");
+  const recourse::Context ctx = context_of(c);
+  json raw = raw_form(c);
+  raw["headers"].erase("Retry-After");
+  const recourse::AdapterResult absent = adapted(c, raw, ctx);
+  CHECK(absent.envelope.warnings.empty());
+  const Decision baseline = bundle().decide(absent.envelope, ctx);
+  check_expected(c.at("expected"), baseline, absent.envelope);
+  std::vector<std::string> variants = {c.at("raw").at("headers").at("Retry-After").get<std::string>()};
+  for (const auto& v : c.at("raw").at("variants")) variants.push_back(v.get<std::string>());
+  variants.insert(variants.end(), {"inf", "-0.5", "NaN", "1e3"});
+  for (const std::string& v : variants) {
+    DYNAMIC_SECTION("Retry-After: " << v) {
+      raw["headers"]["Retry-After"] = v;
+      const recourse::AdapterResult r = adapted(c, raw, ctx);
+      CHECK_FALSE(r.envelope.retry_after_ms.has_value());
+      REQUIRE(r.envelope.warnings.size() == 1);
+      CHECK(r.envelope.warnings[0].field == "retryAfterMs");
+      CHECK(r.envelope.warnings[0].kind == "malformed");
+      const Decision d = bundle().decide(r.envelope, ctx);
+      require_same(d, baseline);
+      check_expected(c.at("expected"), d, r.envelope);
+    }
+  }
+}
+
+TEST_CASE("cases: github-403: a real permission error keeps routing to authorize",
+          "[cases][adapters]") {
+  const json cases = load_cases();
+  const json& c = find_case(cases, "github-403-secondary-rate-limit");
+  json raw = raw_form(c);
+  raw["body"]["message"] = "Resource not accessible by integration";
+  const recourse::Context ctx = context_of(c);
+  const recourse::AdapterResult r = adapted(c, raw, ctx);
+  CHECK(r.envelope.code == "PERMISSION");
+  CHECK(bundle().decide(r.envelope, ctx).route == Route::Authorize);
+  // A wait beyond the policy's 120 s (the 56-minute sleeps) stops instead of blocking.
+  raw = raw_form(c);
+  raw["headers"]["Retry-After"] = "3360";
+  const Decision d = bundle().decide(adapted(c, raw, ctx).envelope, ctx);
+  CHECK(d.route == Route::Stop);
+  CHECK(d.exhausted == "retry_after");
 }

@@ -58,7 +58,7 @@ TEST_CASE("cli: check reports diagnostics with caret; exit 1 on errors", "[cli]"
   CHECK(diagnostics[0]["column"] == 23);
 
   const auto warn = temp_file(
-      "warn.recourse", "policy \"p\" { rule r when not retryable -> retry default -> stop }");
+      "warn.recourse", "policy \"p\" { rule r when not retryable -> repair default -> stop }");
   CHECK(test::run(cmd("check " + warn)).status == 0);
   CHECK(test::run(cmd("check --strict " + warn)).status == 1);
   CHECK(test::run(cmd("check /nonexistent/dir")).status == 1);

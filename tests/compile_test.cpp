@@ -81,7 +81,7 @@ TEST_CASE(
 
 TEST_CASE("compile: guard rows precede each retry term, in precedence order", "[compile]") {
   const auto p = test::policy(
-      "policy \"g\" {\n  rule r when retryable -> retry\n  default -> stop\n}\n", "g.recourse");
+      "policy \"g\" {\n  rule r when retryable and code != CONTEXT_OVERFLOW -> retry\n  default -> stop\n}\n", "g.recourse");
   check_golden("guards", p.dump());
   // A stop rule gets no guard rows.
   const auto s = test::policy(R"(policy "s" { rule r when retryable -> stop default -> stop })");
@@ -94,32 +94,26 @@ TEST_CASE("compile: keys, cost, throttle and breaker add their guards", "[compil
   limits { cost = 10  on_open = degrade }
   throttle { max_tokens = 10  token_ratio = 0.1 }
   breaker { failures = 3  cooldown = 10s }
-  rule r when retryable -> retry
+  rule r when retryable and code != CONTEXT_OVERFLOW -> retry
   default -> stop
 })");
   const std::string dump = p.dump();
-  CHECK_THAT(dump, Catch::Contains(
-                       "gate:unknown_outcome retryable={true} idempotent={false} "
-                       "side_effect={unknown} idempotency_key={none} -> replace \"k.lookup\""));
-  CHECK_THAT(dump, Catch::Contains("budget:cost retryable={true} cost_left={[-inf,2)} -> replace "
-                                   "\"k.other\" \"cost budget spent\""));
-  CHECK_THAT(
-      dump,
-      Catch::Contains(
-          "budget:retry_tokens retryable={true} retry_throttled={true} -> replace \"k.other\""));
-  CHECK_THAT(dump, Catch::Contains("circuit:open retryable={true} circuit={open} -> degrade "
-                                   "\"circuit open for this tool\""));
+  CHECK_THAT(dump, Catch::Contains("idempotent={false} side_effect={unknown} idempotency_key={none} -> "
+                                   "replace \"k.lookup\""));
+  CHECK_THAT(dump, Catch::Contains("cost_left={[-inf,2)} -> replace \"k.other\" \"cost budget spent\""));
+  CHECK_THAT(dump, Catch::Contains("retry_throttled={true} -> replace \"k.other\""));
+  CHECK_THAT(dump, Catch::Contains("circuit={open} -> degrade \"circuit open for this tool\""));
   // Precedence: gates, Retry-After cap, budgets, circuit.
   CHECK(dump.find("gate:committed") < dump.find("budget:retry_after"));
   CHECK(dump.find("budget:retry_after") < dump.find("budget:attempts"));
   CHECK(dump.find("budget:retry_tokens") < dump.find("circuit:open"));
-  CHECK(dump.find("circuit:open") < dump.find(" r retryable={true} -> retry"));
+  CHECK(dump.find("circuit:open") < dump.find(" r code="));
 }
 
 TEST_CASE("compile: the hash names the table, not the formatting", "[compile]") {
-  const auto a = test::policy("policy \"h\" { rule r when retryable -> retry default -> stop }");
+  const auto a = test::policy("policy \"h\" { rule r when retryable and code != CONTEXT_OVERFLOW -> retry default -> stop }");
   const auto b = test::policy(
-      "# comment\npolicy \"h\" {\n  rule r when retryable\n    -> retry\n  default -> stop\n}\n");
+      "# comment\npolicy \"h\" {\n  rule r when retryable and code != CONTEXT_OVERFLOW\n    -> retry\n  default -> stop\n}\n");
   const auto c = test::policy("policy \"h\" { rule r when retryable -> escalate default -> stop }");
   CHECK(a.hash() == b.hash());
   CHECK(a.hash() != c.hash());
@@ -128,7 +122,7 @@ TEST_CASE("compile: the hash names the table, not the formatting", "[compile]") 
 
 TEST_CASE("compile: every setting that changes a decision changes the hash", "[compile]") {
   const std::string base =
-      "policy \"h\" { %s rule r when retryable -> retry default -> degrade \"a\" }";
+      "policy \"h\" { %s rule r when retryable and code != CONTEXT_OVERFLOW -> retry default -> degrade \"a\" }";
   auto hash_of = [&](const std::string& extra, const std::string& tail = "") {
     std::string text = base;
     text.replace(text.find("%s"), 2, extra);

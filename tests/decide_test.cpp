@@ -76,7 +76,7 @@ TEST_CASE("decide: absent values and `not`", "[decide]") {
   // retryable false: `not retryable` holds first.
   CHECK(decide(p, R"({"retryable":false})", "{}").rule == "b");
   // retryable true and code PERMISSION: nothing matches; `!=` is false on true.
-  CHECK(decide(p, R"({"retryable":true,"code":"PERMISSION"})", "{}").rule == "default");
+  CHECK(decide(p, R"({"code":"TRANSIENT","retryable":true,"code":"PERMISSION"})", "{}").rule == "default");
   const auto q =
       test::policy(R"(policy "q" { rule c when retryable != true -> authorize default -> stop })");
   // `!=` is a comparison: false on an absent value.
@@ -174,7 +174,7 @@ TEST_CASE("decide: budget guards override retry and repair, in precedence order"
   }
   SECTION("on_exhausted") {
     const auto q = test::policy(
-        R"(policy "q" { limits { attempts = 1 on_exhausted = escalate } rule r -> retry default -> stop })");
+        R"(policy "q" { limits { attempts = 1 on_exhausted = escalate } rule r when code is absent -> retry default -> stop })");
     auto d = decide(q, "{}", R"({"sideEffect":"none"})");
     CHECK(d.route == Route::Escalate);
     CHECK(d.reason == "attempt budget spent");
@@ -241,23 +241,23 @@ TEST_CASE("decide: the delay is floored by min_delay and raised to the server's 
   const auto p = test::policy(R"(policy "p" {
     limits { min_delay = 80ms attempts = 5 }
     backoff exponential base 100ms factor 2 max 1s jitter full
-    rule r when retryable -> retry default -> stop })");
+    rule r when retryable and code != CONTEXT_OVERFLOW -> retry default -> stop })");
   bool floored = false;
   for (int i = 0; i < 200; ++i) {
     const auto d =
-        decide(p, R"({"retryable":true,"traceId":"t)" + std::to_string(i) + "\"}", kNone);
+        decide(p, R"({"code":"TRANSIENT","retryable":true,"traceId":"t)" + std::to_string(i) + "\"}", kNone);
     CHECK(d.delay_ms >= 80);
     CHECK(d.delay_ms <= 100);
     floored |= d.delay_ms == 80;
   }
   CHECK(floored);
   // A zero hint cannot cause a hot loop; a larger one wins over the backoff.
-  CHECK(decide(p, R"({"retryable":true,"retryAfterMs":0})", kNone).delay_ms >= 80);
-  CHECK(decide(p, R"({"retryable":true,"retryAfterMs":5000})", kNone).delay_ms == 5000);
+  CHECK(decide(p, R"({"code":"TRANSIENT","retryable":true,"retryAfterMs":0})", kNone).delay_ms >= 80);
+  CHECK(decide(p, R"({"code":"TRANSIENT","retryable":true,"retryAfterMs":5000})", kNone).delay_ms == 5000);
   // Same inputs, same delay; the operation id keys the draw before the trace id.
-  const auto a = decide(p, R"({"retryable":true,"traceId":"x"})",
+  const auto a = decide(p, R"({"code":"TRANSIENT","retryable":true,"traceId":"x"})",
                         R"({"operationId":"op-1","attempt":3,"sideEffect":"none"})");
-  const auto b = decide(p, R"({"retryable":true,"traceId":"y"})",
+  const auto b = decide(p, R"({"code":"TRANSIENT","retryable":true,"traceId":"y"})",
                         R"({"operationId":"op-1","attempt":3,"sideEffect":"none"})");
   CHECK(a.delay_ms == b.delay_ms);
   CHECK(a.jitter_draw == b.jitter_draw);
@@ -265,27 +265,27 @@ TEST_CASE("decide: the delay is floored by min_delay and raised to the server's 
 
 TEST_CASE("decide: idempotency-key directives", "[decide]") {
   const auto keys = test::policy(R"(policy "k" { tool { idempotency_keys = true arguments = [a] }
-    rule r when retryable -> retry rule f when field in arguments -> repair default -> stop })");
+    rule r when retryable and code != CONTEXT_OVERFLOW -> retry rule f when field in arguments -> repair default -> stop })");
   const auto none = test::policy(R"(policy "n" { tool { arguments = [a] }
-    rule r when retryable -> retry rule f when field in arguments -> repair default -> stop })");
-  CHECK(decide(keys, R"({"retryable":true})", kNone).idempotency_key ==
+    rule r when retryable and code != CONTEXT_OVERFLOW -> retry rule f when field in arguments -> repair default -> stop })");
+  CHECK(decide(keys, R"({"code":"TRANSIENT","retryable":true})", kNone).idempotency_key ==
         recourse::KeyDirective::Reuse);
   CHECK(decide(keys, R"({"field":"a"})", kNone).idempotency_key == recourse::KeyDirective::New);
   CHECK(decide(keys, "{}", kNone).idempotency_key == recourse::KeyDirective::None);
-  CHECK(decide(none, R"({"retryable":true})", kNone).idempotency_key ==
+  CHECK(decide(none, R"({"code":"TRANSIENT","retryable":true})", kNone).idempotency_key ==
         recourse::KeyDirective::None);
   CHECK(decide(none, R"({"field":"a"})", kNone).idempotency_key == recourse::KeyDirective::None);
 }
 
 TEST_CASE("decide: a bundle selects by tool name, then \"*\", else stops", "[decide]") {
-  auto with_fallback = recourse::compile({{"a", R"(policy "a" { default -> retry })"},
+  auto with_fallback = recourse::compile({{"a", R"(policy "a" { rule r when code is absent -> retry default -> stop })"},
                                           {"star", R"(policy "*" { default -> escalate })"}});
   REQUIRE(with_fallback.ok());
   CHECK(with_fallback.bundle->decide({}, test::context(R"({"tool":"a","sideEffect":"none"})"))
             .route == Route::Retry);
   CHECK(with_fallback.bundle->decide({}, test::context(R"({"tool":"zzz"})")).route ==
         Route::Escalate);
-  auto without = recourse::compile({{"a", R"(policy "a" { default -> retry })"}});
+  auto without = recourse::compile({{"a", R"(policy "a" { rule r when code is absent -> retry default -> stop })"}});
   const auto d = without.bundle->decide({}, test::context(R"({"tool":"b"})"));
   CHECK(d.route == Route::Stop);
   CHECK(d.warnings == (recourse::kNoPolicy | recourse::kTraceIdMinted));
@@ -317,7 +317,8 @@ TEST_CASE("decide: decision JSON", "[decide]") {
           R"(","attempt":2,"attemptsLeft":1,"repairsLeft":1,"retryAfterMs":412,"retryAt":1000412,"timeoutMs":119588,)"
           R"("budgets":{"attempts":{"before":1,"after":0},"repairs":{"before":1,"after":1},)"
           R"("cost":{"before":null,"after":null},"timeMs":{"before":120000,"after":119588}},)"
-          R"("idempotencyKey":"reuse","warnings":[],"traceId":"t-1"})");
+          R"("idempotencyKey":"reuse","warnings":[],"traceId":"t-1",)"
+          R"("modelMessage":"The tool call failed (RATE_LIMITED)."})");
   const auto bare = test::envelope(R"({"code":"X","retryable":"yes"})");
   const auto json = recourse::to_json(p.decide(bare, test::context("{}")), bare);
   CHECK_THAT(json, Catch::Contains(R"({"kind":"malformed","field":"retryable")"));

@@ -149,11 +149,11 @@ TEST_CASE("differential: nested and negated conditions, many columns", "[differe
     throttle { max_tokens = 4 token_ratio = 0.5 }
     breaker { failures = 2 }
     codes { X }
-    rule r1 when not (code in [TRANSIENT, X] or (retryable and retry_after > 5s)) and side_effect != committed -> retry
+    rule r1 when not (code in [TRANSIENT, X] or (retryable and retry_after > 5s)) and side_effect != committed and not code == CONTEXT_OVERFLOW -> retry
     rule r2 when (field in arguments or field == "c") and not suggestion is absent and attempt < 3 -> repair
     rule r3 when not (not trace_id is present and (elapsed >= 10s or attempts_left <= 1)) -> degrade "d"
     rule r4 when time_left < 20s or repairs > 1 or tool != "mix" -> escalate
-    rule r5 when circuit == half_open and idempotency_key == pinned and not retry_throttled -> retry
+    rule r5 when circuit == half_open and idempotency_key == pinned and not retry_throttled and code != CONTEXT_OVERFLOW -> retry
     rule r6 when cost_left >= 6 and repeats < 2 -> repair
     default -> stop })");
   agree(p, 200000);

@@ -99,11 +99,11 @@ TEST_CASE("state: an open circuit routes retries to on_open", "[state]") {
   const auto p = test::policy(R"(policy "o" {
     limits { on_open = degrade }
     breaker { failures = 1 cooldown = 1m }
-    rule r when retryable -> retry
+    rule r when retryable and code != CONTEXT_OVERFLOW -> retry
     default -> stop })");
   recourse::Health health;
   recourse::Context c = test::context(R"({"tool":"o","sideEffect":"none"})");
-  const auto e = test::envelope(R"({"retryable":true})");
+  const auto e = test::envelope(R"({"code":"TRANSIENT","retryable":true})");
   health.prepare(p, c, 0);
   CHECK(p.decide(e, c).route == Route::Retry);
   health.record_failure(p, "o", p.decide(e, c), 0);

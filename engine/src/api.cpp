@@ -9,11 +9,13 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "analyze.hpp"
 #include "backoff.hpp"
 #include "check.hpp"
 #include "compile.hpp"
 #include "compiled.hpp"
 #include "parse.hpp"
+#include "recourse/adapters.hpp"
 
 namespace recourse {
 
@@ -86,9 +88,10 @@ CompileResult compile(const std::vector<Source>& sources, const CompileOptions& 
           }
         names.push_back({spec.name, {spec.file, spec.pos}});
         auto table = detail::compile(spec, options, src.text, out.diagnostics);
-        if (table)
-          policies.push_back(BundleBuilder::wrap(
-              detail::Compiled::make(std::move(spec), std::move(*table), options.attempt_ceiling)));
+        if (!table) continue;
+        auto compiled = detail::Compiled::make(std::move(spec), std::move(*table), options.attempt_ceiling);
+        detail::analyze(*compiled, src.text, out.diagnostics);
+        policies.push_back(BundleBuilder::wrap(std::move(compiled)));
       }
     }
     if (!has_errors(out.diagnostics)) out.bundle = BundleBuilder::make(std::move(policies));
@@ -200,6 +203,16 @@ std::string to_json(const Decision& d, const Envelope& e) {
   j["warnings"] = std::move(warnings);
   if (!d.nearest_code.empty()) j["nearestCode"] = std::string(d.nearest_code);
   j["traceId"] = e.trace_id ? *e.trace_id : fmt::format("local-{:016x}", d.minted_trace_id);
+  // What the next model turn may read (adapters.hpp): computed here, never in decide().
+  const ModelText model = model_text(e);
+  j["modelMessage"] = model.text;
+  auto flags = nlohmann::ordered_json::array();
+  for (const auto& [set, name] : {std::pair{model.stripped, "stripped"},
+                                  std::pair{model.redacted, "redacted"},
+                                  std::pair{model.instruction_like, "instruction_like"},
+                                  std::pair{model.truncated, "truncated"}})
+    if (set) flags.push_back(name);
+  if (!flags.empty()) j["modelMessageFlags"] = std::move(flags);
   return j.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
 }
 

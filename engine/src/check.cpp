@@ -643,8 +643,184 @@ class Checker {
       if (a) rule.action = std::move(*a);
       spec.rules.push_back(std::move(rule));
     }
+    waivers(p, spec);
+    mappings(p, spec);
+    assertions(p, spec);
     add_guards(spec);
+    add_invariants(spec);
     return spec;
+  }
+
+  // `map PROTOCOL KEY -> CODE` (adapters.hpp): the key must be one the protocol can send, the
+  // code one the policy knows, and each (protocol, key) is mapped once.
+  void mappings(const ast::Policy& p, PolicySpec& spec) {
+    constexpr std::array<std::string_view, 4> protocols = {"http", "grpc", "jsonrpc", "mcp"};
+    // gRPC status names by number (grpc/doc/statuscodes.md), as the gRPC adapter reads them.
+    constexpr std::array<std::string_view, 17> grpc = {
+        "OK",           "CANCELLED",        "UNKNOWN",           "INVALID_ARGUMENT",
+        "DEADLINE_EXCEEDED", "NOT_FOUND",   "ALREADY_EXISTS",    "PERMISSION_DENIED",
+        "RESOURCE_EXHAUSTED", "FAILED_PRECONDITION", "ABORTED",  "OUT_OF_RANGE",
+        "UNIMPLEMENTED", "INTERNAL",        "UNAVAILABLE",       "DATA_LOSS",
+        "UNAUTHENTICATED"};
+    for (const auto& m : p.mappings) {
+      const auto proto = std::find(protocols.begin(), protocols.end(), m.protocol.text);
+      if (m.protocol.kind != Kind::Ident || proto == protocols.end()) {
+        const std::string near = did_you_mean(m.protocol.text, protocols);
+        error("E018", m.protocol.pos, "unknown protocol '" + m.protocol.text + "' in map",
+              "map takes http, grpc, jsonrpc or mcp" + (near.empty() ? "" : "; " + near));
+        continue;
+      }
+      const ast::Value& k = m.key;
+      const bool integer = k.kind == Kind::Number && k.unit.empty() &&
+                           k.text.find('.') == std::string::npos && k.text.size() <= 12;
+      const std::int64_t n = integer ? std::stoll(k.text) : 0;
+      std::string key = k.text;
+      std::string problem;
+      if (*proto == "http") {
+        if (k.kind == Kind::String ? k.text.empty() : !(integer && n >= 100 && n <= 599))
+          problem = "an HTTP status 100..599, or a body error type as a \"string\"";
+      } else if (*proto == "grpc") {
+        if (integer && n >= 0 && n <= 16)
+          key = std::string(grpc[static_cast<std::size_t>(n)]);
+        else if (k.kind != Kind::Ident || std::find(grpc.begin(), grpc.end(), k.text) == grpc.end())
+          problem = "a gRPC status name (UNAVAILABLE) or number 0..16";
+      } else if (!integer) {
+        problem = "a JSON-RPC error code (an integer)";
+      }
+      if (!problem.empty()) {
+        error("E019", k.pos,
+              "map " + m.protocol.text + " needs " + problem + ", not '" + k.text + k.unit + "'",
+              *proto == "grpc" ? did_you_mean(k.text, grpc) : std::string());
+        continue;
+      }
+      if (!code_id(m.code, spec)) continue;
+      const Protocol protocol = *proto == "http"   ? Protocol::Http
+                                : *proto == "grpc" ? Protocol::Grpc
+                                : *proto == "mcp"  ? Protocol::Mcp
+                                                   : Protocol::JsonRpc;
+      // jsonrpc and mcp keys are the same JSON-RPC error codes.
+      auto rpc = [](Protocol x) { return x == Protocol::JsonRpc || x == Protocol::Mcp; };
+      const bool twice =
+          std::any_of(spec.mappings.begin(), spec.mappings.end(), [&](const CodeMapping& c) {
+            return (c.protocol == protocol || (rpc(c.protocol) && rpc(protocol))) && c.key == key;
+          });
+      if (twice) {
+        error("E021", m.pos, "map " + m.protocol.text + " " + k.text + " is given twice");
+        continue;
+      }
+      spec.mappings.push_back({protocol, key, m.code.text});
+    }
+  }
+
+  void waivers(const ast::Policy& p, PolicySpec& spec) {
+    for (const auto& w : p.waivers) {
+      const std::string& name = w.name.text;
+      if (std::find(kInvariants.begin(), kInvariants.end(), name) == kInvariants.end()) {
+        error("E030", w.name.pos, "no invariant is named '" + name + "'", did_you_mean(name, kInvariants));
+        continue;
+      }
+      if (w.reason.empty()) {
+        error("E030", w.pos, "a waiver needs a reason", "waive " + name + " \"why this tool is safe\"");
+        continue;
+      }
+      if (std::find(spec.waived.begin(), spec.waived.end(), name) != spec.waived.end()) {
+        error("E030", w.pos, "invariant '" + name + "' is waived twice");
+        continue;
+      }
+      spec.waived.push_back(name);
+      warning("W110", w.pos, "invariant '" + name + "' waived: " + w.reason,
+              "the compiler no longer enforces it for this policy");
+    }
+  }
+
+  void assertions(const ast::Policy& p, PolicySpec& spec) {
+    for (const auto& a : p.assertions) {
+      AssertSpec out;
+      out.pos = a.pos;
+      if (a.kind.text != "never" && a.kind.text != "always") {
+        error("E031", a.kind.pos, "an assertion is 'never' or 'always', not '" + a.kind.text + "'");
+        continue;
+      }
+      out.never = a.kind.text == "never";
+      bool ok = true;
+      std::string routes;
+      for (const auto& r : a.routes) {
+        auto it = std::find(kRoutes.begin(), kRoutes.end(), r.text);
+        if (r.kind != Kind::Ident || it == kRoutes.end()) {
+          error("E013", r.pos, "unknown route '" + r.text + "'", did_you_mean(r.text, kRoutes));
+          ok = false;
+          continue;
+        }
+        out.routes |= 1u << (it - kRoutes.begin());
+        routes += (routes.empty() ? "" : ", ") + r.text;
+      }
+      auto when = condition(a.when, spec);
+      if (!ok || !when) continue;
+      out.when = std::move(*when);
+      out.text = "assert " + a.kind.text + " " + (a.routes.size() == 1 ? routes : "[" + routes + "]") + " when ...";
+      spec.assertions.push_back(std::move(out));
+    }
+  }
+
+  // The built-in invariants, as assertions proven like the author's (analyze.cpp). Waived ones
+  // are not checked.
+  static void add_invariants(PolicySpec& spec) {
+    using K = ast::Expr::Kind;
+    // A policy that never retries or repairs has nothing to prove (and keeps its table small).
+    if (std::none_of(spec.rules.begin(), spec.rules.end(), [](const RuleSpec& r) {
+          return r.action.route == Route::Retry || r.action.route == Route::Repair;
+        }))
+      return;
+    auto test = [](Attr attr, Op op, std::int64_t value, std::string text) {
+      Cond c;
+      c.attr = attr;
+      c.op = op;
+      if (op != Op::Truthy) c.values.push_back(Constant{value, {}});
+      c.text = std::move(text);
+      return c;
+    };
+    auto both = [](std::vector<Cond> children) {
+      Cond c;
+      c.kind = K::And;
+      c.children = std::move(children);
+      return c;
+    };
+    auto never = [&](std::string name, std::uint32_t routes, Cond when, std::string text) {
+      if (waived(spec, name)) return;
+      AssertSpec a;
+      a.pos = spec.pos;
+      a.never = true;
+      a.routes = routes;
+      a.when = std::move(when);
+      a.text = std::move(text);
+      a.invariant = std::move(name);
+      spec.assertions.push_back(std::move(a));
+    };
+    const std::uint32_t retry = 1u << static_cast<int>(Route::Retry);
+    const std::uint32_t repair = 1u << static_cast<int>(Route::Repair);
+    Cond not_idempotent;
+    not_idempotent.kind = K::Not;
+    not_idempotent.children.push_back(test(Attr::Idempotent, Op::Truthy, 0, "idempotent"));
+    never("retry_after_commit", retry | repair,
+          test(Attr::SideEffect, Op::Eq, static_cast<std::int64_t>(SideEffect::Committed), "side_effect == committed"),
+          "never [retry, repair] when side_effect == committed");
+    std::vector<Cond> unknown = {
+        test(Attr::SideEffect, Op::Eq, static_cast<std::int64_t>(SideEffect::Unknown), "side_effect == unknown"),
+        not_idempotent};
+    never("unsafe_resend", repair, both(unknown), "never repair when side_effect == unknown and not idempotent");
+    if (spec.honours_keys) unknown.push_back(test(Attr::IdempotencyKey, Op::Ne, 1, "idempotency_key != pinned"));
+    never("unsafe_resend", retry, both(unknown),
+          spec.honours_keys ? "never retry when side_effect == unknown and not idempotent and idempotency_key != pinned"
+                            : "never retry when side_effect == unknown and not idempotent");
+    never("context_overflow_retry", retry,
+          test(Attr::Code, Op::Eq, std::int64_t{8}, "code == CONTEXT_OVERFLOW"),
+          "never retry when code == CONTEXT_OVERFLOW");
+    never("bounded_retries", retry | repair, test(Attr::AttemptsLeft, Op::Le, 0, "attempts_left <= 0"),
+          "never [retry, repair] when attempts_left <= 0");
+  }
+
+  static bool waived(const PolicySpec& spec, std::string_view name) {
+    return std::find(spec.waived.begin(), spec.waived.end(), name) != spec.waived.end();
   }
 
   // The guards, in precedence order (docs/language.md, "Guards and precedence"): side-effect
@@ -689,7 +865,8 @@ class Checker {
     // Side-effect gates (RFC 9110 section 9.2.2; IETF Idempotency-Key draft): never resend after
     // a committed effect; after an unknown outcome, resend a non-idempotent call only with a
     // pinned key the tool honours (a repaired call carries a new key, so never), else verify.
-    add("gate:committed", "", kBoth,
+    if (!waived(spec, "retry_after_commit"))
+      add("gate:committed", "", kBoth,
         test(Attr::SideEffect, Op::Eq, committed, "side_effect == committed"),
         Action{Route::Stop, "", ""}, "side effect already committed");
     const Action verify = spec.verify.empty() ? Action{Route::Escalate, "", ""}
@@ -701,10 +878,12 @@ class Checker {
     std::vector<Cond> retry_unknown = unknown_outcome();
     if (spec.honours_keys)
       retry_unknown.push_back(test(Attr::IdempotencyKey, Op::Ne, 1, "idempotency_key != pinned"));
+    if (!waived(spec, "unsafe_resend")) {
     add("gate:unknown_outcome", "", kRetry, node(K::And, std::move(retry_unknown)), verify,
         "outcome unknown; verify before resending");
     add("gate:unknown_outcome", "", kRepair, node(K::And, unknown_outcome()), verify,
         "outcome unknown; verify before resending");
+    }
 
     budget("retry_after", kRetry,
            test(Attr::RetryAfter, Op::Gt, spec.retry_after_max_ms,

@@ -42,6 +42,7 @@ class Compiler {
   Table run() {
     for (const auto& r : spec_.rules)
       if (r.when) collect(*r.when);
+    for (const auto& a : spec_.assertions) collect(a.when);
     // Guard columns only where a guard can fire, so a policy that never retries has none.
     for (const auto& g : spec_.guards)
       for (const auto& r : spec_.rules)
@@ -51,6 +52,7 @@ class Compiler {
         }
     build_columns();
     for (std::uint32_t i = 0; i < spec_.rules.size(); ++i) add_rule(i);
+    for (const auto& a : spec_.assertions) table_.assertion_terms.push_back(dnf(a.when, false));
     std::size_t bitset_bytes = 0;
     for (const auto& col : table_.columns)
       bitset_bytes += col.cells * ((table_.rows.size() + 63) / 64) * 8;

@@ -199,6 +199,9 @@ std::string_view Policy::hash() const noexcept {
 std::int64_t Policy::call_cost() const noexcept {
   return impl_->spec.cost;
 }
+const std::vector<CodeMapping>& Policy::mappings() const noexcept {
+  return impl_->spec.mappings;
+}
 std::string Policy::dump() const {
   return detail::dump(impl_->table, impl_->spec, true);
 }

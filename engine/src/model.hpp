@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "ast.hpp"
+#include "recourse/adapters.hpp"
 #include "recourse/policy.hpp"
 
 namespace recourse::detail {
@@ -188,6 +189,24 @@ struct Throttle {
   double token_ratio = 0.1;
 };
 
+/// `assert never|always ROUTES when COND`: proven over the compiled table (analyze.cpp).
+struct AssertSpec {
+  ast::Pos pos;
+  bool never = true;        ///< never: no input in `when` decides one of `routes`; always: all do
+  std::uint32_t routes = 0; ///< bit (1 << Route) per route
+  Cond when;
+  std::string text;         ///< as written, for reports
+  std::string invariant;    ///< for a built-in invariant: its name (kInvariants or "bounded_retries")
+};
+
+/// Built-in invariants (docs/language.md, "Verification"). The first two hold by the side-effect
+/// gates; waiving one removes its gate.
+inline constexpr std::array<std::string_view, 3> kInvariants = {
+    "retry_after_commit",      ///< no retry or repair after a committed side effect
+    "unsafe_resend",           ///< no resend of a non-idempotent call with an unknown outcome
+    "context_overflow_retry",  ///< CONTEXT_OVERFLOW is never retried unchanged
+};
+
 /// A checked policy: the input of compile() and of the reference interpreter.
 struct PolicySpec {
   std::string name;
@@ -215,6 +234,9 @@ struct PolicySpec {
   std::vector<std::string> codes;  ///< built-ins then declared
   std::vector<RuleSpec> rules;     ///< author rules, then the default as a rule without `when`
   std::vector<Guard> guards;       ///< in precedence order
+  std::vector<AssertSpec> assertions;
+  std::vector<std::string> waived;  ///< invariants waived (names from kInvariants)
+  std::vector<CodeMapping> mappings;  ///< `map` lines: adapter overrides for this tool
 };
 
 }  // namespace recourse::detail

@@ -171,6 +171,8 @@ std::string dump(const Table& table, const PolicySpec& spec, bool with_positions
   if (spec.throttle.enabled)
     out += fmt::format("throttle max_tokens={} token_ratio={}\n", spec.throttle.max_tokens,
                        spec.throttle.token_ratio);
+  for (const auto& m : spec.mappings)  // adapter overrides change the envelope, so the decision
+    out += fmt::format("map {} {} -> {}\n", to_string(m.protocol), quote(m.key), m.code);
   if (table.strategy == Strategy::Direct) {
     std::string dims;
     for (const auto& c : table.columns) dims += (dims.empty() ? "" : "x") + std::to_string(c.cells);

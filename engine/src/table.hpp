@@ -83,6 +83,8 @@ struct Table {
   // Bitset matcher: bits[column][cell] is `words` words; bit r set when row r accepts the cell.
   std::size_t words = 0;
   std::vector<std::vector<std::vector<std::uint64_t>>> bits;
+  // Analysis only: the DNF terms of each assertion's condition (PolicySpec::assertions).
+  std::vector<std::vector<std::vector<CellSet>>> assertion_terms;
   // Direct matcher: entries[sum(cell_c * stride_c)] is the first matching row.
   std::vector<std::size_t> strides;
   std::vector<std::uint32_t> entries;

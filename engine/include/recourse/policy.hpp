@@ -15,6 +15,7 @@
 #include <string_view>
 #include <vector>
 
+#include "recourse/adapters.hpp"
 #include "recourse/diagnostic.hpp"
 #include "recourse/envelope.hpp"
 
@@ -146,6 +147,9 @@ class Policy {
   std::string_view hash() const noexcept;
   /// Cost units one call of the tool charges (tool.cost; default 1).
   std::int64_t call_cost() const noexcept;
+  /// The policy's `map` lines: per-tool overrides of the adapters' tables, for
+  /// AdapterOptions::mappings.
+  const std::vector<CodeMapping>& mappings() const noexcept;
 
  private:
   friend struct BundleBuilder;

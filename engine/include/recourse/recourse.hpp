@@ -2,6 +2,7 @@
 // Include this header for the whole C++ API.
 #pragma once
 
+#include "recourse/adapters.hpp"
 #include "recourse/diagnostic.hpp"
 #include "recourse/envelope.hpp"
 #include "recourse/policy.hpp"

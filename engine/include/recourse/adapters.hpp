@@ -1,0 +1,224 @@
+// Adapters: what a failed tool call actually returned (an HTTP response, a transport error, a
+// gRPC status, an MCP CallToolResult, a JSON-RPC error) -> the envelope a policy decides on; and
+// the text about a failure that may reach the next model turn.
+//
+// Most tools never send the seed's envelope. An adapter reads the protocol's own error form and
+// fills the envelope's fields, with the same hardening as read_envelope(): a malformed value
+// (a garbled status, a Retry-After of "nan", "-1" or "1e999", a duplicated singleton header, a
+// string over its ReaderLimits cap) is read as absent with an EnvelopeWarning, never as another
+// valid value; unknown or garbled input maps to UNKNOWN, never to TRANSIENT. An adapter never
+// throws and never sets anything the context owns (idempotent, sideEffect): an absent sideEffect
+// already reads as unknown, which is what a timeout of a non-idempotent call needs.
+//
+// The full tables, with examples, are in docs/adapters.md. In short (the code is the envelope's
+// `code`; "retry" is its `retryable`; "-" leaves it absent):
+//
+// HTTP (RFC 9110 section 15 unless noted)
+//   status                               code            retry  source
+//   400 Bad Request                      VALIDATION      false  15.5.1 (field, suggestion: body)
+//   401 Unauthorized                     PERMISSION      false  15.5.2; WWW-Authenticate (11.6.1)
+//   402 Payment Required                 QUOTA_EXCEEDED  false  15.5.3
+//   403 Forbidden                        PERMISSION      false  15.5.4 (see "body outranks")
+//   404 Not Found, 410 Gone              NOT_FOUND       false  15.5.5, 15.5.11
+//   405 Method Not Allowed               NOT_FOUND       false  15.5.6 (no such operation)
+//   408 Request Timeout                  TIMEOUT         true   15.5.9 (request never arrived)
+//   409 Conflict                         CONFLICT        false  15.5.10
+//   412 Precondition Failed              CONFLICT        false  15.5.13 (a lost update)
+//   413 Content Too Large                VALIDATION      false  15.5.14 (Retry-After: TRANSIENT)
+//   406 411 414-417 421 422              VALIDATION      false  15.5.7-15.5.21 (422: field)
+//   428 Precondition Required            VALIDATION      false  RFC 6585 section 3
+//   429 Too Many Requests                RATE_LIMITED    true   RFC 6585 section 4
+//   431 Request Header Fields Too Large  VALIDATION      false  RFC 6585 section 5
+//   500 502 503                          TRANSIENT       true   15.6.1, 15.6.3, 15.6.4
+//   501 Not Implemented                  NOT_FOUND       false  15.6.2
+//   504 Gateway Timeout                  TIMEOUT         true   15.6.5
+//   505 HTTP Version Not Supported       UNKNOWN         false  15.6.6
+//   511 Network Authentication Required  PERMISSION      false  RFC 6585 section 6
+//   529 (Anthropic: overloaded)          TRANSIENT       true   provider documented
+//   any other status                     UNKNOWN         -      (RFC 9110 section 15 reads an
+//                                                               unknown 5xx as 500; here unknown
+//                                                               input is never TRANSIENT)
+//   Retry-After (10.2.3): delay-seconds or an HTTP-date (5.6.7: IMF-fixdate, RFC 850, asctime)
+//   against now_ms (else the response's Date header); a past date is 0; a fraction ("0.503") is
+//   rounded up to whole seconds; anything else is absent with a warning. On a rate limit, also
+//   RateLimit-Reset (draft-ietf-httpapi-ratelimit-headers: delta seconds) and X-RateLimit-Reset
+//   (epoch seconds when >= 1e9, else delta seconds); the longest valid hint wins.
+//   Body (RFC 9457 problem details, or a provider's JSON): message from detail/title/message;
+//   field and suggestion from `errors` [{pointer, detail}] (RFC 9457 section 3), `invalid-params`
+//   [{name, reason}] (RFC 7807 section 3), OpenAI's `param`, or google.rpc.BadRequest field
+//   violations; google.rpc.RetryInfo's delay.
+//   The body outranks the status where the provider documents it:
+//     error type/code insufficient_quota, billing_hard_limit_reached  -> QUOTA_EXCEEDED, false
+//     error type/code context_length_exceeded, or a 400/413/422 whose message says the context
+//       or prompt is too long                                         -> CONTEXT_OVERFLOW, false
+//     error type overloaded_error                                      -> TRANSIENT, true
+//     error type/code rate_limit_error, rate_limit_exceeded (4xx)      -> RATE_LIMITED, true
+//     403 with a rate-limit message, X-RateLimit-Remaining: 0 or Retry-After (GitHub)
+//                                                                      -> RATE_LIMITED, true;
+//       a "secondary rate limit" waits at least secondary_rate_limit_min_ms (60 s)
+//     409 with code idempotency_key_in_use (Stripe: resend the same key) -> CONFLICT, true
+//   A body that is itself an envelope (a string `code` naming a built-in code, or a `retryable`
+//   key) is read with read_envelope() and its fields win over the status's.
+//   traceId from the envelope body, else traceparent's trace-id, X-Request-Id, Request-Id,
+//   X-GitHub-Request-Id, X-Amzn-RequestId.
+//
+// Transport errors (no HTTP status): "timeout", "timed out", ETIMEDOUT, "no response" ->
+//   TIMEOUT, true; ECONNRESET, "socket hang up", EPIPE, ECONNREFUSED, ENOTFOUND, EAI_AGAIN,
+//   ECONNABORTED, EHOSTUNREACH, ENETUNREACH -> TRANSIENT, true; anything else UNKNOWN, -.
+//
+// gRPC (status codes doc; gRFC A6 for pushback), by name or number
+//   UNAVAILABLE 14 TRANSIENT true         RESOURCE_EXHAUSTED 8 RATE_LIMITED true
+//   DEADLINE_EXCEEDED 4 TIMEOUT true      ABORTED 10 CONFLICT true
+//   INVALID_ARGUMENT 3, OUT_OF_RANGE 11 VALIDATION false
+//   FAILED_PRECONDITION 9, ALREADY_EXISTS 6 CONFLICT false
+//   PERMISSION_DENIED 7, UNAUTHENTICATED 16 PERMISSION false
+//   NOT_FOUND 5, UNIMPLEMENTED 12 NOT_FOUND false
+//   INTERNAL 13, DATA_LOSS 15, CANCELLED 1 UNKNOWN false      UNKNOWN 2 UNKNOWN -
+//   OK 0, or anything else: UNKNOWN - with a warning
+//   grpc-retry-pushback-ms: a non-negative integer is retryAfterMs; a negative or malformed one
+//   means "do not retry" (gRFC A6): retryable false, with a warning.
+//
+// JSON-RPC 2.0 (section 5.1) and MCP protocol errors
+//   -32700 Parse error, -32600 Invalid Request, -32602 Invalid params  VALIDATION false
+//   -32601 Method not found (an unknown tool)                          NOT_FOUND false
+//   -32002 Resource not found (MCP resources)                          NOT_FOUND false
+//   -32603 Internal error, any other code                              UNKNOWN -
+//
+// MCP tool-execution errors (CallToolResult with isError true; the spec keeps them apart from
+// protocol errors): structuredContent carrying an envelope is that envelope; otherwise UNKNOWN
+// with the text content as the message. Text alone never unlocks a riskier route: the only
+// reclassification is UNKNOWN -> PERMISSION when the text reports an expired or invalid
+// credential (a 401, "unauthorized", "invalid_token", "token expired"), because authorize is
+// the safer, human-gated route. A transport-level HTTP status that is not 2xx goes through the
+// HTTP table (a 401 with WWW-Authenticate is PERMISSION). Tool annotations (idempotentHint,
+// readOnlyHint, destructiveHint) come from an untrusted server: they set
+// AdapterResult::idempotent only when AdapterOptions::trusted_server is true.
+//
+// Per-tool overrides: AdapterOptions::mappings replace a table's code (HTTP status, gRPC status,
+// JSON-RPC code) for one tool; a policy's `map` lines (Policy::mappings()) are such mappings. An
+// HTTP mapping keyed by a string matches the body's error type or code (a problem `type` URI, an
+// OpenAI or Anthropic error type, a Google error status) and outranks everything; a numeric one
+// replaces the status row but not a body's documented reclassification. A mapping changes the
+// code only; retryable stays what the protocol says.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "recourse/envelope.hpp"
+
+namespace recourse {
+
+/// A source format.
+enum class Protocol : std::uint8_t { Http, Grpc, Mcp, JsonRpc };
+
+/// "http", "grpc", "mcp", "jsonrpc".
+const char* to_string(Protocol protocol) noexcept;
+
+/// The protocol named by `name`'s first word, case-insensitively ("mcp over streamable http" is
+/// Mcp); also "json-rpc". nullopt for anything else.
+std::optional<Protocol> protocol_of(std::string_view name) noexcept;
+
+/// Header (or gRPC metadata) fields in order, names as received; lookups ignore case. A field
+/// given twice is two entries.
+using Headers = std::vector<std::pair<std::string, std::string>>;
+
+/// One per-tool override of an adapter's table.
+struct CodeMapping {
+  Protocol protocol = Protocol::Http;  ///< Mcp and JsonRpc mappings both apply to JSON-RPC errors
+  std::string key;   ///< "409"; "ALREADY_EXISTS" or "6"; "-32001"; or an HTTP body error type
+  std::string code;  ///< the envelope code to give instead
+};
+
+/// Options of every adapter.
+struct AdapterOptions {
+  ReaderLimits limits;  ///< the envelope reader's limits; a body beyond max_bytes is ignored
+  std::size_t max_raw_bytes = 1 << 20;  ///< a whole raw form (from_raw); beyond it: not ok
+  std::vector<CodeMapping> mappings;    ///< per-tool overrides, first match wins
+  bool trusted_server = false;          ///< MCP: honour the tool's annotations
+  std::int64_t secondary_rate_limit_min_ms = 60'000;  ///< GitHub: "wait at least one minute"
+};
+
+/// An envelope read from a raw form. `ok` false only when a raw JSON form is not a JSON object
+/// or breaks a whole-input limit (as read_envelope); `envelope` is then empty. The typed
+/// functions are always ok.
+struct AdapterResult : EnvelopeResult {
+  std::string mapping;  ///< the table row that gave the code, e.g. "http 429", "grpc UNAVAILABLE"
+  std::optional<bool> idempotent;  ///< MCP annotations of a trusted server; else nullopt
+};
+
+/// An HTTP response: status (100..599; anything else is garbled), header fields, the body as
+/// received (JSON is read when it is a JSON object; other text is kept out of `message` except a
+/// short plain-text line). `now_ms` (ms since the epoch) turns HTTP-dates and epoch resets into
+/// delays; without it the response's Date header is the clock.
+AdapterResult from_http(int status, const Headers& headers, std::string_view body,
+                        std::optional<std::int64_t> now_ms,
+                        const AdapterOptions& options = {}) noexcept;
+
+/// A failure below HTTP: the client library's error text ("ECONNRESET", "read timeout").
+AdapterResult from_transport_error(std::string_view error,
+                                   const AdapterOptions& options = {}) noexcept;
+
+/// A gRPC status: its name ("UNAVAILABLE") or number ("14"), message and trailing metadata.
+AdapterResult from_grpc(std::string_view status, std::string_view message, const Headers& metadata,
+                        const AdapterOptions& options = {}) noexcept;
+
+/// A JSON-RPC error object's members; `data_json` is the `data` member as JSON text (or empty).
+AdapterResult from_jsonrpc(std::int64_t code, std::string_view message, std::string_view data_json,
+                           const AdapterOptions& options = {}) noexcept;
+
+/// An MCP tools/call reply as JSON text: a JSON-RPC response ({"result": ...} or
+/// {"error": ...}) or a bare CallToolResult ({"content": [...], "isError": true}).
+AdapterResult from_mcp(std::string_view reply_json, const AdapterOptions& options = {}) noexcept;
+
+/// The raw form as one JSON object (the CLI's and the trace's input), per protocol:
+///   http:    {"status": 429, "headers": {"Retry-After": "5"}, "body": {...} | "text",
+///             "transportError": "ECONNRESET"}        (status null: transportError is read)
+///   grpc:    {"status": "UNAVAILABLE" | 14, "message": "...", "metadata": {...},
+///             "details": [google.rpc detail objects]} ("code" is read when "status" is absent)
+///   mcp:     {"result": CallToolResult} | {"error": {code, message, data}}, optionally with
+///            "httpStatus" and "headers" (streamable HTTP) and "annotations" (the tool's)
+///   jsonrpc: {"error": {"code": -32602, "message": "...", "data": ...}} or the error object
+/// Header and metadata values are strings (a list of strings for a repeated field). Other keys
+/// are ignored. `protocol` nullopt: the object's "protocol" member (see protocol_of) decides.
+AdapterResult from_raw(std::optional<Protocol> protocol, std::string_view raw_json,
+                       std::optional<std::int64_t> now_ms,
+                       const AdapterOptions& options = {}) noexcept;
+
+/// MCP tool annotations ({"idempotentHint": true, "readOnlyHint": false, ...}) as the
+/// `idempotent` they imply: nullopt unless `trusted` (readOnlyHint or idempotentHint true: true;
+/// destructiveHint true with neither: false).
+std::optional<bool> idempotent_from_annotations(std::string_view annotations_json,
+                                                bool trusted) noexcept;
+
+/// The envelope as canonical JSON: the seed's keys in order, absent fields left out. read_envelope
+/// reads it back to the same envelope (warnings aside).
+std::string to_json(const Envelope& envelope);
+
+/// Limits of the model-facing text.
+struct ModelTextOptions {
+  std::size_t max_bytes = 400;  ///< UTF-8 bytes, the ellipsis included
+};
+
+/// What the next model turn may read about a failure.
+struct ModelText {
+  std::string text;
+  bool stripped = false;          ///< control characters, ANSI escapes or HTML were removed
+  bool redacted = false;          ///< likely secrets were replaced by [redacted]
+  bool instruction_like = false;  ///< the text reads like instructions to the model (flagged)
+  bool truncated = false;         ///< cut at max_bytes
+};
+
+/// The model-facing text of an envelope, derived from message, field and suggestion (or the
+/// code alone): control characters, ANSI escapes, invisible Unicode and HTML stripped, bearer
+/// tokens, API keys (sk-..., ghp_..., AKIA..., JWTs), passwords in URLs and secret=value pairs
+/// redacted, instruction-like text ("ignore previous instructions", "you must", "system
+/// prompt") marked with a leading "[flagged: instruction-like text from the tool]", and the
+/// whole cut at max_bytes on a character boundary. Deterministic; never throws on any input.
+ModelText model_text(const Envelope& envelope, const ModelTextOptions& options = {});
+
+}  // namespace recourse

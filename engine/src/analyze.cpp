@@ -1,0 +1,469 @@
+// Analysis stage: proofs and findings over the decision table, by cube algebra.
+//
+// Every row is a cube (one cell set per column) and first match decides, so "can an input in
+// cube X reach row r?" is "is X not covered by the union of the rows before r?". That is decided
+// by recursive splitting (as logic minimisers check tautology; Calvanese et al., "Semantics and
+// Analysis of DMN Decision Tables", BPM 2016, sweep the same boundaries): take the first earlier
+// row that meets X; if it contains X, X is covered; otherwise split X on one column into the
+// part inside that row and the part outside, and continue with both. Nothing enumerates the
+// product of the columns. A "no" leaves an uncovered sub-cube, which realize() turns into a
+// concrete envelope and context and checks by computing its attributes (make_point) again, so a
+// reported counterexample is one that `recourse decide` reproduces.
+#include "analyze.hpp"
+
+#include <fmt/format.h>
+
+#include <set>
+
+#include <nlohmann/json.hpp>
+
+#include "parse.hpp"
+
+namespace recourse::detail {
+namespace {
+
+using Cube = std::vector<CellSet>;
+
+// Work limit for one coverage question (splits); beyond it the question is left open (W109).
+constexpr std::size_t kMaxSplits = 200000;
+
+bool intersects(const Cube& a, const Cube& b) {
+  for (std::size_t c = 0; c < a.size(); ++c) {
+    CellSet both = a[c];
+    both &= b[c];
+    if (both.empty()) return false;
+  }
+  return true;
+}
+
+bool contains(const Cube& outer, const Cube& inner) {
+  for (std::size_t c = 0; c < outer.size(); ++c) {
+    CellSet rest = inner[c];
+    rest &= outer[c].complement();
+    if (!rest.empty()) return false;
+  }
+  return true;
+}
+
+struct Open {};  // the work limit was reached
+
+// A non-empty part of `x` that no row in [0, limit) covers, or nullopt when they cover all of it.
+std::optional<Cube> uncovered(const Table& t, Cube x, std::size_t limit) {
+  for (const auto& set : x)
+    if (set.empty()) return std::nullopt;  // an empty cube holds no input
+  std::vector<std::pair<Cube, std::size_t>> stack{{std::move(x), 0}};
+  std::size_t splits = 0;
+  while (!stack.empty()) {
+    auto [cube, j] = std::move(stack.back());
+    stack.pop_back();
+    while (j < limit && !intersects(t.rows[j].cube, cube)) ++j;
+    if (j == limit) return cube;
+    const Cube& row = t.rows[j].cube;
+    if (contains(row, cube)) continue;
+    if (++splits > kMaxSplits) throw Open{};
+    for (std::size_t c = 0; c < cube.size(); ++c) {
+      CellSet outside = cube[c];
+      outside &= row[c].complement();
+      if (outside.empty()) continue;
+      Cube out = cube;  // disjoint from row j on column c
+      out[c] = std::move(outside);
+      cube[c] &= row[c];  // the part inside row j on c: still to split on other columns
+      stack.push_back({std::move(cube), j});
+      stack.push_back({std::move(out), j + 1});
+      break;
+    }
+  }
+  return std::nullopt;
+}
+
+Cube intersect(const Cube& a, const Cube& b) {
+  Cube out = a;
+  for (std::size_t c = 0; c < out.size(); ++c) out[c] &= b[c];
+  return out;
+}
+
+// A concrete input in `cube`, checked by recomputing its attributes; nullopt when the choices
+// tried do not land in the cube (derived attributes may make a cell combination infeasible).
+struct Input {
+  Envelope envelope;
+  Context context;
+};
+
+std::optional<Input> realize(const Compiled& p, const Cube& cube) {
+  const Table& t = p.table;
+  for (int variant = 0; variant < 4; ++variant) {
+    Input in;
+    Envelope& e = in.envelope;
+    Context& c = in.context;
+    c.tool = p.spec.name;
+    c.side_effect = SideEffect::None;
+    std::optional<std::int64_t> attempts_left, time_left, cost_left, slack;
+    std::optional<bool> field_in_args;
+    std::vector<std::string> owned;  // strings for "other" cells
+    owned.reserve(t.columns.size());
+    for (std::size_t k = 0; k < t.columns.size(); ++k) {
+      const Column& col = t.columns[k];
+      // The first allowed cell, or the last for odd variants (two views of the cube); for the
+      // tool, the policy's own name when allowed (so the bundle picks this policy).
+      std::size_t cell = col.cells;
+      if (col.attr == Attr::Tool)
+        for (std::size_t i = 0; i < col.strings.size(); ++i)
+          if (col.strings[i] == p.spec.name && cube[k].test(i)) cell = i;
+      for (std::size_t i = 0; i < col.cells && cell == col.cells; ++i) {
+        const std::size_t at = variant % 2 ? col.cells - 1 - i : i;
+        if (cube[k].test(at)) {
+          cell = at;
+          break;
+        }
+      }
+      if (cell == col.cells) return std::nullopt;
+      const bool absent = info(col.attr).untrusted && cell == col.cells - 1;
+      std::int64_t num = 0;
+      std::string str;
+      if (!absent) {
+        switch (info(col.attr).type) {
+          case Type::Duration:
+          case Type::Count: {
+            const std::int64_t lo =
+                cell == 0 ? std::numeric_limits<std::int64_t>::min() : col.cuts[cell - 1];
+            const std::int64_t hi =
+                cell == col.cuts.size() ? std::numeric_limits<std::int64_t>::max() : col.cuts[cell];
+            const bool derived = col.attr == Attr::AttemptsLeft || col.attr == Attr::TimeLeft ||
+                                 col.attr == Attr::CostLeft || col.attr == Attr::DeadlineSlack;
+            const std::int64_t floor = derived ? -1'000'000 : col.attr == Attr::Attempt ? 1 : 0;
+            const std::int64_t low = std::max(lo, floor);
+            num = variant >= 2 && hi - 1 >= low && hi < 1'000'000'000'000 ? hi - 1 : low;
+            // Time left: prefer an hour when the cell allows, so the backoff fits before the
+            // deadline (that check follows the lookup).
+            if (col.attr == Attr::TimeLeft && hi == std::numeric_limits<std::int64_t>::max())
+              num = std::max(num, std::int64_t{3'600'000});
+            if (num >= hi) return std::nullopt;
+            break;
+          }
+          case Type::String:
+            str = cell < col.strings.size() ? col.strings[cell] : "other-" + std::to_string(k);
+            break;
+          default:
+            num = static_cast<std::int64_t>(cell);
+        }
+      }
+      switch (col.attr) {
+        case Attr::Code:
+          if (!absent) e.code = p.spec.codes.at(static_cast<std::size_t>(num));
+          break;
+        case Attr::Retryable:
+          if (!absent) e.retryable = num != 0;
+          break;
+        case Attr::Field:
+          if (!absent) e.field = str;
+          break;
+        case Attr::Suggestion:
+          if (!absent) e.suggestion = str;
+          break;
+        case Attr::TraceId:
+          if (!absent) e.trace_id = str;
+          break;
+        case Attr::RetryAfter:
+          if (!absent) e.retry_after_ms = num;
+          break;
+        case Attr::Idempotent:
+          c.idempotent = num != 0;
+          break;
+        case Attr::SideEffect:
+          c.side_effect = static_cast<SideEffect>(num);
+          break;
+        case Attr::Attempt:
+          c.attempt = num;
+          break;
+        case Attr::Repairs:
+          c.repairs = num;
+          break;
+        case Attr::Elapsed:
+          c.elapsed_ms = num;
+          break;
+        case Attr::Tool:
+          c.tool = str;
+          break;
+        case Attr::Repeats:
+          c.repeats = num;
+          break;
+        case Attr::IdempotencyKey:
+          c.idempotency_key_pinned = num == 1;
+          if (num == 1) c.idempotency_key = "key-1";
+          break;
+        case Attr::Circuit:
+          c.circuit = static_cast<CircuitState>(num);
+          break;
+        case Attr::RetryThrottled:
+          c.retry_throttled = num != 0;
+          break;
+        case Attr::AttemptsLeft:
+          attempts_left = num;
+          break;
+        case Attr::TimeLeft:
+          time_left = num;
+          break;
+        case Attr::CostLeft:
+          cost_left = num;
+          break;
+        case Attr::DeadlineSlack:
+          if (!absent) slack = num;
+          break;
+        case Attr::FieldInArguments:
+          if (!absent) field_in_args = num != 0;
+          break;
+        default:
+          break;
+      }
+    }
+    // Derived attributes: choose the host's inputs that give them.
+    if (attempts_left) {
+      const std::int64_t v = *attempts_left;
+      const std::int64_t m =
+          std::clamp<std::int64_t>(c.attempt + std::max<std::int64_t>(v, 0), 1, p.attempt_ceiling);
+      c.max_attempts = m;
+      c.lower_retries = std::max<std::int64_t>(0, m - c.attempt - v);
+    }
+    if (time_left) c.deadline_ms = std::max<std::int64_t>(0, c.elapsed_ms + *time_left);
+    if (cost_left && p.spec.cost_max != kNoLimit)
+      c.cost_spent = std::max<std::int64_t>(0, p.spec.cost_max - *cost_left);
+    if (slack && e.retry_after_ms && time_left)
+      c.deadline_ms = std::max<std::int64_t>(0, c.elapsed_ms + *e.retry_after_ms + *slack);
+    if (slack && !e.retry_after_ms) e.retry_after_ms = std::max<std::int64_t>(0, -*slack);
+    if (field_in_args) {
+      if (!e.field) e.field = "arg";
+      c.arguments =
+          *field_in_args ? std::vector<std::string>{*e.field} : std::vector<std::string>{};
+    }
+    // The check: the input's own attributes fall in the cube, and deciding it (the steps after
+    // the lookup included) gives the row's route.
+    std::uint32_t warnings = 0;
+    std::string_view nearest;
+    const Point point = make_point(p, e, c, warnings, nearest);
+    bool inside = true;
+    for (std::size_t k = 0; k < t.columns.size() && inside; ++k)
+      inside =
+          cube[k].test(t.columns[k].cell_of(point[static_cast<std::size_t>(t.columns[k].attr)]));
+    if (!inside) continue;
+    const std::uint32_t row = t.match(point);
+    const RowAction& a = t.actions[t.rows[row].action];
+    Decision d;
+    finish(p, a.action, a.label, a.exhausted, row, point, e, c, d);
+    if (d.route == a.action.route) return in;
+  }
+  return std::nullopt;
+}
+
+std::string input_json(const Input& in) {
+  using json = nlohmann::ordered_json;
+  const Envelope& e = in.envelope;
+  const Context& c = in.context;
+  json env = json::object();
+  if (e.code) env["code"] = *e.code;
+  if (e.retryable) env["retryable"] = *e.retryable;
+  if (e.field) env["field"] = *e.field;
+  if (e.suggestion) env["suggestion"] = *e.suggestion;
+  if (e.retry_after_ms) env["retryAfterMs"] = *e.retry_after_ms;
+  if (e.trace_id) env["traceId"] = *e.trace_id;
+  static constexpr const char* effects[] = {"none", "unknown", "committed"};
+  static constexpr const char* circuits[] = {"closed", "open", "half_open"};
+  json ctx = {
+      {"tool", c.tool},
+      {"sideEffect", effects[static_cast<int>(c.side_effect.value_or(SideEffect::Unknown))]},
+      {"attempt", c.attempt}};
+  if (c.idempotent) ctx["idempotent"] = *c.idempotent;
+  if (c.repairs) ctx["repairs"] = c.repairs;
+  if (c.elapsed_ms) ctx["elapsedMs"] = c.elapsed_ms;
+  if (c.max_attempts) ctx["maxAttempts"] = *c.max_attempts;
+  if (c.lower_retries) ctx["lowerRetries"] = c.lower_retries;
+  if (c.deadline_ms) ctx["deadlineMs"] = *c.deadline_ms;
+  if (c.repeats) ctx["repeats"] = c.repeats;
+  if (c.cost_spent) ctx["costSpent"] = c.cost_spent;
+  if (c.idempotency_key_pinned) ctx["idempotencyKey"] = c.idempotency_key;
+  if (c.circuit != CircuitState::Closed) ctx["circuit"] = circuits[static_cast<int>(c.circuit)];
+  if (c.retry_throttled) ctx["retryThrottled"] = true;
+  if (c.arguments) ctx["arguments"] = *c.arguments;
+  return "envelope " + env.dump(-1, ' ', false, json::error_handler_t::replace) + " context " +
+         ctx.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+class Analyzer {
+ public:
+  Analyzer(const Compiled& p, std::string_view text, std::vector<Diagnostic>& out)
+      : p_(p), t_(p.table), text_(text), out_(out) {}
+
+  void run() {
+    for (std::size_t a = 0; a < p_.spec.assertions.size(); ++a)
+      prove(p_.spec.assertions[a], t_.assertion_terms[a]);
+    unreachable_rules();
+    hostile_retries();
+  }
+
+ private:
+  void report(Severity severity, const char* code, ast::Pos pos, std::string message,
+              std::string help) {
+    Diagnostic d;
+    d.severity = severity;
+    d.code = code;
+    d.file = p_.spec.file;
+    d.line = pos.line;
+    d.column = pos.column;
+    d.message = std::move(message);
+    d.help = std::move(help);
+    d.source_line = grammar::line_of(text_, pos.line);
+    out_.push_back(std::move(d));
+  }
+
+  // The first input of `x` reaching row `r`, realized; or nullopt. Throws Open.
+  std::optional<std::pair<Cube, std::optional<Input>>> reach(const Cube& x, std::size_t r) {
+    auto rest = uncovered(t_, x, r);
+    if (!rest) return std::nullopt;
+    return std::make_pair(*rest, realize(p_, *rest));
+  }
+
+  static std::string example(const std::optional<Input>& in) {
+    return in ? "counterexample: " + input_json(*in)
+              : "the table reaches this row, but no concrete input for it was found (derived "
+                "attributes)";
+  }
+
+  void prove(const AssertSpec& a, const std::vector<Cube>& terms) {
+    const bool invariant = !a.invariant.empty();
+    try {
+      for (std::size_t r = 0; r < t_.rows.size(); ++r) {
+        const RowAction& act = t_.actions[t_.rows[r].action];
+        const bool in_routes = (a.routes >> static_cast<int>(act.action.route)) & 1u;
+        if (in_routes != a.never)
+          continue;  // never: rows deciding a listed route; always: the others
+        for (const Cube& term : terms) {
+          auto hit = reach(intersect(t_.rows[r].cube, term), r);
+          if (!hit) continue;
+          const std::string what =
+              fmt::format("{} '{}' decides {}",
+                          act.label.rfind("budget:", 0) == 0 || act.label.rfind("gate:", 0) == 0 ||
+                                  act.label.rfind("circuit:", 0) == 0
+                              ? "guard"
+                              : "rule",
+                          act.label, to_string(act.action.route));
+          if (invariant) {
+            report(Severity::Error, invariant_code(a.invariant), act.pos,
+                   fmt::format("invariant {} broken: {} ({})", a.invariant, what, a.text),
+                   example(hit->second) + "; waive it only with `waive " + a.invariant +
+                       " \"reason\"`");
+          } else {
+            report(Severity::Error, "E120", a.pos, fmt::format("assertion failed: {}", what),
+                   example(hit->second));
+          }
+          return;  // one counterexample per assertion
+        }
+      }
+    } catch (const Open&) {
+      report(Severity::Warning, "W109", a.pos,
+             "assertion not decided: the table is too large to analyse", "split the policy");
+    }
+  }
+
+  static const char* invariant_code(const std::string& name) {
+    if (name == "retry_after_commit") return "E101";
+    if (name == "unsafe_resend") return "E102";
+    if (name == "context_overflow_retry") return "E103";
+    return "E104";
+  }
+
+  // W101: every row of a rule is covered by the rows of earlier rules.
+  void unreachable_rules() {
+    std::size_t first = 0;
+    try {
+      for (std::uint32_t rule = 0; rule < p_.spec.rules.size(); ++rule) {
+        std::size_t end = first;
+        while (end < t_.rows.size() && t_.actions[t_.rows[end].action].rule == rule) ++end;
+        bool reachable = false;
+        for (std::size_t r = first; r < end && !reachable; ++r)
+          reachable = uncovered(t_, t_.rows[r].cube, first).has_value();
+        if (!reachable && end > first) {
+          std::vector<std::string> by;
+          for (std::size_t r = 0; r < first; ++r) {
+            const std::string& name = p_.spec.rules[t_.actions[t_.rows[r].action].rule].name;
+            bool meets = false;
+            for (std::size_t k = first; k < end && !meets; ++k)
+              meets = intersects(t_.rows[r].cube, t_.rows[k].cube);
+            if (meets && std::find(by.begin(), by.end(), name) == by.end()) by.push_back(name);
+          }
+          const RuleSpec& spec = p_.spec.rules[rule];
+          std::string names;
+          for (const auto& n : by) names += (names.empty() ? "'" : ", '") + n + "'";
+          if (spec.name == "default")
+            report(Severity::Warning, "W105", spec.pos,
+                   "the default is never reached: the rules decide every input",
+                   "keep it as a safety net, or remove it");
+          else
+            report(Severity::Warning, "W101", spec.pos,
+                   fmt::format("rule '{}' is never reached: {} decide every input it matches",
+                               spec.name, names),
+                   "reorder the rules, narrow the earlier ones, or remove this one");
+        }
+        first = end;
+      }
+    } catch (const Open&) {
+      report(Severity::Warning, "W109", p_.spec.pos,
+             "reachability not decided: the table is too large to analyse", "");
+    }
+  }
+
+  // W103 / W104: retry rules a hostile server steers.
+  void hostile_retries() {
+    const int code_col = column(Attr::Code), retryable_col = column(Attr::Retryable);
+    for (std::size_t r = 0; r < t_.rows.size(); ++r) {
+      const RowAction& act = t_.actions[t_.rows[r].action];
+      if (act.action.route != Route::Retry || act.label != p_.spec.rules[act.rule].name) continue;
+      if (reported_.count(act.rule)) continue;
+      const Cube& row = t_.rows[r].cube;
+      if (code_col >= 0 && retryable_col >= 0 && row[static_cast<std::size_t>(code_col)].full() &&
+          !row[static_cast<std::size_t>(retryable_col)].full()) {
+        report(Severity::Warning, "W104", act.pos,
+               fmt::format("rule '{}' retries on `retryable` without looking at `code`", act.label),
+               "a server that marks everything retryable steers it; constrain code, e.g. code in "
+               "[TRANSIENT, RATE_LIMITED]");
+        reported_.insert(act.rule);
+        continue;
+      }
+      if (code_col < 0) continue;
+      Cube permanent = row;
+      CellSet codes(t_.columns[static_cast<std::size_t>(code_col)].cells, false);
+      for (std::int64_t id : {std::int64_t{3}, std::int64_t{4}, std::int64_t{5}})
+        codes.set(static_cast<std::size_t>(id));
+      permanent[static_cast<std::size_t>(code_col)] &= codes;
+      try {
+        auto hit = reach(permanent, r);
+        if (!hit) continue;
+        report(Severity::Warning, "W103", act.pos,
+               fmt::format(
+                   "rule '{}' can retry a permanent failure (VALIDATION, PERMISSION or NOT_FOUND)",
+                   act.label),
+               hit->second ? "e.g. " + input_json(*hit->second) : std::string("constrain code"));
+        reported_.insert(act.rule);
+      } catch (const Open&) {
+      }
+    }
+  }
+
+  int column(Attr a) const {
+    for (std::size_t c = 0; c < t_.columns.size(); ++c)
+      if (t_.columns[c].attr == a) return static_cast<int>(c);
+    return -1;
+  }
+
+  const Compiled& p_;
+  const Table& t_;
+  std::string_view text_;
+  std::vector<Diagnostic>& out_;
+  std::set<std::uint32_t> reported_;
+};
+
+}  // namespace
+
+void analyze(const Compiled& policy, std::string_view text, std::vector<Diagnostic>& diagnostics) {
+  Analyzer(policy, text, diagnostics).run();
+}
+
+}  // namespace recourse::detail

@@ -1,0 +1,163 @@
+// Analysis: invariants and assertions proven over the table, with counterexamples that decide()
+// and the reference interpreter reproduce; unreachable rules; retry rules a hostile server steers.
+#include <nlohmann/json.hpp>
+
+#include "support.hpp"
+
+namespace {
+
+const recourse::Diagnostic* find(const std::vector<recourse::Diagnostic>& d,
+                                 const std::string& code) {
+  for (const auto& x : d)
+    if (x.code == code) return &x;
+  return nullptr;
+}
+
+// Decides the counterexample printed in a diagnostic's help with the policy compiled from
+// `text` after `fix` (the policy must compile), by the table and by the interpreter.
+recourse::Route replay(const recourse::Diagnostic& d, const std::string& text) {
+  const auto env_at = d.help.find("envelope ");
+  const auto ctx_at = d.help.find(" context ");
+  REQUIRE(env_at != std::string::npos);
+  REQUIRE(ctx_at != std::string::npos);
+  const std::string envelope = d.help.substr(env_at + 9, ctx_at - env_at - 9);
+  std::string context = d.help.substr(ctx_at + 9);
+  context = context.substr(0, context.find('}') + 1);
+  auto r = recourse::compile({{"t", text}});
+  REQUIRE(r.ok());
+  const auto& p = r.bundle->policies().front();
+  const auto e = test::envelope(envelope);
+  const auto c = test::context(context);
+  const auto table = p.decide(e, c);
+  CHECK(table.route == p.interpret(e, c).route);
+  return table.route;
+}
+
+}  // namespace
+
+TEST_CASE(
+    "analyze: CONTEXT_OVERFLOW retried is rejected with a counterexample; a waiver accepts it",
+    "[analyze]") {
+  const std::string body = "  rule r when retryable -> retry\n  default -> stop\n}\n";
+  auto d = test::diagnostics("policy \"p\" {\n" + body);
+  const auto* e = find(d, "E103");
+  REQUIRE(e);
+  CHECK(e->line == 2);
+  CHECK(e->message ==
+        "invariant context_overflow_retry broken: rule 'r' decides retry (never retry when code == "
+        "CONTEXT_OVERFLOW)");
+  CHECK_THAT(e->help, Catch::Contains(R"("code":"CONTEXT_OVERFLOW")"));
+  // The counterexample, decided by the waived policy (same table), retries.
+  const std::string waived =
+      "policy \"p\" {\n  waive context_overflow_retry \"the tool trims its own input\"\n" + body;
+  CHECK(replay(*e, waived) == recourse::Route::Retry);
+  auto w = test::diagnostics(waived);
+  const auto* warning = find(w, "W110");
+  REQUIRE(warning);
+  CHECK(warning->message ==
+        "invariant 'context_overflow_retry' waived: the tool trims its own input");
+  CHECK(find(w, "E103") == nullptr);
+}
+
+TEST_CASE("analyze: the side-effect invariants hold by their gates; waiving one removes its gate",
+          "[analyze]") {
+  const std::string rule = "  rule r when code == TRANSIENT -> retry\n  default -> stop\n}\n";
+  auto gated = test::policy("policy \"p\" {\n" + rule);
+  const auto committed = test::context(R"({"sideEffect":"committed"})");
+  const auto e = test::envelope(R"({"code":"TRANSIENT"})");
+  CHECK(gated.decide(e, committed).rule == "gate:committed");
+  auto waived = recourse::compile(
+      {{"t", "policy \"p\" {\n  waive retry_after_commit \"reads only\"\n" + rule}});
+  REQUIRE(waived.ok());
+  CHECK(find(waived.diagnostics, "W110"));
+  CHECK(waived.bundle->policies()[0].decide(e, committed).route == recourse::Route::Retry);
+  // Unknown invariant names and missing reasons are errors.
+  CHECK(find(test::diagnostics("policy \"p\" { waive retry_after_comit \"x\" default -> stop }"),
+             "E030"));
+  CHECK(
+      find(test::diagnostics("policy \"p\" { waive unsafe_resend \"\" default -> stop }"), "E030"));
+}
+
+TEST_CASE("analyze: assertions are proven or refuted with a counterexample", "[analyze]") {
+  const std::string good =
+      "policy \"p\" {\n"
+      "  rule t when code in [TRANSIENT, RATE_LIMITED] and retryable -> retry\n"
+      "  rule a when code == PERMISSION -> authorize\n"
+      "  assert never retry when code == PERMISSION\n"
+      "  assert always stop when side_effect == committed and code != PERMISSION\n"
+      "  assert never [retry, repair] when code in [VALIDATION, NOT_FOUND]\n"
+      "  default -> stop\n"
+      "}\n";
+  CHECK(test::diagnostics(good).empty());
+
+  const std::string bad =
+      "policy \"p\" {\n"
+      "  rule t when retryable and code != CONTEXT_OVERFLOW -> retry\n"
+      "  assert never retry when code == PERMISSION\n"
+      "  default -> stop\n"
+      "}\n";
+  auto d = test::diagnostics(bad);
+  const auto* e = find(d, "E120");
+  REQUIRE(e);
+  CHECK(e->line == 3);
+  CHECK(e->message == "assertion failed: rule 't' decides retry");
+  CHECK(replay(*e,
+               "policy \"p\" {\n  rule t when retryable and code != CONTEXT_OVERFLOW -> retry\n  "
+               "default -> stop\n}\n") == recourse::Route::Retry);
+
+  // A refuted `always`: the default stops, not escalates.
+  auto always = test::diagnostics(
+      "policy \"p\" {\n  rule e when code == PERMISSION -> escalate\n  assert always escalate when "
+      "code is absent\n  default -> stop\n}\n");
+  const auto* a = find(always, "E120");
+  REQUIRE(a);
+  CHECK(a->message == "assertion failed: rule 'default' decides stop");
+
+  // trace_id is not a column of the rules; the assertion adds it, and the proof sees it.
+  auto trace = test::diagnostics(
+      "policy \"p\" {\n  rule t when code == TRANSIENT -> retry\n  assert never retry when "
+      "trace_id is absent\n  default -> stop\n}\n");
+  const auto* t = find(trace, "E120");
+  REQUIRE(t);
+  CHECK_THAT(t->help, !Catch::Contains("traceId"));
+  CHECK(find(
+      test::diagnostics("policy \"p\" { assert sometimes retry when retryable default -> stop }"),
+      "E031"));
+}
+
+TEST_CASE("analyze: rules that can never be reached, with the rules that shadow them",
+          "[analyze]") {
+  auto d = test::diagnostics(
+      "policy \"p\" {\n"
+      "  rule a when code in [TRANSIENT, TIMEOUT] -> escalate\n"
+      "  rule b when code == PERMISSION -> authorize\n"
+      "  rule c when code == TIMEOUT -> stop\n"
+      "  default -> stop\n"
+      "}\n");
+  REQUIRE(d.size() == 1);
+  CHECK(d[0].code == "W101");
+  CHECK(d[0].line == 4);
+  CHECK(d[0].message == "rule 'c' is never reached: 'a' decide every input it matches");
+  auto all = test::diagnostics("policy \"p\" {\n  rule a -> stop\n  default -> escalate\n}\n");
+  REQUIRE(all.size() == 1);
+  CHECK(all[0].code == "W105");
+}
+
+TEST_CASE("analyze: retry rules a hostile server can steer", "[analyze]") {
+  auto trusting = test::diagnostics(
+      "policy \"p\" {\n  rule r when retryable and not code in [CONTEXT_OVERFLOW] and code is "
+      "present -> retry\n  default -> stop\n}\n");
+  const auto* w103 = find(trusting, "W103");
+  REQUIRE(w103);
+  CHECK(w103->message ==
+        "rule 'r' can retry a permanent failure (VALIDATION, PERMISSION or NOT_FOUND)");
+  auto blind = test::diagnostics(
+      "policy \"p\" {\n  rule c when code == CONTEXT_OVERFLOW -> repair\n  rule r when retryable "
+      "-> retry\n  default -> stop\n}\n");
+  const auto* w104 = find(blind, "W104");
+  REQUIRE(w104);
+  CHECK(w104->message == "rule 'r' retries on `retryable` without looking at `code`");
+  CHECK(test::diagnostics("policy \"p\" {\n  rule r when code in [TRANSIENT, RATE_LIMITED] and "
+                          "retryable -> retry\n  default -> stop\n}\n")
+            .empty());
+}
