@@ -23,8 +23,8 @@ struct Options {
   std::string context;                // --context FILE
   std::vector<std::string> paths;     // positional arguments
   bool dump = false;
-  std::string from;                   // --from http|grpc|mcp|jsonrpc: the input is a raw form
-  std::optional<std::int64_t> now;    // --now MS (envelope): the clock for HTTP-dates
+  std::string from;                 // --from http|grpc|mcp|jsonrpc: the input is a raw form
+  std::optional<std::int64_t> now;  // --now MS (envelope): the clock for HTTP-dates
 };
 
 // io.cpp

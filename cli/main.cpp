@@ -46,8 +46,10 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"http", "grpc", "mcp", "jsonrpc"}))
       ->type_name("http|grpc|mcp|jsonrpc");
   envelope->add_option("--now", o.now, "clock for HTTP-dates and epoch resets, ms since the epoch");
-  envelope->add_option("--policy,-p", o.policies, "policies whose `map` lines apply (with --context)");
-  envelope->add_option("--context,-c", o.context, "context JSON file (its tool selects the policy)");
+  envelope->add_option("--policy,-p", o.policies,
+                       "policies whose `map` lines apply (with --context)");
+  envelope->add_option("--context,-c", o.context,
+                       "context JSON file (its tool selects the policy)");
   envelope->add_option("raw", o.paths, "raw form JSON file (default: stdin)");
 
   auto* replay =

@@ -50,9 +50,9 @@ std::optional<Line> parse_line(const std::string& text, const std::string& where
   const auto span = raw_member(text, "envelope");
   const auto raw_span = raw_member(text, "raw");
   const std::string_view raw =
-      span || !raw_span ? std::string_view()
-                        : std::string_view(text).substr(raw_span->first,
-                                                        raw_span->second - raw_span->first);
+      span || !raw_span
+          ? std::string_view()
+          : std::string_view(text).substr(raw_span->first, raw_span->second - raw_span->first);
   std::string rest = text;
   if (span) rest.replace(span->first, span->second - span->first, "{}");
   if (!raw.empty()) rest.replace(raw_span->first, raw.size(), "{}");
@@ -125,20 +125,21 @@ int run_replay(const Options& o) {
     if (line->success) {
       ++sum.successes;
       if (wf) wf->record_success(c);
-      if (wf && policy) health.record_success(*policy, c.tool, line->now_ms);
+      if (wf && policy) health.record_success(*policy, c, line->now_ms);
       continue;
     }
     if (wf && policy) {
       wf->record_attempt(c, policy->call_cost(), line->now_ms);
       wf->record_failure(c, line->envelope);
       wf->apply(c, line->now_ms);
-      health.prepare(*policy, c, line->now_ms);
+      health.record_failure(*policy, c, line->now_ms);  // the outcome of the call that failed
+      health.prepare(*policy, c, line->now_ms);         // the state for the next call
     }
     const Decision d =
         line->envelope_ok ? bundle->decide(line->envelope, c) : bundle->unreadable(c);
     if (wf && policy) {
       wf->record_decision(c, d);
-      health.record_failure(*policy, c.tool, d, line->now_ms);
+      health.record_decision(*policy, c, d);
     }
     ++sum.decisions;
     const json out = json::parse(to_json(d, line->envelope));

@@ -103,6 +103,8 @@ struct Policy {
   Pos name_pos;
   std::vector<Setting> tool;      ///< settings of every `tool {}` block, in order
   std::vector<Setting> limits;    ///< settings of every `limits {}` block, in order
+  bool has_breaker = false;       ///< a `breaker {}` block is present (even empty: defaults)
+  bool has_throttle = false;      ///< a `throttle {}` block is present
   std::vector<Setting> breaker;   ///< settings of every `breaker {}` block
   std::vector<Setting> throttle;  ///< settings of every `throttle {}` block
   std::vector<Backoff> backoff;   ///< every backoff line (the checker allows one)

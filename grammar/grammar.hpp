@@ -144,12 +144,13 @@ struct rule_decl
 // default = "default" "->" route ;
 struct default_decl : pg::seq<kw_default, sep, pg::must<arrow>, sep, pg::must<route>> {};
 
-// assert = "assert" ident ( ident | list ) "when" cond ;   e.g. assert never retry when code == PERMISSION
+// assert = "assert" ident ( ident | list ) "when" cond ;   e.g. assert never retry when code ==
+// PERMISSION
 struct assert_kind : ident {};
 struct assert_routes : pg::sor<value_list, value_ident> {};
 struct assert_when : kw_when {};
-struct assert_decl : pg::seq<kw_assert, sep, pg::must<assert_kind>, sep, pg::must<assert_routes>, sep,
-                             pg::must<assert_when>, sep, pg::must<cond>> {};
+struct assert_decl : pg::seq<kw_assert, sep, pg::must<assert_kind>, sep, pg::must<assert_routes>,
+                             sep, pg::must<assert_when>, sep, pg::must<cond>> {};
 // waive = "waive" ident string ;   e.g. waive context_overflow_retry "the tool trims its input"
 struct waiver_name : ident {};
 struct waiver_reason : string_lit {};
@@ -199,7 +200,8 @@ inline constexpr const char* error_message<assert_when> = "'when' and a conditio
 template <>
 inline constexpr const char* error_message<waiver_name> = "the name of the invariant to waive";
 template <>
-inline constexpr const char* error_message<waiver_reason> = "the reason for the waiver as a \"string\"";
+inline constexpr const char* error_message<waiver_reason> =
+    "the reason for the waiver as a \"string\"";
 template <>
 inline constexpr const char* error_message<map_protocol> =
     "a protocol (http, grpc, jsonrpc, mcp) after 'map'";

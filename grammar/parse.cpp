@@ -26,8 +26,8 @@ using selector = pt::selector<
                           map_protocol, map_code>,
     pt::remove_content::on<policy_decl, tool_block, limits_block, breaker_block, throttle_block,
                            setting, value_list, backoff_decl, backoff_param, codes_decl, rule_decl,
-                           default_decl, route, not_expr, test, in_arguments, assert_decl, waive_decl, assert_routes,
-                           map_decl>,
+                           default_decl, route, not_expr, test, in_arguments, assert_decl,
+                           waive_decl, assert_routes, map_decl>,
     pt::fold_one::on<cond, and_expr>>;
 
 struct TooDeep {
@@ -186,6 +186,8 @@ ast::Policy to_policy(const Node& n) {
     const Node& item = *n.children[i];
     if (item.is_type<tool_block>() || item.is_type<limits_block>() ||
         item.is_type<breaker_block>() || item.is_type<throttle_block>()) {
+      p.has_breaker |= item.is_type<breaker_block>();
+      p.has_throttle |= item.is_type<throttle_block>();
       auto& into = item.is_type<tool_block>()      ? p.tool
                    : item.is_type<limits_block>()  ? p.limits
                    : item.is_type<breaker_block>() ? p.breaker

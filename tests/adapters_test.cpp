@@ -131,6 +131,8 @@ TEST_CASE("adapters: HTTP status table (RFC 9110 section 15, RFC 6585)", "[adapt
           "HTTP 503 Service Unavailable");
     CHECK(recourse::from_http(503, {}, "upstream connect error\nmore", std::nullopt)
               .envelope.message == "HTTP 503 Service Unavailable: upstream connect error");
+    CHECK(raw(Protocol::Http, R"({"status":500,"body":"{\"id\":7}"})").envelope.message ==
+          "HTTP 500 Internal Server Error");  // a JSON body sent as a string is still JSON
     CHECK(recourse::from_http(502, {{"Content-Type", "text/html"}},
                               "<html><body><h1>502 Bad Gateway</h1></body></html>", std::nullopt)
               .envelope.message == "HTTP 502 Bad Gateway");

@@ -86,23 +86,25 @@ TEST_CASE("budgets: each budget runs out with its route and reason", "[budget]")
   const Row rows[] = {
       {R"({"code":"TRANSIENT","retryable":true,"retryAfterMs":60001})", R"({"sideEffect":"none"})",
        "budget:retry_after", "retry_after", "server asked to wait longer than retry_after_max"},
-      {R"({"code":"TRANSIENT","retryable":true})", R"({"sideEffect":"none","repeats":3})", "budget:repeats", "repeats",
-       "the same call failed the same way too often; change approach"},
-      {R"({"code":"TRANSIENT","retryable":true})", R"({"sideEffect":"none","attempt":5})", "budget:attempts",
-       "attempts", "attempt budget spent"},
-      // Retries made by a lower layer count against the same budget.
-      {R"({"code":"TRANSIENT","retryable":true})", R"({"sideEffect":"none","attempt":2,"lowerRetries":3})",
+      {R"({"code":"TRANSIENT","retryable":true})", R"({"sideEffect":"none","repeats":3})",
+       "budget:repeats", "repeats", "the same call failed the same way too often; change approach"},
+      {R"({"code":"TRANSIENT","retryable":true})", R"({"sideEffect":"none","attempt":5})",
        "budget:attempts", "attempts", "attempt budget spent"},
+      // Retries made by a lower layer count against the same budget.
+      {R"({"code":"TRANSIENT","retryable":true})",
+       R"({"sideEffect":"none","attempt":2,"lowerRetries":3})", "budget:attempts", "attempts",
+       "attempt budget spent"},
       {R"({"field":"x"})", R"({"sideEffect":"none","repairs":2})", "budget:repairs", "repairs",
        "repair budget spent"},
-      {R"({"code":"TRANSIENT","retryable":true})", R"({"sideEffect":"none","costSpent":10})", "budget:cost", "cost",
-       "cost budget spent"},
-      {R"({"code":"TRANSIENT","retryable":true})", R"({"sideEffect":"none","elapsedMs":60000})", "budget:deadline",
-       "deadline", "operation deadline passed"},
-      {R"({"code":"TRANSIENT","retryable":true,"retryAfterMs":30000})", R"({"sideEffect":"none","elapsedMs":40000})",
-       "budget:deadline", "deadline", "server asked to wait beyond the deadline"},
-      {R"({"code":"TRANSIENT","retryable":true})", R"({"sideEffect":"none","elapsedMs":59500})", "budget:deadline",
-       "deadline", "the next attempt would start after the deadline"},
+      {R"({"code":"TRANSIENT","retryable":true})", R"({"sideEffect":"none","costSpent":10})",
+       "budget:cost", "cost", "cost budget spent"},
+      {R"({"code":"TRANSIENT","retryable":true})", R"({"sideEffect":"none","elapsedMs":60000})",
+       "budget:deadline", "deadline", "operation deadline passed"},
+      {R"({"code":"TRANSIENT","retryable":true,"retryAfterMs":30000})",
+       R"({"sideEffect":"none","elapsedMs":40000})", "budget:deadline", "deadline",
+       "server asked to wait beyond the deadline"},
+      {R"({"code":"TRANSIENT","retryable":true})", R"({"sideEffect":"none","elapsedMs":59500})",
+       "budget:deadline", "deadline", "the next attempt would start after the deadline"},
       {R"({"code":"TRANSIENT","retryable":true})", R"({"sideEffect":"none","retryThrottled":true})",
        "budget:retry_tokens", "retry_tokens",
        "retries throttled for this tool (gRFC A6 token bucket)"},
@@ -137,8 +139,8 @@ TEST_CASE("budgets: without on_exhausted, the tool's fallback, else stop", "[bud
   const auto d = with_fallback.decide({}, test::context(R"({"sideEffect":"none"})"));
   CHECK(d.route == Route::Replace);
   CHECK(d.target == "f.cache");
-  const auto plain =
-      test::policy(R"(policy "s" { limits { attempts = 1 } rule r when code is absent -> retry default -> escalate })");
+  const auto plain = test::policy(
+      R"(policy "s" { limits { attempts = 1 } rule r when code is absent -> retry default -> escalate })");
   CHECK(plain.decide({}, test::context(R"({"sideEffect":"none"})")).route == Route::Stop);
   // on_exhausted = replace needs a fallback.
   auto r = recourse::compile(

@@ -77,9 +77,9 @@ struct RawTested {
 };
 
 const std::vector<RawTested> kRawTested = {
-    {"openai-insufficient-quota-429", "QUOTA_EXCEEDED", {}, ""},   // body outranks the 429
-    {"github-403-secondary-rate-limit", "RATE_LIMITED", {}, ""},   // body outranks the 403
-    {"mcp-upstream-401-hidden-in-tool-error", "PERMISSION", {}, ""},  // 401 in the isError text
+    {"openai-insufficient-quota-429", "QUOTA_EXCEEDED", {}, ""},       // body outranks the 429
+    {"github-403-secondary-rate-limit", "RATE_LIMITED", {}, ""},       // body outranks the 403
+    {"mcp-upstream-401-hidden-in-tool-error", "PERMISSION", {}, ""},   // 401 in the isError text
     {"retry-after-overflow-rdap", "RATE_LIMITED", {}, "retry_after"},  // Retry-After: 9999999999
     {"retry-after-fractional-seconds", "RATE_LIMITED", {}, ""},        // 0.503 -> 1000 ms
     {"retry-after-nan-hang", "TRANSIENT", {"retryAfterMs"}, ""},       // nan (and -1, 1e999)
@@ -269,7 +269,8 @@ std::optional<std::int64_t> now_of(const json& c) {
 recourse::AdapterResult adapted(const json& c, const json& raw, const recourse::Context& ctx) {
   recourse::AdapterOptions options;
   if (const recourse::Policy* p = bundle().find(ctx.tool)) options.mappings = p->mappings();
-  const recourse::AdapterResult r = recourse::from_raw(std::nullopt, raw.dump(), now_of(c), options);
+  const recourse::AdapterResult r =
+      recourse::from_raw(std::nullopt, raw.dump(), now_of(c), options);
   INFO("raw " << raw.dump() << " -> " << recourse::to_json(r.envelope) << " (" << r.mapping << ")");
   INFO("error: " << r.error);
   REQUIRE(r.ok);
@@ -447,15 +448,18 @@ TEST_CASE("cases: what the adapters read from the raw forms", "[cases][adapters]
     return adapted(c, raw_form(c), context_of(c)).envelope;
   };
   // 9999999999 s is kept (the policy's retry_after_max stops it), never clamped or overflowed.
-  CHECK(read("retry-after-overflow-rdap").retry_after_ms == std::optional<std::int64_t>(9999999999000));
+  CHECK(read("retry-after-overflow-rdap").retry_after_ms ==
+        std::optional<std::int64_t>(9999999999000));
   // "0.503" is honoured and rounded up to the next whole second, never down to 0.
   CHECK(read("retry-after-fractional-seconds").retry_after_ms == std::optional<std::int64_t>(1000));
   // Not retryable: the quota is spent, whatever the 429 says.
   CHECK(read("openai-insufficient-quota-429").retryable == std::optional<bool>(false));
   // Secondary limit: X-RateLimit-Reset says 31 s, GitHub says at least a minute.
-  CHECK(read("github-403-secondary-rate-limit").retry_after_ms == std::optional<std::int64_t>(60000));
+  CHECK(read("github-403-secondary-rate-limit").retry_after_ms ==
+        std::optional<std::int64_t>(60000));
   // The HTML page stays out of the message.
-  CHECK(read("lb-502-html-no-envelope").message == std::optional<std::string>("HTTP 502 Bad Gateway"));
+  CHECK(read("lb-502-html-no-envelope").message ==
+        std::optional<std::string>("HTTP 502 Bad Gateway"));
   // The isError text is kept as the message, as untrusted data.
   CHECK(read("mcp-iserror-ignored-by-client").message ==
         std::optional<std::string>("(illustrative) upstream service returned HTTP 500"));
@@ -472,7 +476,8 @@ TEST_CASE("cases: retry-after-nan-hang raw variants decide as if Retry-After wer
   CHECK(absent.envelope.warnings.empty());
   const Decision baseline = bundle().decide(absent.envelope, ctx);
   check_expected(c.at("expected"), baseline, absent.envelope);
-  std::vector<std::string> variants = {c.at("raw").at("headers").at("Retry-After").get<std::string>()};
+  std::vector<std::string> variants = {
+      c.at("raw").at("headers").at("Retry-After").get<std::string>()};
   for (const auto& v : c.at("raw").at("variants")) variants.push_back(v.get<std::string>());
   variants.insert(variants.end(), {"inf", "-0.5", "NaN", "1e3"});
   for (const std::string& v : variants) {

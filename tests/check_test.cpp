@@ -172,7 +172,8 @@ TEST_CASE("check: duplicate policy across files (E020)", "[check]") {
 
 TEST_CASE("check: W001 warns when a retry matches an absent value only through `not`", "[check]") {
   // Retry rules below also exclude CONTEXT_OVERFLOW, which an invariant forbids retrying.
-  auto d = in_policy("  rule r when not retryable == false and code == TRANSIENT -> retry\n  default -> stop");
+  auto d = in_policy(
+      "  rule r when not retryable == false and code == TRANSIENT -> retry\n  default -> stop");
   REQUIRE(d.size() == 1);
   CHECK(d[0].severity == recourse::Severity::Warning);
   CHECK(d[0].code == "W001");
@@ -180,10 +181,13 @@ TEST_CASE("check: W001 warns when a retry matches an absent value only through `
   CHECK(d[0].message == "rule 'r' can retry when retryable is absent, only because of `not`");
   CHECK(d[0].help == "add `retryable is present` if an absent value should not match");
   // Stating presence silences it; a stop rule never warns.
-  CHECK(in_policy("  rule r when code is present and not code == PERMISSION -> repair\n  default -> stop").empty());
+  CHECK(in_policy(
+            "  rule r when code is present and not code == PERMISSION -> repair\n  default -> stop")
+            .empty());
   CHECK(in_policy("  rule r when not code == PERMISSION -> stop\n  default -> stop").empty());
   // A term that accepts absent through `not` warns even when another term tests the attribute.
-  auto mixed = in_policy("  rule r when code == TRANSIENT or not code == PERMISSION -> repair\n  default -> stop");
+  auto mixed = in_policy(
+      "  rule r when code == TRANSIENT or not code == PERMISSION -> repair\n  default -> stop");
   REQUIRE(mixed.size() == 1);
   CHECK(mixed[0].message == "rule 'r' can repair when code is absent, only because of `not`");
   // `field in arguments` is absent exactly when field is: its help silences it.
@@ -196,7 +200,9 @@ TEST_CASE("check: W001 warns when a retry matches an absent value only through `
                   "arguments -> repair\n  default -> stop")
             .empty());
   // `is absent` states the intent: no warning.
-  CHECK(in_policy("  rule r when retry_after is absent and code == TRANSIENT -> retry\n  default -> stop").empty());
+  CHECK(in_policy(
+            "  rule r when retry_after is absent and code == TRANSIENT -> retry\n  default -> stop")
+            .empty());
   CHECK(in_policy("  rule r when code == VALIDATION -> repair\n  default -> stop").empty());
   // A warning does not stop compilation.
   CHECK(recourse::compile(

@@ -200,7 +200,7 @@ TEST_CASE("cli: replay carries workflow and tool state across a trace", "[cli][s
     rule[d["line"].get<int>()] = d["decision"]["rule"].get<std::string>();
   CHECK(rule[3] == "transient");
   CHECK(rule[4] == "budget:attempts");  // the fourth call of one operation
-  CHECK(rule[7] == "transient");        // third failure in a row: decided, then the circuit opens
+  CHECK(rule[7] == "circuit:open");     // third failure in a row: recorded, the circuit opens
   CHECK(rule[8] == "circuit:open");
   CHECK(rule[9] == "transient");      // cooldown over: the half-open probe
   CHECK(rule[10] == "circuit:open");  // only one probe at a time

@@ -81,7 +81,9 @@ TEST_CASE(
 
 TEST_CASE("compile: guard rows precede each retry term, in precedence order", "[compile]") {
   const auto p = test::policy(
-      "policy \"g\" {\n  rule r when retryable and code != CONTEXT_OVERFLOW -> retry\n  default -> stop\n}\n", "g.recourse");
+      "policy \"g\" {\n  rule r when retryable and code != CONTEXT_OVERFLOW -> retry\n  default -> "
+      "stop\n}\n",
+      "g.recourse");
   check_golden("guards", p.dump());
   // A stop rule gets no guard rows.
   const auto s = test::policy(R"(policy "s" { rule r when retryable -> stop default -> stop })");
@@ -98,9 +100,11 @@ TEST_CASE("compile: keys, cost, throttle and breaker add their guards", "[compil
   default -> stop
 })");
   const std::string dump = p.dump();
-  CHECK_THAT(dump, Catch::Contains("idempotent={false} side_effect={unknown} idempotency_key={none} -> "
-                                   "replace \"k.lookup\""));
-  CHECK_THAT(dump, Catch::Contains("cost_left={[-inf,2)} -> replace \"k.other\" \"cost budget spent\""));
+  CHECK_THAT(dump,
+             Catch::Contains("idempotent={false} side_effect={unknown} idempotency_key={none} -> "
+                             "replace \"k.lookup\""));
+  CHECK_THAT(dump,
+             Catch::Contains("cost_left={[-inf,2)} -> replace \"k.other\" \"cost budget spent\""));
   CHECK_THAT(dump, Catch::Contains("retry_throttled={true} -> replace \"k.other\""));
   CHECK_THAT(dump, Catch::Contains("circuit={open} -> degrade \"circuit open for this tool\""));
   // Precedence: gates, Retry-After cap, budgets, circuit.
@@ -111,9 +115,12 @@ TEST_CASE("compile: keys, cost, throttle and breaker add their guards", "[compil
 }
 
 TEST_CASE("compile: the hash names the table, not the formatting", "[compile]") {
-  const auto a = test::policy("policy \"h\" { rule r when retryable and code != CONTEXT_OVERFLOW -> retry default -> stop }");
+  const auto a = test::policy(
+      "policy \"h\" { rule r when retryable and code != CONTEXT_OVERFLOW -> retry default -> stop "
+      "}");
   const auto b = test::policy(
-      "# comment\npolicy \"h\" {\n  rule r when retryable and code != CONTEXT_OVERFLOW\n    -> retry\n  default -> stop\n}\n");
+      "# comment\npolicy \"h\" {\n  rule r when retryable and code != CONTEXT_OVERFLOW\n    -> "
+      "retry\n  default -> stop\n}\n");
   const auto c = test::policy("policy \"h\" { rule r when retryable -> escalate default -> stop }");
   CHECK(a.hash() == b.hash());
   CHECK(a.hash() != c.hash());
@@ -122,7 +129,8 @@ TEST_CASE("compile: the hash names the table, not the formatting", "[compile]") 
 
 TEST_CASE("compile: every setting that changes a decision changes the hash", "[compile]") {
   const std::string base =
-      "policy \"h\" { %s rule r when retryable and code != CONTEXT_OVERFLOW -> retry default -> degrade \"a\" }";
+      "policy \"h\" { %s rule r when retryable and code != CONTEXT_OVERFLOW -> retry default -> "
+      "degrade \"a\" }";
   auto hash_of = [&](const std::string& extra, const std::string& tail = "") {
     std::string text = base;
     text.replace(text.find("%s"), 2, extra);

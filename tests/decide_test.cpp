@@ -76,7 +76,8 @@ TEST_CASE("decide: absent values and `not`", "[decide]") {
   // retryable false: `not retryable` holds first.
   CHECK(decide(p, R"({"retryable":false})", "{}").rule == "b");
   // retryable true and code PERMISSION: nothing matches; `!=` is false on true.
-  CHECK(decide(p, R"({"code":"TRANSIENT","retryable":true,"code":"PERMISSION"})", "{}").rule == "default");
+  CHECK(decide(p, R"({"code":"TRANSIENT","retryable":true,"code":"PERMISSION"})", "{}").rule ==
+        "default");
   const auto q =
       test::policy(R"(policy "q" { rule c when retryable != true -> authorize default -> stop })");
   // `!=` is a comparison: false on an absent value.
@@ -244,16 +245,19 @@ TEST_CASE("decide: the delay is floored by min_delay and raised to the server's 
     rule r when retryable and code != CONTEXT_OVERFLOW -> retry default -> stop })");
   bool floored = false;
   for (int i = 0; i < 200; ++i) {
-    const auto d =
-        decide(p, R"({"code":"TRANSIENT","retryable":true,"traceId":"t)" + std::to_string(i) + "\"}", kNone);
+    const auto d = decide(
+        p, R"({"code":"TRANSIENT","retryable":true,"traceId":"t)" + std::to_string(i) + "\"}",
+        kNone);
     CHECK(d.delay_ms >= 80);
     CHECK(d.delay_ms <= 100);
     floored |= d.delay_ms == 80;
   }
   CHECK(floored);
   // A zero hint cannot cause a hot loop; a larger one wins over the backoff.
-  CHECK(decide(p, R"({"code":"TRANSIENT","retryable":true,"retryAfterMs":0})", kNone).delay_ms >= 80);
-  CHECK(decide(p, R"({"code":"TRANSIENT","retryable":true,"retryAfterMs":5000})", kNone).delay_ms == 5000);
+  CHECK(decide(p, R"({"code":"TRANSIENT","retryable":true,"retryAfterMs":0})", kNone).delay_ms >=
+        80);
+  CHECK(decide(p, R"({"code":"TRANSIENT","retryable":true,"retryAfterMs":5000})", kNone).delay_ms ==
+        5000);
   // Same inputs, same delay; the operation id keys the draw before the trace id.
   const auto a = decide(p, R"({"code":"TRANSIENT","retryable":true,"traceId":"x"})",
                         R"({"operationId":"op-1","attempt":3,"sideEffect":"none"})");
@@ -278,14 +282,16 @@ TEST_CASE("decide: idempotency-key directives", "[decide]") {
 }
 
 TEST_CASE("decide: a bundle selects by tool name, then \"*\", else stops", "[decide]") {
-  auto with_fallback = recourse::compile({{"a", R"(policy "a" { rule r when code is absent -> retry default -> stop })"},
-                                          {"star", R"(policy "*" { default -> escalate })"}});
+  auto with_fallback = recourse::compile(
+      {{"a", R"(policy "a" { rule r when code is absent -> retry default -> stop })"},
+       {"star", R"(policy "*" { default -> escalate })"}});
   REQUIRE(with_fallback.ok());
   CHECK(with_fallback.bundle->decide({}, test::context(R"({"tool":"a","sideEffect":"none"})"))
             .route == Route::Retry);
   CHECK(with_fallback.bundle->decide({}, test::context(R"({"tool":"zzz"})")).route ==
         Route::Escalate);
-  auto without = recourse::compile({{"a", R"(policy "a" { rule r when code is absent -> retry default -> stop })"}});
+  auto without = recourse::compile(
+      {{"a", R"(policy "a" { rule r when code is absent -> retry default -> stop })"}});
   const auto d = without.bundle->decide({}, test::context(R"({"tool":"b"})"));
   CHECK(d.route == Route::Stop);
   CHECK(d.warnings == (recourse::kNoPolicy | recourse::kTraceIdMinted));

@@ -195,7 +195,9 @@ class Validator {
 
   void check(const json& v, const json& s, const std::string& at,
              std::vector<std::string>& out) const {
-    auto fail = [&](const std::string& why) { out.push_back(at + ": " + why + " (" + v.dump() + ")"); };
+    auto fail = [&](const std::string& why) {
+      out.push_back(at + ": " + why + " (" + v.dump() + ")");
+    };
     if (s.is_boolean()) {
       if (!s.get<bool>()) fail("no value is allowed here");
       return;
@@ -476,9 +478,9 @@ TEST_CASE("decisions printed for rules/traces validate against docs/schema", "[d
       std::ofstream(envelope_file, std::ios::binary)
           << line.substr(span->first, span->second - span->first);
       std::ofstream(context_file, std::ios::binary) << context.dump();
-      const test::Run run = test::run(test::cli() + " decide --policy " + examples +
-                                      " --envelope " + envelope_file + " --context " +
-                                      context_file + " 2>&1");
+      const test::Run run =
+          test::run(test::cli() + " decide --policy " + examples + " --envelope " + envelope_file +
+                    " --context " + context_file + " 2>&1");
       INFO(run.out);
       REQUIRE(run.status == 0);
       json decision;
@@ -496,8 +498,8 @@ TEST_CASE("decisions printed for rules/traces validate against docs/schema", "[d
   REQUIRE(r.ok());
   const recourse::Envelope none;
   const recourse::Context context = test::context(R"({"tool": "other", "sideEffect": "none"})");
-  CHECK(joined(decision_schema.errors(json::parse(
-            recourse::to_json(r.bundle->decide(none, context), none)))) == "");
+  CHECK(joined(decision_schema.errors(
+            json::parse(recourse::to_json(r.bundle->decide(none, context), none)))) == "");
   CHECK(joined(decision_schema.errors(
             json::parse(recourse::to_json(r.bundle->unreadable(context), none)))) == "");
 }

@@ -25,26 +25,26 @@ TEST_CASE("state: retry tokens follow gRFC A6 and the decided route", "[state]")
   health.prepare(p, c, 0);
   CHECK_FALSE(c.retry_throttled);
   // A failure the engine did not retry takes no token, whatever the envelope claimed.
-  for (int i = 0; i < 20; ++i) health.record_failure(p, "t", with_route(Route::Stop), 0);
+  for (int i = 0; i < 20; ++i) health.record_decision(p, c, with_route(Route::Stop));
   CHECK(health.get("t").milli_tokens == -1);
   // Each retry takes one token; retries stop once tokens <= max/2 (10 -> 5 after 5 retries).
-  for (int i = 0; i < 4; ++i) health.record_failure(p, "t", with_route(Route::Retry), 0);
+  for (int i = 0; i < 4; ++i) health.record_decision(p, c, with_route(Route::Retry));
   health.prepare(p, c, 0);
   CHECK(health.get("t").milli_tokens == 6000);
   CHECK_FALSE(c.retry_throttled);
-  health.record_failure(p, "t", with_route(Route::Retry), 0);
+  health.record_decision(p, c, with_route(Route::Retry));
   health.prepare(p, c, 0);
   CHECK(health.get("t").milli_tokens == 5000);
   CHECK(c.retry_throttled);
   // A success gives token_ratio back: 5.5 > 5, retries allowed again.
-  health.record_success(p, "t", 0);
+  health.record_success(p, c, 0);
   health.prepare(p, c, 0);
   CHECK(health.get("t").milli_tokens == 5500);
   CHECK_FALSE(c.retry_throttled);
   // Tokens never exceed max_tokens nor drop below 0.
-  for (int i = 0; i < 50; ++i) health.record_success(p, "t", 0);
+  for (int i = 0; i < 50; ++i) health.record_success(p, c, 0);
   CHECK(health.get("t").milli_tokens == 10000);
-  for (int i = 0; i < 50; ++i) health.record_failure(p, "t", with_route(Route::Retry), 0);
+  for (int i = 0; i < 50; ++i) health.record_decision(p, c, with_route(Route::Retry));
   CHECK(health.get("t").milli_tokens == 0);
 }
 
@@ -52,30 +52,38 @@ TEST_CASE("state: the breaker opens, half-opens for one probe, and closes", "[st
   const auto p =
       test::policy(R"(policy "b" { breaker { failures = 3 cooldown = 10s } default -> stop })");
   recourse::Health health;
-  recourse::Context c;
-  c.tool = "b";
-  auto circuit = [&](std::int64_t now) {
+  auto call = [](const char* operation) {
+    recourse::Context c;
+    c.tool = "b";
+    c.operation_id = operation;
+    return c;
+  };
+  auto circuit = [&](const char* operation, std::int64_t now) {
+    recourse::Context c = call(operation);
     health.prepare(p, c, now);
     return c.circuit;
   };
-  health.record_failure(p, "b", with_route(Route::Stop), 1000);
-  health.record_failure(p, "b", with_route(Route::Stop), 2000);
-  CHECK(circuit(2000) == CircuitState::Closed);
-  health.record_failure(p, "b", with_route(Route::Stop), 3000);  // third consecutive: opens
-  CHECK(circuit(3000) == CircuitState::Open);
-  CHECK(circuit(12999) == CircuitState::Open);
-  CHECK(circuit(13000) == CircuitState::HalfOpen);  // cooldown over: this caller probes
-  CHECK(circuit(13001) == CircuitState::Open);      // the probe is out; others wait
+  health.record_failure(p, call("op-1"), 1000);
+  health.record_failure(p, call("op-2"), 2000);
+  CHECK(circuit("op-3", 2000) == CircuitState::Closed);
+  health.record_failure(p, call("op-3"), 3000);  // third consecutive: opens
+  CHECK(circuit("op-4", 3000) == CircuitState::Open);
+  health.record_failure(p, call("op-1"), 9000);  // in flight while open: no new cooldown
+  CHECK(circuit("op-4", 12999) == CircuitState::Open);
+  CHECK(circuit("op-5", 13000) == CircuitState::HalfOpen);  // cooldown over: op-5 probes
+  CHECK(circuit("op-6", 13001) == CircuitState::Open);      // the probe is out; others wait
+  CHECK(circuit("op-5", 13002) == CircuitState::HalfOpen);  // the holder may ask again
   SECTION("a successful probe closes the circuit") {
-    health.record_success(p, "b", 13500);
-    CHECK(circuit(13500) == CircuitState::Closed);
-    health.record_failure(p, "b", with_route(Route::Stop), 14000);
-    CHECK(circuit(14000) == CircuitState::Closed);  // consecutive count restarted
+    health.record_success(p, call("op-5"), 13500);
+    CHECK(circuit("op-6", 13500) == CircuitState::Closed);
+    health.record_failure(p, call("op-6"), 14000);
+    CHECK(circuit("op-6", 14000) == CircuitState::Closed);  // consecutive count restarted
   }
   SECTION("a failed probe reopens it for another cooldown") {
-    health.record_failure(p, "b", with_route(Route::Stop), 13500);
-    CHECK(circuit(23499) == CircuitState::Open);
-    CHECK(circuit(23500) == CircuitState::HalfOpen);
+    health.record_failure(p, call("op-6"), 13400);  // not the probe: changes nothing
+    health.record_failure(p, call("op-5"), 13500);  // the probe
+    CHECK(circuit("op-7", 23499) == CircuitState::Open);
+    CHECK(circuit("op-7", 23500) == CircuitState::HalfOpen);
   }
 }
 
@@ -85,12 +93,12 @@ TEST_CASE("state: the breaker opens on a failure ratio over its window", "[state
   recourse::Health health;
   recourse::Context c;
   c.tool = "r";
-  health.record_success(p, "r", 0);
-  health.record_failure(p, "r", with_route(Route::Stop), 0);
-  health.record_success(p, "r", 0);
+  health.record_success(p, c, 0);
+  health.record_failure(p, c, 0);
+  health.record_success(p, c, 0);
   health.prepare(p, c, 0);
-  CHECK(c.circuit == CircuitState::Closed);                   // 3 calls: below min_calls
-  health.record_failure(p, "r", with_route(Route::Stop), 0);  // 2 of 4 failed
+  CHECK(c.circuit == CircuitState::Closed);  // 3 calls: below min_calls
+  health.record_failure(p, c, 0);            // 2 of 4 failed
   health.prepare(p, c, 0);
   CHECK(c.circuit == CircuitState::Open);
 }
@@ -106,7 +114,7 @@ TEST_CASE("state: an open circuit routes retries to on_open", "[state]") {
   const auto e = test::envelope(R"({"code":"TRANSIENT","retryable":true})");
   health.prepare(p, c, 0);
   CHECK(p.decide(e, c).route == Route::Retry);
-  health.record_failure(p, "o", p.decide(e, c), 0);
+  health.record_failure(p, c, 0);
   health.prepare(p, c, 1000);
   const auto d = p.decide(e, c);
   CHECK(d.route == Route::Degrade);
@@ -170,7 +178,10 @@ TEST_CASE("state: health survives a JSON round trip", "[state]") {
   const auto p = test::policy(
       R"(policy "b" { breaker { failures = 1 } throttle { max_tokens = 4 } default -> stop })");
   recourse::Health health;
-  health.record_failure(p, "b", with_route(Route::Retry), 42);
+  recourse::Context c;
+  c.tool = "b";
+  health.record_failure(p, c, 42);
+  health.record_decision(p, c, with_route(Route::Retry));
   recourse::Health copy;
   std::string error;
   REQUIRE(copy.from_json(health.to_json(), error));

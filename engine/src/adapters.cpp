@@ -1250,8 +1250,9 @@ void http_raw(Builder& b, const json& raw, std::optional<std::int64_t> now_ms) {
   const json* status = b.member(raw, "status", "code");
   if (status && status->is_number_integer()) {
     const std::int64_t s = status->get<std::int64_t>();
+    const bool json_body = body && body->is_object();
     return http(b, static_cast<int>(std::clamp<std::int64_t>(s, -1, 1000)), headers,
-                body && body->is_object() ? body : nullptr, text, now_ms);
+                json_body ? body : nullptr, json_body ? std::string_view() : text, now_ms);
   }
   if (status == nullptr || status->is_null()) {
     if (const auto error = b.text(raw, "transportError", "code")) return transport(b, *error);

@@ -89,7 +89,8 @@ CompileResult compile(const std::vector<Source>& sources, const CompileOptions& 
         names.push_back({spec.name, {spec.file, spec.pos}});
         auto table = detail::compile(spec, options, src.text, out.diagnostics);
         if (!table) continue;
-        auto compiled = detail::Compiled::make(std::move(spec), std::move(*table), options.attempt_ceiling);
+        auto compiled =
+            detail::Compiled::make(std::move(spec), std::move(*table), options.attempt_ceiling);
         detail::analyze(*compiled, src.text, out.diagnostics);
         policies.push_back(BundleBuilder::wrap(std::move(compiled)));
       }
@@ -207,10 +208,10 @@ std::string to_json(const Decision& d, const Envelope& e) {
   const ModelText model = model_text(e);
   j["modelMessage"] = model.text;
   auto flags = nlohmann::ordered_json::array();
-  for (const auto& [set, name] : {std::pair{model.stripped, "stripped"},
-                                  std::pair{model.redacted, "redacted"},
-                                  std::pair{model.instruction_like, "instruction_like"},
-                                  std::pair{model.truncated, "truncated"}})
+  for (const auto& [set, name] :
+       {std::pair{model.stripped, "stripped"}, std::pair{model.redacted, "redacted"},
+        std::pair{model.instruction_like, "instruction_like"},
+        std::pair{model.truncated, "truncated"}})
     if (set) flags.push_back(name);
   if (!flags.empty()) j["modelMessageFlags"] = std::move(flags);
   return j.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);

@@ -482,7 +482,7 @@ class Checker {
   }
 
   void breaker_block(const ast::Policy& p, PolicySpec& spec) {
-    if (p.breaker.empty()) return;
+    if (!p.has_breaker) return;
     Breaker& b = spec.breaker;
     b.enabled = true;
     settings(
@@ -503,20 +503,22 @@ class Checker {
               b.ratio = *r;
           } else {
             auto n = count(v);
-            if (n && (*n < 1 || *n > 10000))
-              error("E019", v.pos, s.key + " must be in [1, 10000]");
+            // The window is a 64-bit history (one bit per call): it holds at most 64 calls.
+            const std::int64_t most = s.key == "failures" ? 10000 : 64;
+            if (n && (*n < 1 || *n > most))
+              error("E019", v.pos, s.key + " must be in [1, " + std::to_string(most) + "]");
             else if (n)
               (s.key == "failures" ? b.failures : s.key == "window" ? b.window : b.min_calls) = *n;
           }
         });
     if (b.min_calls > b.window)
-      error("E019", p.breaker.front().pos,
+      error("E019", p.breaker.empty() ? p.pos : p.breaker.front().pos,
             "breaker min_calls (" + std::to_string(b.min_calls) + ") exceeds its window (" +
                 std::to_string(b.window) + ")");
   }
 
   void throttle_block(const ast::Policy& p, PolicySpec& spec) {
-    if (p.throttle.empty()) return;
+    if (!p.has_throttle) return;
     Throttle& t = spec.throttle;
     t.enabled = true;
     settings(p.throttle, {"max_tokens", "token_ratio"}, "throttle", [&](const ast::Setting& s) {
@@ -656,12 +658,23 @@ class Checker {
   void mappings(const ast::Policy& p, PolicySpec& spec) {
     constexpr std::array<std::string_view, 4> protocols = {"http", "grpc", "jsonrpc", "mcp"};
     // gRPC status names by number (grpc/doc/statuscodes.md), as the gRPC adapter reads them.
-    constexpr std::array<std::string_view, 17> grpc = {
-        "OK",           "CANCELLED",        "UNKNOWN",           "INVALID_ARGUMENT",
-        "DEADLINE_EXCEEDED", "NOT_FOUND",   "ALREADY_EXISTS",    "PERMISSION_DENIED",
-        "RESOURCE_EXHAUSTED", "FAILED_PRECONDITION", "ABORTED",  "OUT_OF_RANGE",
-        "UNIMPLEMENTED", "INTERNAL",        "UNAVAILABLE",       "DATA_LOSS",
-        "UNAUTHENTICATED"};
+    constexpr std::array<std::string_view, 17> grpc = {"OK",
+                                                       "CANCELLED",
+                                                       "UNKNOWN",
+                                                       "INVALID_ARGUMENT",
+                                                       "DEADLINE_EXCEEDED",
+                                                       "NOT_FOUND",
+                                                       "ALREADY_EXISTS",
+                                                       "PERMISSION_DENIED",
+                                                       "RESOURCE_EXHAUSTED",
+                                                       "FAILED_PRECONDITION",
+                                                       "ABORTED",
+                                                       "OUT_OF_RANGE",
+                                                       "UNIMPLEMENTED",
+                                                       "INTERNAL",
+                                                       "UNAVAILABLE",
+                                                       "DATA_LOSS",
+                                                       "UNAUTHENTICATED"};
     for (const auto& m : p.mappings) {
       const auto proto = std::find(protocols.begin(), protocols.end(), m.protocol.text);
       if (m.protocol.kind != Kind::Ident || proto == protocols.end()) {
@@ -716,11 +729,13 @@ class Checker {
     for (const auto& w : p.waivers) {
       const std::string& name = w.name.text;
       if (std::find(kInvariants.begin(), kInvariants.end(), name) == kInvariants.end()) {
-        error("E030", w.name.pos, "no invariant is named '" + name + "'", did_you_mean(name, kInvariants));
+        error("E030", w.name.pos, "no invariant is named '" + name + "'",
+              did_you_mean(name, kInvariants));
         continue;
       }
       if (w.reason.empty()) {
-        error("E030", w.pos, "a waiver needs a reason", "waive " + name + " \"why this tool is safe\"");
+        error("E030", w.pos, "a waiver needs a reason",
+              "waive " + name + " \"why this tool is safe\"");
         continue;
       }
       if (std::find(spec.waived.begin(), spec.waived.end(), name) != spec.waived.end()) {
@@ -757,7 +772,8 @@ class Checker {
       auto when = condition(a.when, spec);
       if (!ok || !when) continue;
       out.when = std::move(*when);
-      out.text = "assert " + a.kind.text + " " + (a.routes.size() == 1 ? routes : "[" + routes + "]") + " when ...";
+      out.text = "assert " + a.kind.text + " " +
+                 (a.routes.size() == 1 ? routes : "[" + routes + "]") + " when ...";
       spec.assertions.push_back(std::move(out));
     }
   }
@@ -802,20 +818,26 @@ class Checker {
     not_idempotent.kind = K::Not;
     not_idempotent.children.push_back(test(Attr::Idempotent, Op::Truthy, 0, "idempotent"));
     never("retry_after_commit", retry | repair,
-          test(Attr::SideEffect, Op::Eq, static_cast<std::int64_t>(SideEffect::Committed), "side_effect == committed"),
+          test(Attr::SideEffect, Op::Eq, static_cast<std::int64_t>(SideEffect::Committed),
+               "side_effect == committed"),
           "never [retry, repair] when side_effect == committed");
     std::vector<Cond> unknown = {
-        test(Attr::SideEffect, Op::Eq, static_cast<std::int64_t>(SideEffect::Unknown), "side_effect == unknown"),
+        test(Attr::SideEffect, Op::Eq, static_cast<std::int64_t>(SideEffect::Unknown),
+             "side_effect == unknown"),
         not_idempotent};
-    never("unsafe_resend", repair, both(unknown), "never repair when side_effect == unknown and not idempotent");
-    if (spec.honours_keys) unknown.push_back(test(Attr::IdempotencyKey, Op::Ne, 1, "idempotency_key != pinned"));
+    never("unsafe_resend", repair, both(unknown),
+          "never repair when side_effect == unknown and not idempotent");
+    if (spec.honours_keys)
+      unknown.push_back(test(Attr::IdempotencyKey, Op::Ne, 1, "idempotency_key != pinned"));
     never("unsafe_resend", retry, both(unknown),
-          spec.honours_keys ? "never retry when side_effect == unknown and not idempotent and idempotency_key != pinned"
+          spec.honours_keys ? "never retry when side_effect == unknown and not idempotent and "
+                              "idempotency_key != pinned"
                             : "never retry when side_effect == unknown and not idempotent");
     never("context_overflow_retry", retry,
           test(Attr::Code, Op::Eq, std::int64_t{8}, "code == CONTEXT_OVERFLOW"),
           "never retry when code == CONTEXT_OVERFLOW");
-    never("bounded_retries", retry | repair, test(Attr::AttemptsLeft, Op::Le, 0, "attempts_left <= 0"),
+    never("bounded_retries", retry | repair,
+          test(Attr::AttemptsLeft, Op::Le, 0, "attempts_left <= 0"),
           "never [retry, repair] when attempts_left <= 0");
   }
 
@@ -867,8 +889,8 @@ class Checker {
     // pinned key the tool honours (a repaired call carries a new key, so never), else verify.
     if (!waived(spec, "retry_after_commit"))
       add("gate:committed", "", kBoth,
-        test(Attr::SideEffect, Op::Eq, committed, "side_effect == committed"),
-        Action{Route::Stop, "", ""}, "side effect already committed");
+          test(Attr::SideEffect, Op::Eq, committed, "side_effect == committed"),
+          Action{Route::Stop, "", ""}, "side effect already committed");
     const Action verify = spec.verify.empty() ? Action{Route::Escalate, "", ""}
                                               : Action{Route::Replace, spec.verify, ""};
     auto unknown_outcome = [&] {
@@ -879,10 +901,10 @@ class Checker {
     if (spec.honours_keys)
       retry_unknown.push_back(test(Attr::IdempotencyKey, Op::Ne, 1, "idempotency_key != pinned"));
     if (!waived(spec, "unsafe_resend")) {
-    add("gate:unknown_outcome", "", kRetry, node(K::And, std::move(retry_unknown)), verify,
-        "outcome unknown; verify before resending");
-    add("gate:unknown_outcome", "", kRepair, node(K::And, unknown_outcome()), verify,
-        "outcome unknown; verify before resending");
+      add("gate:unknown_outcome", "", kRetry, node(K::And, std::move(retry_unknown)), verify,
+          "outcome unknown; verify before resending");
+      add("gate:unknown_outcome", "", kRepair, node(K::And, unknown_outcome()), verify,
+          "outcome unknown; verify before resending");
     }
 
     budget("retry_after", kRetry,
@@ -906,7 +928,7 @@ class Checker {
              "cost budget spent");
     budget("deadline", kBoth, test(Attr::TimeLeft, Op::Le, 0, "time_left <= 0"),
            "operation deadline passed");
-    budget("deadline", kRetry, test(Attr::DeadlineSlack, Op::Lt, 0, "retry_after > time_left"),
+    budget("deadline", kRetry, test(Attr::DeadlineSlack, Op::Le, 0, "retry_after >= time_left"),
            "server asked to wait beyond the deadline");
     if (spec.throttle.enabled)
       budget("retry_tokens", kRetry, test(Attr::RetryThrottled, Op::Truthy, 0, "retry_throttled"),

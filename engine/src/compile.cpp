@@ -26,7 +26,9 @@ namespace {
 
 using Cube = std::vector<CellSet>;
 
-struct TooManyTerms {};
+struct TooManyTerms {
+  bool work;  // the max_dnf_work limit (else max_terms_per_rule)
+};
 struct TooLarge {
   std::size_t bytes;
 };
@@ -140,7 +142,7 @@ class Compiler {
   // ---- conditions to DNF --------------------------------------------------------------------
 
   void limit(std::size_t terms) const {
-    if (terms > options_.max_terms_per_rule) throw TooManyTerms{};
+    if (terms > options_.max_terms_per_rule) throw TooManyTerms{false};
   }
 
   std::vector<Cube> dnf(const Cond& c, bool negated) {
@@ -174,7 +176,7 @@ class Compiler {
       const auto terms = dnf(child, negated);
       std::vector<Cube> next;
       work_ += out.size() * terms.size();
-      if (work_ > options_.max_dnf_work) throw TooManyTerms{};
+      if (work_ > options_.max_dnf_work) throw TooManyTerms{true};
       for (const auto& a : out)
         for (const auto& b : terms) {
           Cube both = intersect(a, b);
@@ -379,18 +381,21 @@ std::optional<Table> compile(const PolicySpec& spec, const CompileOptions& optio
     d.source_line = grammar::line_of(text, spec.pos.line);
     diagnostics.push_back(std::move(d));
     return std::nullopt;
-  } catch (const TooManyTerms&) {
+  } catch (const TooManyTerms& e) {
     const RuleSpec& rule = spec.rules.at(compiler.current_rule);
     Diagnostic d;
     d.code = "E093";
     d.file = spec.file;
     d.line = rule.pos.line;
     d.column = rule.pos.column;
-    d.message = "rule '" + rule.name + "' expands to more than " +
-                std::to_string(options.max_terms_per_rule) + " terms";
+    d.message = e.work ? "rule '" + rule.name + "' needs more than " +
+                             std::to_string(options.max_dnf_work) + " term intersections to expand"
+                       : "rule '" + rule.name + "' expands to more than " +
+                             std::to_string(options.max_terms_per_rule) + " terms";
     d.help =
-        "an `and` of many `or`s multiplies out; split the rule, or raise "
-        "CompileOptions::max_terms_per_rule";
+        std::string(
+            "an `and` of many `or`s multiplies out; split the rule, or raise CompileOptions::") +
+        (e.work ? "max_dnf_work" : "max_terms_per_rule");
     diagnostics.push_back(std::move(d));
     return std::nullopt;
   }

@@ -397,7 +397,7 @@ ContextResult read_context(std::string_view json) noexcept {
     if (v >= 0) c.deadline_ms = v;
     r.integer(j, "lowerRetries", c.lower_retries, 0);
     r.integer(j, "repeats", c.repeats, 0);
-    r.integer(j, "costSpent", c.cost_spent, 0, kMaxMs);
+    r.integer(j, "costSpent", c.cost_spent, 0);
     v = -1;
     r.integer(j, "nowMs", v, 0, kMaxMs);
     if (v >= 0) c.now_ms = v;

@@ -192,11 +192,11 @@ struct Throttle {
 /// `assert never|always ROUTES when COND`: proven over the compiled table (analyze.cpp).
 struct AssertSpec {
   ast::Pos pos;
-  bool never = true;        ///< never: no input in `when` decides one of `routes`; always: all do
-  std::uint32_t routes = 0; ///< bit (1 << Route) per route
+  bool never = true;         ///< never: no input in `when` decides one of `routes`; always: all do
+  std::uint32_t routes = 0;  ///< bit (1 << Route) per route
   Cond when;
-  std::string text;         ///< as written, for reports
-  std::string invariant;    ///< for a built-in invariant: its name (kInvariants or "bounded_retries")
+  std::string text;       ///< as written, for reports
+  std::string invariant;  ///< for a built-in invariant: its name (kInvariants or "bounded_retries")
 };
 
 /// Built-in invariants (docs/language.md, "Verification"). The first two hold by the side-effect
@@ -223,7 +223,7 @@ struct PolicySpec {
   std::int64_t retry_after_max_ms = 60000;
   std::int64_t deadline_ms = kNoLimit;  ///< limits.deadline (kNoLimit: none)
   std::int64_t min_delay_ms = 50;
-  std::int64_t cost_max = kNoLimit;        ///< limits.cost (kNoLimit: none)
+  std::int64_t cost_max = kNoLimit;  ///< limits.cost (kNoLimit: none)
   std::int64_t repeats = kNoLimit;  ///< limits.repeats: identical failures allowed (kNoLimit: none)
   std::int64_t try_timeout_ms = kNoLimit;  ///< limits.try_timeout (kNoLimit: none)
   Action on_exhausted;                     ///< route when a budget guard fires
@@ -235,7 +235,7 @@ struct PolicySpec {
   std::vector<RuleSpec> rules;     ///< author rules, then the default as a rule without `when`
   std::vector<Guard> guards;       ///< in precedence order
   std::vector<AssertSpec> assertions;
-  std::vector<std::string> waived;  ///< invariants waived (names from kInvariants)
+  std::vector<std::string> waived;    ///< invariants waived (names from kInvariants)
   std::vector<CodeMapping> mappings;  ///< `map` lines: adapter overrides for this tool
 };
 

@@ -18,8 +18,12 @@ using json = nlohmann::json;
 
 std::uint64_t failure_key(const Context& c, const Envelope& e, std::string_view args_hash) {
   std::uint64_t h = detail::fnv1a(c.tool);
-  h = detail::fnv1a(e.code.value_or("\x01absent"), h ^ 0x1f);
-  h = detail::fnv1a(e.field.value_or("\x01absent"), h ^ 0x2f);
+  h = detail::fnv1a(e.code.value_or("\x01"
+                                    "absent"),
+                    h ^ 0x1f);
+  h = detail::fnv1a(e.field.value_or("\x01"
+                                     "absent"),
+                    h ^ 0x2f);
   return detail::splitmix64(detail::fnv1a(args_hash, h ^ 0x3f));
 }
 
@@ -122,39 +126,19 @@ bool Workflow::from_json(std::string_view text, std::string& error) {
 
 // ---- Health ---------------------------------------------------------------------------------
 
-void Health::prepare(const Policy& policy, Context& c, std::int64_t now_ms) {
-  const detail::PolicySpec& spec = policy.impl_->spec;
+void Health::record_failure(const Policy& policy, const Context& c, std::int64_t now_ms) {
+  const detail::Breaker& b = policy.impl_->spec.breaker;
+  if (!b.enabled) return;
   std::lock_guard<std::mutex> lock(mutex_);
-  auto it = tools_.find(c.tool);
-  if (it == tools_.end()) {
-    c.circuit = CircuitState::Closed;
-    c.retry_throttled = false;
+  ToolHealth& h = tools_.try_emplace(c.tool).first->second;
+  if (h.circuit != CircuitState::Closed) {
+    if (h.probe_taken && c.operation_id == h.probe_operation) {  // the probe failed
+      h.opened_ms = now_ms;
+      h.probe_taken = false;
+      h.probe_operation.clear();
+    }
     return;
   }
-  ToolHealth& h = it->second;
-  if (spec.breaker.enabled && h.circuit == CircuitState::Open && !h.probe_taken &&
-      now_ms - h.opened_ms >= spec.breaker.cooldown_ms) {
-    h.probe_taken = true;  // this caller is the half-open probe
-    c.circuit = CircuitState::HalfOpen;
-  } else {
-    c.circuit = spec.breaker.enabled ? h.circuit : CircuitState::Closed;
-    if (c.circuit == CircuitState::HalfOpen) c.circuit = CircuitState::Open;  // probe already out
-  }
-  const std::int64_t tokens = h.milli_tokens < 0 ? full_tokens(spec.throttle) : h.milli_tokens;
-  c.retry_throttled = spec.throttle.enabled && tokens * 2 <= full_tokens(spec.throttle);
-}
-
-void Health::record_failure(const Policy& policy, std::string_view tool, const Decision& d,
-                            std::int64_t now_ms) {
-  const detail::PolicySpec& spec = policy.impl_->spec;
-  std::lock_guard<std::mutex> lock(mutex_);
-  ToolHealth& h = tools_.try_emplace(std::string(tool)).first->second;
-  if (spec.throttle.enabled && d.route == Route::Retry) {
-    if (h.milli_tokens < 0) h.milli_tokens = full_tokens(spec.throttle);
-    h.milli_tokens = std::max<std::int64_t>(0, h.milli_tokens - 1000);
-  }
-  if (!spec.breaker.enabled) return;
-  const detail::Breaker& b = spec.breaker;
   ++h.consecutive_failures;
   const std::int64_t width = std::min<std::int64_t>(b.window, 64);
   h.window = (h.window << 1) | 1u;
@@ -163,18 +147,48 @@ void Health::record_failure(const Policy& policy, std::string_view tool, const D
   const double failed = static_cast<double>(__builtin_popcountll(h.window));
   const bool by_ratio = b.ratio > 0 && h.window_calls >= b.min_calls &&
                         failed >= b.ratio * static_cast<double>(h.window_calls);
-  if (h.circuit == CircuitState::HalfOpen || h.probe_taken ||
-      h.consecutive_failures >= b.failures || by_ratio) {
+  if (h.consecutive_failures >= b.failures || by_ratio) {
     h.circuit = CircuitState::Open;
     h.opened_ms = now_ms;
-    h.probe_taken = false;
   }
 }
 
-void Health::record_success(const Policy& policy, std::string_view tool, std::int64_t) {
+void Health::prepare(const Policy& policy, Context& c, std::int64_t now_ms) {
   const detail::PolicySpec& spec = policy.impl_->spec;
   std::lock_guard<std::mutex> lock(mutex_);
-  ToolHealth& h = tools_.try_emplace(std::string(tool)).first->second;
+  c.circuit = CircuitState::Closed;
+  c.retry_throttled = false;
+  auto it = tools_.find(c.tool);
+  if (it == tools_.end()) return;
+  ToolHealth& h = it->second;
+  if (spec.breaker.enabled && h.circuit == CircuitState::Open) {
+    if (h.probe_taken && h.probe_operation == c.operation_id) {
+      c.circuit = CircuitState::HalfOpen;  // the probe's holder asks again
+    } else if (!h.probe_taken && now_ms - h.opened_ms >= spec.breaker.cooldown_ms) {
+      h.probe_taken = true;  // this caller's next call is the half-open probe
+      h.probe_operation = c.operation_id;
+      c.circuit = CircuitState::HalfOpen;
+    } else {
+      c.circuit = CircuitState::Open;
+    }
+  }
+  const std::int64_t tokens = h.milli_tokens < 0 ? full_tokens(spec.throttle) : h.milli_tokens;
+  c.retry_throttled = spec.throttle.enabled && tokens * 2 <= full_tokens(spec.throttle);
+}
+
+void Health::record_decision(const Policy& policy, const Context& c, const Decision& d) {
+  const detail::Throttle& t = policy.impl_->spec.throttle;
+  if (!t.enabled || d.route != Route::Retry) return;
+  std::lock_guard<std::mutex> lock(mutex_);
+  ToolHealth& h = tools_.try_emplace(c.tool).first->second;
+  if (h.milli_tokens < 0) h.milli_tokens = full_tokens(t);
+  h.milli_tokens = std::max<std::int64_t>(0, h.milli_tokens - 1000);
+}
+
+void Health::record_success(const Policy& policy, const Context& c, std::int64_t) {
+  const detail::PolicySpec& spec = policy.impl_->spec;
+  std::lock_guard<std::mutex> lock(mutex_);
+  ToolHealth& h = tools_.try_emplace(c.tool).first->second;
   if (spec.throttle.enabled && h.milli_tokens >= 0)
     h.milli_tokens = std::min(
         full_tokens(spec.throttle),
@@ -186,6 +200,7 @@ void Health::record_success(const Policy& policy, std::string_view tool, std::in
   h.window_calls = std::min(width, h.window_calls + 1);
   h.circuit = CircuitState::Closed;
   h.probe_taken = false;
+  h.probe_operation.clear();
 }
 
 ToolHealth Health::get(std::string_view tool) const {
@@ -229,6 +244,7 @@ bool Health::from_json(std::string_view text, std::string& error) {
       read(t, "windowCalls", h.window_calls);
       read(t, "openedMs", h.opened_ms);
       read(t, "probeTaken", h.probe_taken);
+      read(t, "probeOperation", h.probe_operation);
       read(t, "milliTokens", h.milli_tokens);
       tools.emplace(name, h);
     }

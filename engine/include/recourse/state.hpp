@@ -74,29 +74,32 @@ struct ToolHealth {
   std::int64_t window_calls = 0;  ///< outcomes in `window` (at most the breaker's window)
   std::int64_t opened_ms = 0;     ///< when the circuit last opened
   bool probe_taken = false;       ///< half-open: the one probe is out
-  std::int64_t milli_tokens =
-      -1;  ///< retry tokens x 1000 (integers, as a shared store keeps them); -1: full
+  std::string probe_operation;    ///< half-open: the operation whose next call is the probe
+  /// Retry tokens x 1000 (integers, as a shared store keeps them); -1: full.
+  std::int64_t milli_tokens = -1;
 };
 
 /// Per-process tool health, shared between threads (a mutex; never on the decide() path).
 class Health {
  public:
-  /// Fills context.circuit and context.retry_throttled for the policy's tool. When an open
-  /// circuit's cooldown has passed, the first caller takes the one half-open probe (its context
-  /// says half_open; others still see open until the probe's outcome is recorded).
+  /// Records that a call of context.tool failed. A closed circuit counts it and may open; the
+  /// failure of the half-open probe (a call of the operation that took it) reopens the circuit
+  /// for another cooldown; other failures while open change nothing (they were in flight).
+  void record_failure(const Policy& policy, const Context& context, std::int64_t now_ms);
+  /// Fills context.circuit and context.retry_throttled for the decision about the next call.
+  /// When an open circuit's cooldown has passed, the first caller takes the one half-open probe
+  /// (its context says half_open; others still see open until the probe's outcome is recorded).
   void prepare(const Policy& policy, Context& context, std::int64_t now_ms);
-  /// Records a failure and the decision taken on it. A retry decision costs one retry token
-  /// (gRFC A6; tokens follow the decided route, never the envelope's `retryable`); the failure
-  /// counts for the breaker, which may open (or reopen, after a failed probe).
-  void record_failure(const Policy& policy, std::string_view tool, const Decision& decision,
-                      std::int64_t now_ms);
+  /// Records the decision taken: a retry costs one retry token (gRFC A6's bucket, with tokens
+  /// following the decided route, never the envelope's `retryable`).
+  void record_decision(const Policy& policy, const Context& context, const Decision& decision);
   /// Records a success: gives token_ratio tokens back (up to max_tokens) and closes the circuit.
-  void record_success(const Policy& policy, std::string_view tool, std::int64_t now_ms);
+  void record_success(const Policy& policy, const Context& context, std::int64_t now_ms);
   /// A copy of one tool's health (default when never recorded).
   ToolHealth get(std::string_view tool) const;
 
   /// {"tools": {name: {circuit, consecutiveFailures, window, windowCalls, openedMs, probeTaken,
-  /// milliTokens}}}
+  /// probeOperation, milliTokens}}}
   std::string to_json() const;
   /// Restores from to_json()'s form; false (and `error`) on malformed input, leaving *this as is.
   bool from_json(std::string_view json, std::string& error);
