@@ -96,6 +96,18 @@ struct Mapping {
   Value code;      ///< the code to give instead
 };
 
+/// One item of a policy in source order (the formatter prints items in the author's order):
+/// its kind, where it starts, and the entries it added to the policy's vector of that kind
+/// (settings for blocks, codes for `codes`, one entry otherwise; `breaker {}` adds none).
+struct Item {
+  enum class Kind { Tool, Limits, Breaker, Throttle, Backoff, Codes, Rule, Default, Assert,
+                    Waive, Map, Hit, Other };
+  Kind kind = Kind::Other;
+  Pos pos;
+  std::size_t first = 0;
+  std::size_t count = 0;
+};
+
 /// One `policy "name" { ... }` declaration.
 struct Policy {
   std::string name;
@@ -113,7 +125,9 @@ struct Policy {
   std::vector<Rule> defaults;  ///< `default -> ROUTE` lines (the checker wants exactly one)
   std::vector<Assertion> assertions;
   std::vector<Waiver> waivers;
+  std::vector<Value> hit;         ///< `hit` lines (the checker allows one)
   std::vector<Mapping> mappings;  ///< `map` lines
+  std::vector<Item> items;        ///< every item above, in source order
 };
 
 /// A parsed file: an optional language version and its policies.

@@ -33,6 +33,7 @@ struct kw_when : TAO_PEGTL_KEYWORD("when") {};
 struct kw_default : TAO_PEGTL_KEYWORD("default") {};
 struct kw_assert : TAO_PEGTL_KEYWORD("assert") {};
 struct kw_waive : TAO_PEGTL_KEYWORD("waive") {};
+struct kw_hit : TAO_PEGTL_KEYWORD("hit") {};
 struct kw_map : TAO_PEGTL_KEYWORD("map") {};
 struct kw_and : TAO_PEGTL_KEYWORD("and") {};
 struct kw_or : TAO_PEGTL_KEYWORD("or") {};
@@ -95,7 +96,7 @@ struct throttle_block : pg::seq<kw_throttle, sep, settings> {};
 struct backoff_kind : ident {};
 // A backoff line ends where the next item starts.
 struct item_keyword : pg::sor<kw_tool, kw_limits, kw_breaker, kw_throttle, kw_backoff, kw_codes,
-                              kw_rule, kw_default, kw_assert, kw_waive, kw_map> {};
+                              kw_rule, kw_default, kw_assert, kw_waive, kw_map, kw_hit> {};
 struct param_name : pg::seq<pg::not_at<item_keyword>, name> {};
 struct backoff_param : pg::seq<param_name, sep, pg::must<value>> {};
 struct backoff_decl
@@ -155,6 +156,9 @@ struct assert_decl : pg::seq<kw_assert, sep, pg::must<assert_kind>, sep, pg::mus
 struct waiver_name : ident {};
 struct waiver_reason : string_lit {};
 struct waive_decl : pg::seq<kw_waive, sep, pg::must<waiver_name>, sep, pg::must<waiver_reason>> {};
+// hit = "hit" ident ;   first (default) | safest | unique
+struct hit_policy : ident {};
+struct hit_decl : pg::seq<kw_hit, sep, pg::must<hit_policy>> {};
 // map = "map" ident value "->" ident ;   e.g. map http 409 -> BOOKING_TAKEN (an adapter override)
 struct map_protocol : ident {};
 struct map_arrow : arrow {};
@@ -164,8 +168,9 @@ struct map_decl : pg::seq<kw_map, sep, pg::must<map_protocol>, sep, pg::must<val
 
 // item = tool_block | limits_block | breaker_block | throttle_block | backoff | codes | rule
 //      | default | assert | waive | map ;
-struct item : pg::sor<tool_block, limits_block, breaker_block, throttle_block, backoff_decl,
-                      codes_decl, rule_decl, default_decl, assert_decl, waive_decl, map_decl> {};
+struct item
+    : pg::sor<tool_block, limits_block, breaker_block, throttle_block, backoff_decl, codes_decl,
+              rule_decl, default_decl, assert_decl, waive_decl, map_decl, hit_decl> {};
 // policy = "policy" string "{" { item } "}" ;
 struct policy_name : string_lit {};
 struct policy_close : pg::one<'}'> {};
@@ -197,6 +202,8 @@ template <>
 inline constexpr const char* error_message<assert_routes> = "a route or a [list] of routes";
 template <>
 inline constexpr const char* error_message<assert_when> = "'when' and a condition";
+template <>
+inline constexpr const char* error_message<hit_policy> = "a hit policy (first, safest, unique)";
 template <>
 inline constexpr const char* error_message<waiver_name> = "the name of the invariant to waive";
 template <>
@@ -244,7 +251,7 @@ inline constexpr const char* error_message<policy_name> = "the policy's name as 
 template <>
 inline constexpr const char* error_message<policy_close> =
     "a policy item (tool, limits, breaker, throttle, backoff, codes, rule, default, assert, waive, "
-    "map) or '}'";
+    "map, hit) or '}'";
 template <>
 inline constexpr const char* error_message<version_number> = "a language version number";
 template <>

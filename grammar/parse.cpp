@@ -23,11 +23,11 @@ using selector = pt::selector<
     pt::store_content::on<version_number, policy_name, setting_key, string_lit, number, value_ident,
                           backoff_kind, param_name, code_name, rule_name, route_kind, route_arg,
                           attr, cmp_op, is_what, assert_kind, waiver_name, waiver_reason,
-                          map_protocol, map_code>,
+                          hit_policy, map_protocol, map_code>,
     pt::remove_content::on<policy_decl, tool_block, limits_block, breaker_block, throttle_block,
                            setting, value_list, backoff_decl, backoff_param, codes_decl, rule_decl,
                            default_decl, route, not_expr, test, in_arguments, assert_decl,
-                           waive_decl, assert_routes, map_decl>,
+                           waive_decl, assert_routes, map_decl, hit_decl>,
     pt::fold_one::on<cond, and_expr>>;
 
 struct TooDeep {
@@ -176,6 +176,24 @@ ast::Route to_route(const Node& n) {
   return r;
 }
 
+// The item's kind and how many entries the policy's vector of that kind holds so far.
+std::pair<ast::Item::Kind, std::size_t> item_kind(const Node& n, const ast::Policy& p) {
+  using K = ast::Item::Kind;
+  if (n.is_type<tool_block>()) return {K::Tool, p.tool.size()};
+  if (n.is_type<limits_block>()) return {K::Limits, p.limits.size()};
+  if (n.is_type<breaker_block>()) return {K::Breaker, p.breaker.size()};
+  if (n.is_type<throttle_block>()) return {K::Throttle, p.throttle.size()};
+  if (n.is_type<backoff_decl>()) return {K::Backoff, p.backoff.size()};
+  if (n.is_type<codes_decl>()) return {K::Codes, p.codes.size()};
+  if (n.is_type<rule_decl>()) return {K::Rule, p.rules.size()};
+  if (n.is_type<default_decl>()) return {K::Default, p.defaults.size()};
+  if (n.is_type<assert_decl>()) return {K::Assert, p.assertions.size()};
+  if (n.is_type<waive_decl>()) return {K::Waive, p.waivers.size()};
+  if (n.is_type<map_decl>()) return {K::Map, p.mappings.size()};
+  if (n.is_type<hit_decl>()) return {K::Hit, p.hit.size()};
+  return {K::Other, 0};
+}
+
 ast::Policy to_policy(const Node& n) {
   ast::Policy p;
   p.pos = pos_of(n);
@@ -184,6 +202,7 @@ ast::Policy to_policy(const Node& n) {
   p.name_pos = pos_of(name);
   for (std::size_t i = 1; i < n.children.size(); ++i) {
     const Node& item = *n.children[i];
+    const std::size_t before = item_kind(item, p).second;
     if (item.is_type<tool_block>() || item.is_type<limits_block>() ||
         item.is_type<breaker_block>() || item.is_type<throttle_block>()) {
       p.has_breaker |= item.is_type<breaker_block>();
@@ -230,6 +249,8 @@ ast::Policy to_policy(const Node& n) {
       m.key = to_value(*item.children.at(1));
       m.code = to_value(*item.children.at(2));
       p.mappings.push_back(std::move(m));
+    } else if (item.is_type<hit_decl>()) {
+      p.hit.push_back(to_value(*item.children.at(0)));
     } else if (item.is_type<waive_decl>()) {
       ast::Waiver w;
       w.pos = pos_of(item);
@@ -243,6 +264,8 @@ ast::Policy to_policy(const Node& n) {
       r.route = to_route(*item.children.at(0));
       p.defaults.push_back(std::move(r));
     }
+    const auto [kind, after] = item_kind(item, p);
+    p.items.push_back({kind, pos_of(item), before, after - before});
   }
   return p;
 }

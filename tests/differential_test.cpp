@@ -158,3 +158,17 @@ TEST_CASE("differential: nested and negated conditions, many columns", "[differe
     default -> stop })");
   agree(p, 200000);
 }
+
+TEST_CASE("differential: hit safest, table == interpreter", "[differential]") {
+  const auto p = test::policy(R"(policy "safe" {
+    hit safest
+    tool { arguments = [a] }
+    rule r1 when code in [TRANSIENT, RATE_LIMITED] and retryable -> retry
+    rule r2 when field in arguments and suggestion -> repair
+    rule r3 when attempt >= 3 or side_effect == committed -> stop
+    rule r4 when code == PERMISSION or retry_after > 10s -> escalate
+    rule r5 when code == NOT_FOUND -> replace "x"
+    rule r6 when code is absent -> degrade
+    default -> stop })");
+  agree(p, 100000);
+}

@@ -17,6 +17,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "compile.hpp"
 #include "parse.hpp"
 
 namespace recourse::detail {
@@ -297,6 +298,7 @@ class Analyzer {
       prove(p_.spec.assertions[a], t_.assertion_terms[a]);
     unreachable_rules();
     hostile_retries();
+    if (p_.spec.hit == HitPolicy::Unique) overlaps();
   }
 
  private:
@@ -374,13 +376,21 @@ class Analyzer {
   void unreachable_rules() {
     std::size_t first = 0;
     try {
-      for (std::uint32_t rule = 0; rule < p_.spec.rules.size(); ++rule) {
+      // Rows come in runs, one per rule, in the table's rule order.
+      for (std::uint32_t rule : rule_order(p_.spec)) {
         std::size_t end = first;
         while (end < t_.rows.size() && t_.actions[t_.rows[end].action].rule == rule) ++end;
+        const RuleSpec& spec = p_.spec.rules[rule];
+        if (end == first) {
+          report(Severity::Warning, "W101", spec.pos,
+                 fmt::format("rule '{}' is never reached: its condition never holds", spec.name),
+                 "a test contradicts another (e.g. code == A and code == B)");
+          continue;
+        }
         bool reachable = false;
         for (std::size_t r = first; r < end && !reachable; ++r)
           reachable = uncovered(t_, t_.rows[r].cube, first).has_value();
-        if (!reachable && end > first) {
+        if (!reachable) {
           std::vector<std::string> by;
           for (std::size_t r = 0; r < first; ++r) {
             const std::string& name = p_.spec.rules[t_.actions[t_.rows[r].action].rule].name;
@@ -389,7 +399,6 @@ class Analyzer {
               meets = intersects(t_.rows[r].cube, t_.rows[k].cube);
             if (meets && std::find(by.begin(), by.end(), name) == by.end()) by.push_back(name);
           }
-          const RuleSpec& spec = p_.spec.rules[rule];
           std::string names;
           for (const auto& n : by) names += (names.empty() ? "'" : ", '") + n + "'";
           if (spec.name == "default")
@@ -407,6 +416,40 @@ class Analyzer {
     } catch (const Open&) {
       report(Severity::Warning, "W109", p_.spec.pos,
              "reachability not decided: the table is too large to analyse", "");
+    }
+  }
+
+  // E106 under `hit unique`: two rules with different routes that one input matches. Only the
+  // rules' own rows count (guard rows are the engine's, not the author's choice).
+  void overlaps() {
+    const std::size_t last = p_.spec.rules.size() - 1;  // the default
+    auto own = [&](std::size_t r) {
+      const RowAction& a = t_.actions[t_.rows[r].action];
+      return a.rule != last && a.label == p_.spec.rules[a.rule].name;
+    };
+    std::set<std::pair<std::uint32_t, std::uint32_t>> seen;
+    for (std::size_t i = 0; i < t_.rows.size(); ++i) {
+      if (!own(i)) continue;
+      for (std::size_t j = i + 1; j < t_.rows.size(); ++j) {
+        if (!own(j)) continue;
+        const RowAction& a = t_.actions[t_.rows[i].action];
+        const RowAction& b = t_.actions[t_.rows[j].action];
+        if (a.rule == b.rule || a.action.route == b.action.route ||
+            !intersects(t_.rows[i].cube, t_.rows[j].cube))
+          continue;
+        const auto key = std::minmax(a.rule, b.rule);
+        if (!seen.insert(key).second) continue;
+        const RuleSpec& first = p_.spec.rules[key.first];
+        const RuleSpec& second = p_.spec.rules[key.second];
+        const auto in = realize(p_, intersect(t_.rows[i].cube, t_.rows[j].cube));
+        report(
+            Severity::Error, "E106", second.pos,
+            fmt::format(
+                "rules '{}' ({}) and '{}' ({}) both match some inputs, and `hit unique` forbids it",
+                first.name, to_string(first.action.route), second.name,
+                to_string(second.action.route)),
+            in ? "e.g. " + input_json(*in) : std::string("narrow one of them"));
+      }
     }
   }
 

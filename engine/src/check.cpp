@@ -645,6 +645,7 @@ class Checker {
       if (a) rule.action = std::move(*a);
       spec.rules.push_back(std::move(rule));
     }
+    hit_policy(p, spec);
     waivers(p, spec);
     mappings(p, spec);
     assertions(p, spec);
@@ -723,6 +724,19 @@ class Checker {
       }
       spec.mappings.push_back({protocol, key, m.code.text});
     }
+  }
+
+  void hit_policy(const ast::Policy& p, PolicySpec& spec) {
+    for (std::size_t i = 1; i < p.hit.size(); ++i)
+      error("E021", p.hit[i].pos, "a policy has one hit policy");
+    if (p.hit.empty()) return;
+    constexpr std::array<std::string_view, 3> hits = {"first", "safest", "unique"};
+    auto it = std::find(hits.begin(), hits.end(), p.hit[0].text);
+    if (it == hits.end())
+      error("E018", p.hit[0].pos, "unknown hit policy '" + p.hit[0].text + "'",
+            did_you_mean(p.hit[0].text, hits));
+    else
+      spec.hit = static_cast<HitPolicy>(it - hits.begin());
   }
 
   void waivers(const ast::Policy& p, PolicySpec& spec) {

@@ -53,7 +53,7 @@ class Compiler {
           break;
         }
     build_columns();
-    for (std::uint32_t i = 0; i < spec_.rules.size(); ++i) add_rule(i);
+    for (std::uint32_t i : rule_order(spec_)) add_rule(i);
     for (const auto& a : spec_.assertions) table_.assertion_terms.push_back(dnf(a.when, false));
     std::size_t bitset_bytes = 0;
     for (const auto& col : table_.columns)
@@ -360,6 +360,16 @@ class Compiler {
 };
 
 }  // namespace
+
+std::vector<std::uint32_t> rule_order(const PolicySpec& spec) {
+  std::vector<std::uint32_t> order(spec.rules.size());
+  for (std::uint32_t i = 0; i < order.size(); ++i) order[i] = i;
+  if (spec.hit == HitPolicy::Safest && order.size() > 1)
+    std::stable_sort(order.begin(), order.end() - 1, [&](std::uint32_t a, std::uint32_t b) {
+      return safety_rank(spec.rules[a].action.route) < safety_rank(spec.rules[b].action.route);
+    });
+  return order;
+}
 
 std::optional<Table> compile(const PolicySpec& spec, const CompileOptions& options,
                              std::string_view text, std::vector<Diagnostic>& diagnostics) {

@@ -8,6 +8,11 @@
 
 namespace recourse::detail {
 
+/// The order rules take in the table: file order, or under `hit safest` by safety_rank then file
+/// order (first match over that order picks the most conservative matching rule); the default
+/// is always last.
+std::vector<std::uint32_t> rule_order(const PolicySpec& spec);
+
 /// Builds the table of `spec`: columns and cells, one row per DNF term of each rule (guard rows
 /// first for retry and repair rules), the bitsets, and the direct array when the domain is small
 /// enough. A rule whose condition expands beyond options.max_terms_per_rule terms is E093 and

@@ -58,8 +58,14 @@ struct Outcome {
   const Guard* guard = nullptr;
 };
 
+// The rule that decides: the first match in file order; under `hit safest` every rule is
+// tested and the most conservative match wins (ties: the earlier rule). The default (last) only
+// when nothing else matches. Then the guards of that rule, in precedence order.
 Outcome run(const Compiled& p, const Point& point, std::vector<ExplainedRule>* trace) {
-  for (std::uint32_t i = 0; i < p.spec.rules.size(); ++i) {
+  const std::uint32_t last = static_cast<std::uint32_t>(p.spec.rules.size() - 1);
+  const bool safest = p.spec.hit == HitPolicy::Safest;
+  std::uint32_t chosen = last;
+  for (std::uint32_t i = 0; i < last; ++i) {
     const RuleSpec& rule = p.spec.rules[i];
     std::vector<ExplainedTest> tests;
     const bool matched = !rule.when || eval(p, *rule.when, point, trace ? &tests : nullptr);
@@ -68,15 +74,24 @@ Outcome run(const Compiled& p, const Point& point, std::vector<ExplainedRule>* t
       trace->push_back({rule.name, rule.pos.line, rule.pos.column, matched, std::move(tests)});
     }
     if (!matched) continue;
-    const Route route = rule.action.route;
-    for (const Guard& g : p.spec.guards) {
-      const bool applies = route == Route::Retry ? g.applies_to_retry
-                                                 : route == Route::Repair && g.applies_to_repair;
-      if (applies && eval(p, g.when, point, nullptr)) return {i, &g};
-    }
-    return {i, nullptr};
+    if (chosen == last ||
+        safety_rank(rule.action.route) < safety_rank(p.spec.rules[chosen].action.route))
+      chosen = i;
+    if (!safest) break;
   }
-  return {static_cast<std::uint32_t>(p.spec.rules.size() - 1), nullptr};  // unreachable: default
+  if (chosen == last && trace)
+    trace->push_back({p.spec.rules[last].name,
+                      p.spec.rules[last].pos.line,
+                      p.spec.rules[last].pos.column,
+                      true,
+                      {}});
+  const Route route = p.spec.rules[chosen].action.route;
+  for (const Guard& g : p.spec.guards) {
+    const bool applies =
+        route == Route::Retry ? g.applies_to_retry : route == Route::Repair && g.applies_to_repair;
+    if (applies && eval(p, g.when, point, nullptr)) return {chosen, &g};
+  }
+  return {chosen, nullptr};
 }
 
 // The interpreter's decision; with `trace`, each rule's tests up to the one that matched.

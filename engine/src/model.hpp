@@ -207,6 +207,31 @@ inline constexpr std::array<std::string_view, 3> kInvariants = {
     "context_overflow_retry",  ///< CONTEXT_OVERFLOW is never retried unchanged
 };
 
+/// How rules combine (`hit`). First: the first matching rule in file order. Safest: among the
+/// matching rules the most conservative route wins (stop > escalate > authorize > replace,
+/// degrade > repair > retry; ties by file order), like Cedar's forbid-overrides. Unique: no input
+/// may match two rules with different routes (the checker proves it), so order does not matter.
+enum class HitPolicy : std::uint8_t { First, Safest, Unique };
+
+/// Conservativeness of a route under `hit safest`: lower wins.
+inline int safety_rank(Route r) {
+  switch (r) {
+    case Route::Stop:
+      return 0;
+    case Route::Escalate:
+      return 1;
+    case Route::Authorize:
+      return 2;
+    case Route::Replace:
+    case Route::Degrade:
+      return 3;
+    case Route::Repair:
+      return 4;
+    default:
+      return 5;  // retry
+  }
+}
+
 /// A checked policy: the input of compile() and of the reference interpreter.
 struct PolicySpec {
   std::string name;
@@ -235,6 +260,7 @@ struct PolicySpec {
   std::vector<RuleSpec> rules;     ///< author rules, then the default as a rule without `when`
   std::vector<Guard> guards;       ///< in precedence order
   std::vector<AssertSpec> assertions;
+  HitPolicy hit = HitPolicy::First;
   std::vector<std::string> waived;    ///< invariants waived (names from kInvariants)
   std::vector<CodeMapping> mappings;  ///< `map` lines: adapter overrides for this tool
 };

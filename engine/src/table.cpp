@@ -143,7 +143,9 @@ std::string dump(const Table& table, const PolicySpec& spec, bool with_positions
     if (!a.reason.empty()) s += " " + quote(a.reason);
     return s;
   };
-  std::string out = fmt::format("policy {}\nhit first\n", quote(spec.name));
+  static constexpr const char* hits[] = {"first", "safest", "unique"};
+  std::string out =
+      fmt::format("policy {}\nhit {}\n", quote(spec.name), hits[static_cast<int>(spec.hit)]);
   std::string args;
   for (const auto& a : spec.arguments) args += (args.empty() ? "" : ",") + quote(a);
   out += fmt::format(
