@@ -25,6 +25,10 @@ struct Options {
   bool dump = false;
   std::string from;                 // --from http|grpc|mcp|jsonrpc: the input is a raw form
   std::optional<std::int64_t> now;  // --now MS (envelope): the clock for HTTP-dates
+  bool check = false;               // fmt --check: write nothing, list files that would change
+  std::string name;    // diff: the policy to compare
+  std::string before;  // diff: the file before the change
+  std::string after;   // diff: the file after the change
 };
 
 // io.cpp
@@ -63,5 +67,11 @@ int run_check(const Options& options);
 int run_decide(const Options& options, bool explain);
 int run_replay(const Options& options);
 int run_compile(const Options& options);
+/// `recourse diff BEFORE AFTER`: exit 0 when no decision changes, 1 when some do (as diff(1)),
+/// or on errors.
+int run_diff(const Options& options);
+
+// fmt.cpp
+int run_fmt(const Options& options);
 
 }  // namespace recourse::cli

@@ -65,6 +65,19 @@ int main(int argc, char** argv) {
   compile->add_flag("--dump", o.dump, "print each decision table as stable text");
   compile->add_option("paths", o.paths, "policy files or directories")->required();
 
+  auto* diff = app.add_subcommand(
+      "diff", "every region of inputs whose decision changes between two versions of a policy");
+  common(diff);
+  diff->add_option("--name", o.name, "the policy to compare, when a file holds several");
+  diff->add_option("before", o.before, "the policy file before the change")->required();
+  diff->add_option("after", o.after, "the policy file after the change")->required();
+
+  auto* format = app.add_subcommand(
+      "fmt", "rewrite policy files in the canonical layout, comments kept");
+  format->add_flag("--check", o.check, "write nothing; list the files that would change (exit 1)");
+  format->add_option("paths", o.paths, "policy files or directories; - formats stdin to stdout")
+      ->required();
+
   auto* simulate = app.add_subcommand(
       "simulate", "run the seed's benchmark (and hostile scenarios) through the policies");
   common(simulate);
@@ -83,6 +96,8 @@ int main(int argc, char** argv) {
     if (*envelope) return recourse::cli::run_envelope(o);
     if (*replay) return recourse::cli::run_replay(o);
     if (*compile) return recourse::cli::run_compile(o);
+    if (*diff) return recourse::cli::run_diff(o);
+    if (*format) return recourse::cli::run_fmt(o);
     if (*simulate) return recourse::cli::run_simulate(o);
   } catch (const std::exception& e) {
     std::cerr << "error: " << e.what() << "\n";

@@ -455,13 +455,16 @@ class Builder {
     return std::nullopt;
   }
 
-  // The envelope's string caps and non-empty rules, as read_envelope applies them.
+  // The envelope's string caps and non-empty rules, as read_envelope applies them. Strings are
+  // UTF-8 as in any envelope read from JSON (a typed entry point such as from_jsonrpc may be
+  // handed other bytes): invalid sequences become U+FFFD, so to_json reads back the same.
   void finish() {
     Envelope& e = r_.envelope;
     const ReaderLimits& l = o_.limits;
     auto cap = [&](std::optional<std::string>& v, const char* field, std::size_t limit,
                    bool may_be_empty) {
       if (!v) return;
+      *v = valid_utf8(*v);
       if (v->size() > limit) {
         warn("oversized", field,
              std::string(field) + " is longer than " + std::to_string(limit) +

@@ -23,10 +23,10 @@
 namespace recourse::detail {
 namespace {
 
-using Cube = std::vector<CellSet>;
-
 // Work limit for one coverage question (splits); beyond it the question is left open (W109).
 constexpr std::size_t kMaxSplits = 200000;
+
+}  // namespace
 
 bool intersects(const Cube& a, const Cube& b) {
   for (std::size_t c = 0; c < a.size(); ++c) {
@@ -46,20 +46,18 @@ bool contains(const Cube& outer, const Cube& inner) {
   return true;
 }
 
-struct Open {};  // the work limit was reached
-
-// A non-empty part of `x` that no row in [0, limit) covers, or nullopt when they cover all of it.
-std::optional<Cube> uncovered(const Table& t, Cube x, std::size_t limit) {
+std::optional<Cube> uncovered(const std::vector<const Cube*>& rows, Cube x) {
   for (const auto& set : x)
     if (set.empty()) return std::nullopt;  // an empty cube holds no input
+  const std::size_t limit = rows.size();
   std::vector<std::pair<Cube, std::size_t>> stack{{std::move(x), 0}};
   std::size_t splits = 0;
   while (!stack.empty()) {
     auto [cube, j] = std::move(stack.back());
     stack.pop_back();
-    while (j < limit && !intersects(t.rows[j].cube, cube)) ++j;
+    while (j < limit && !intersects(*rows[j], cube)) ++j;
     if (j == limit) return cube;
-    const Cube& row = t.rows[j].cube;
+    const Cube& row = *rows[j];
     if (contains(row, cube)) continue;
     if (++splits > kMaxSplits) throw Open{};
     for (std::size_t c = 0; c < cube.size(); ++c) {
@@ -77,18 +75,18 @@ std::optional<Cube> uncovered(const Table& t, Cube x, std::size_t limit) {
   return std::nullopt;
 }
 
+std::optional<Cube> uncovered(const Table& t, Cube x, std::size_t limit) {
+  std::vector<const Cube*> rows;
+  rows.reserve(limit);
+  for (std::size_t r = 0; r < limit; ++r) rows.push_back(&t.rows[r].cube);
+  return uncovered(rows, std::move(x));
+}
+
 Cube intersect(const Cube& a, const Cube& b) {
   Cube out = a;
   for (std::size_t c = 0; c < out.size(); ++c) out[c] &= b[c];
   return out;
 }
-
-// A concrete input in `cube`, checked by recomputing its attributes; nullopt when the choices
-// tried do not land in the cube (derived attributes may make a cell combination infeasible).
-struct Input {
-  Envelope envelope;
-  Context context;
-};
 
 std::optional<Input> realize(const Compiled& p, const Cube& cube) {
   const Table& t = p.table;
@@ -104,14 +102,19 @@ std::optional<Input> realize(const Compiled& p, const Cube& cube) {
     owned.reserve(t.columns.size());
     for (std::size_t k = 0; k < t.columns.size(); ++k) {
       const Column& col = t.columns[k];
-      // The first allowed cell, or the last for odd variants (two views of the cube); for the
-      // tool, the policy's own name when allowed (so the bundle picks this policy).
+      // Plain inputs read best: the first allowed cell, but the last (the most left) for the
+      // budgets left and absent for optional envelope fields; odd variants look from the other
+      // end. The tool takes the policy's own name when allowed (so a bundle picks this policy).
+      const bool budget = col.attr == Attr::AttemptsLeft || col.attr == Attr::TimeLeft ||
+                          col.attr == Attr::CostLeft || col.attr == Attr::DeadlineSlack ||
+                          (info(col.attr).untrusted && col.attr != Attr::Code);
+      const bool from_end = (variant % 2 == 1) != budget;
       std::size_t cell = col.cells;
       if (col.attr == Attr::Tool)
         for (std::size_t i = 0; i < col.strings.size(); ++i)
           if (col.strings[i] == p.spec.name && cube[k].test(i)) cell = i;
       for (std::size_t i = 0; i < col.cells && cell == col.cells; ++i) {
-        const std::size_t at = variant % 2 ? col.cells - 1 - i : i;
+        const std::size_t at = from_end ? col.cells - 1 - i : i;
         if (cube[k].test(at)) {
           cell = at;
           break;
@@ -287,6 +290,8 @@ std::string input_json(const Input& in) {
   return "envelope " + env.dump(-1, ' ', false, json::error_handler_t::replace) + " context " +
          ctx.dump(-1, ' ', false, json::error_handler_t::replace);
 }
+
+namespace {
 
 class Analyzer {
  public:

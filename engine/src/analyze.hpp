@@ -1,12 +1,43 @@
 // Analysis stage: questions about a compiled table, decided exactly by cube algebra.
 #pragma once
 
+#include <optional>
+#include <string>
 #include <string_view>
 #include <vector>
 
 #include "compiled.hpp"
 
 namespace recourse::detail {
+
+using Cube = std::vector<CellSet>;
+
+/// Thrown when a coverage question exceeds its work limit (the answer is left open).
+struct Open {};
+
+bool intersects(const Cube& a, const Cube& b);
+bool contains(const Cube& outer, const Cube& inner);
+Cube intersect(const Cube& a, const Cube& b);
+
+/// A non-empty part of `x` that no row in [0, limit) of `t` covers, or nullopt when they cover
+/// all of it (recursive splitting; throws Open beyond 200,000 splits).
+std::optional<Cube> uncovered(const Table& t, Cube x, std::size_t limit);
+/// The same against any list of cubes (the earlier rows of two tables, for diff).
+std::optional<Cube> uncovered(const std::vector<const Cube*>& rows, Cube x);
+
+/// A concrete envelope and context.
+struct Input {
+  Envelope envelope;
+  Context context;
+};
+
+/// An input whose attributes fall in `cube` and whose decision by `policy` keeps the route of
+/// the row it matches (the checks after the lookup included); nullopt when the choices tried do
+/// not land there (derived attributes can make a cell combination infeasible).
+std::optional<Input> realize(const Compiled& policy, const Cube& cube);
+
+/// `envelope {...} context {...}`, ready for `recourse decide`.
+std::string input_json(const Input& input);
 
 /// Proves the built-in invariants and the author's assertions over the table (errors E101-E104,
 /// E120 with a counterexample input that `recourse decide` reproduces), and reports unreachable

@@ -380,15 +380,17 @@ class Checker {
   void tool_block(const ast::Policy& p, PolicySpec& spec) {
     settings(p.tool, {"idempotent", "arguments", "idempotency_keys", "cost", "verify", "fallback"},
              "tool", [&](const ast::Setting& s) {
-               const ast::Value& v = s.values[0];
-               if (s.key == "arguments") {
+               if (s.key == "arguments") {  // the one list: `arguments = []` has no values[0]
                  for (const auto& a : s.values) {
                    if (a.kind == Kind::Number)
                      error("E019", a.pos, "argument names are names or strings");
                    else
                      spec.arguments.push_back(a.text);
                  }
-               } else if (s.key == "cost") {
+                 return;
+               }
+               const ast::Value& v = s.values[0];  // settings() let only single values through
+               if (s.key == "cost") {
                  auto n = count(v);
                  if (n && (*n < 0 || *n > kMaxCount))
                    error("E019", v.pos, "cost must be in [0, " + std::to_string(kMaxCount) + "]");

@@ -36,22 +36,14 @@ struct TooLarge {
 class Compiler {
  public:
   Compiler(const PolicySpec& spec, const CompileOptions& options, std::string_view text,
-           std::vector<Diagnostic>& diagnostics)
-      : spec_(spec), options_(options), text_(text), diagnostics_(diagnostics) {
+           std::vector<Diagnostic>& diagnostics, const PolicySpec* also)
+      : spec_(spec), options_(options), text_(text), diagnostics_(diagnostics), also_(also) {
     column_of_.fill(-1);
   }
 
   Table run() {
-    for (const auto& r : spec_.rules)
-      if (r.when) collect(*r.when);
-    for (const auto& a : spec_.assertions) collect(a.when);
-    // Guard columns only where a guard can fire, so a policy that never retries has none.
-    for (const auto& g : spec_.guards)
-      for (const auto& r : spec_.rules)
-        if (guards(r.action.route, g)) {
-          collect(g.when);
-          break;
-        }
+    collect_all(spec_);
+    if (also_) collect_all(*also_);
     build_columns();
     for (std::uint32_t i : rule_order(spec_)) add_rule(i);
     for (const auto& a : spec_.assertions) table_.assertion_terms.push_back(dnf(a.when, false));
@@ -70,6 +62,19 @@ class Compiler {
   static bool guards(Route route, const Guard& g) {
     return route == Route::Retry ? g.applies_to_retry
                                  : route == Route::Repair && g.applies_to_repair;
+  }
+
+  void collect_all(const PolicySpec& spec) {
+    for (const auto& r : spec.rules)
+      if (r.when) collect(*r.when);
+    for (const auto& a : spec.assertions) collect(a.when);
+    // Guard columns only where a guard can fire, so a policy that never retries has none.
+    for (const auto& g : spec.guards)
+      for (const auto& r : spec.rules)
+        if (guards(r.action.route, g)) {
+          collect(g.when);
+          break;
+        }
   }
 
   // ---- columns ------------------------------------------------------------------------------
@@ -351,6 +356,7 @@ class Compiler {
   const CompileOptions& options_;
   std::string_view text_;
   std::vector<Diagnostic>& diagnostics_;
+  const PolicySpec* also_;  // another policy whose attributes and cuts the columns must carry
   Table table_;
   std::set<Attr> used_;
   std::array<std::set<std::int64_t>, kAttrCount> cuts_;
@@ -372,8 +378,9 @@ std::vector<std::uint32_t> rule_order(const PolicySpec& spec) {
 }
 
 std::optional<Table> compile(const PolicySpec& spec, const CompileOptions& options,
-                             std::string_view text, std::vector<Diagnostic>& diagnostics) {
-  Compiler compiler(spec, options, text, diagnostics);
+                             std::string_view text, std::vector<Diagnostic>& diagnostics,
+                             const PolicySpec* also) {
+  Compiler compiler(spec, options, text, diagnostics, also);
   try {
     return compiler.run();
   } catch (const TooLarge& e) {

@@ -19,7 +19,10 @@ std::vector<std::uint32_t> rule_order(const PolicySpec& spec);
 /// yields nullopt.
 /// Warns W001 for a retry or repair rule that matches an absent envelope value only through `not`.
 /// `text` is the policy's source, for the caret lines of diagnostics.
+/// With `also`, the columns also carry that policy's attributes and cuts, so two versions of a
+/// policy share one cell space (recourse diff). Both must declare the same codes.
 std::optional<Table> compile(const PolicySpec& spec, const CompileOptions& options,
-                             std::string_view text, std::vector<Diagnostic>& diagnostics);
+                             std::string_view text, std::vector<Diagnostic>& diagnostics,
+                             const PolicySpec* also = nullptr);
 
 }  // namespace recourse::detail

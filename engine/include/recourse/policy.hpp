@@ -196,6 +196,29 @@ CompileResult compile(const std::vector<Source>& sources, const CompileOptions& 
 CompileResult compile_paths(const std::vector<std::string>& paths,
                             const CompileOptions& options = {});
 
+/// A region of inputs whose decision differs between two versions of a policy.
+struct DecisionChange {
+  std::string before_rule, after_rule;  ///< the rule or guard that decides, before and after
+  Route before_route = Route::Stop, after_route = Route::Stop;
+  std::string before_target, after_target;  ///< replace/degrade targets
+  std::string example;                      ///< `envelope {...} context {...}` in the region
+};
+
+/// What diff() found: `ok` when both versions compiled and were compared.
+struct DiffResult {
+  bool ok = false;
+  std::vector<Diagnostic> diagnostics;
+  std::vector<DecisionChange> changes;  ///< one per pair of deciding rules, in table order
+};
+
+/// Compares two versions of one policy: every region of inputs whose route or target changes,
+/// grouped by the rule (or guard) that decides before and after, each with an example input
+/// that `recourse decide` reproduces. `policy` names the policy when a source holds several.
+/// Both versions must declare the same codes (E040). Decided by cube algebra over the two tables
+/// compiled into one cell space; nothing enumerates the inputs. Never throws.
+DiffResult diff(const Source& before, const Source& after, std::string_view policy = {},
+                const CompileOptions& options = {});
+
 /// The decision as one JSON object (route, delayMs, rule, policy, policyHash, attempt,
 /// attemptsLeft, idempotencyKey, warnings, traceId, ...). `envelope` supplies the trace id and
 /// the reader's warnings.

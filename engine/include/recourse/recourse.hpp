@@ -5,5 +5,6 @@
 #include "recourse/adapters.hpp"
 #include "recourse/diagnostic.hpp"
 #include "recourse/envelope.hpp"
+#include "recourse/format.hpp"
 #include "recourse/policy.hpp"
 #include "recourse/state.hpp"

@@ -1,0 +1,674 @@
+// recourse fmt: policy text -> canonical policy text, comments kept.
+//
+// Stage: grammar::parse gives the AST (a file that does not parse is never formatted); the
+// grammar skips comments, so they are collected here by scanning the source (string literals
+// skipped). The file becomes a small layout tree (file > policies > items > settings/codes),
+// each node with its source span: item spans come from the start positions the AST records
+// (ast::Policy::items) and end where the code before the next item ends. Every comment is then
+// attached to one node:
+//  - inside a leaf (a rule, a setting, ...): printed on its own line before the leaf;
+//  - between two nodes, after code on the same line: trailing the node before it;
+//  - between two nodes, on a line of its own: before the node after it (or, with none, at the
+//    end of the policy, block or file).
+// Printing: one item per line in the author's order, `default` moved last; blank lines between
+// items kept (runs collapsed to one); blocks on one line when that fits in 100 columns and no
+// comment is inside, else one setting per line; a rule longer than 100 columns puts its route on
+// a continuation line. The printed text is parsed again and must give the same AST (positions
+// aside) and the same comments, or format() reports E099 instead of returning it.
+#include "recourse/format.hpp"
+
+#include <algorithm>
+#include <limits>
+
+#include "ast.hpp"
+#include "parse.hpp"
+
+namespace recourse {
+namespace {
+
+constexpr std::size_t kWidth = 100;   // columns a one-line block or rule may take
+constexpr std::size_t kIndent = 2;    // per nesting level
+constexpr std::size_t kContinue = 4;  // extra indentation of a rule's route on its own line
+
+bool is_space(char c) {
+  return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f';
+}
+
+// Display width: UTF-8 code points.
+std::size_t width(std::string_view s) {
+  std::size_t n = 0;
+  for (unsigned char c : s) n += (c & 0xC0) != 0x80;
+  return n;
+}
+
+struct Comment {
+  std::size_t begin = 0;   // offset of '#'
+  std::uint32_t line = 0;  // 1-based
+  std::string text;        // from '#' to the end of the line, trailing whitespace removed
+  bool own_line = false;   // only whitespace before it on its line
+};
+
+// Lines, comments and trivia of the source text.
+class SourceText {
+ public:
+  explicit SourceText(std::string_view text) : text_(text), in_comment_(text.size(), false) {
+    line_starts_.push_back(0);
+    for (std::size_t i = 0; i < text.size(); ++i)
+      if (text[i] == '\n') line_starts_.push_back(i + 1);
+    blank_before_.assign(line_starts_.size() + 1, 0);
+    for (std::size_t l = 0; l < line_starts_.size(); ++l) {
+      const std::size_t end = l + 1 < line_starts_.size() ? line_starts_[l + 1] : text.size();
+      bool blank = true;
+      for (std::size_t i = line_starts_[l]; i < end && blank; ++i) blank = is_space(text[i]);
+      blank_before_[l + 1] = blank_before_[l] + (blank ? 1 : 0);
+    }
+    bool in_string = false;
+    for (std::size_t i = 0; i < text.size(); ++i) {
+      const char c = text[i];
+      if (in_string) {
+        if (c == '\\')
+          ++i;
+        else if (c == '"' || c == '\n')
+          in_string = false;
+      } else if (c == '"') {
+        in_string = true;
+      } else if (c == '#') {
+        std::size_t end = text.find('\n', i);
+        if (end == std::string_view::npos) end = text.size();
+        Comment m;
+        m.begin = i;
+        m.line = line_of(i);
+        std::size_t last = end;
+        while (last > i + 1 && is_space(text[last - 1])) --last;
+        m.text = std::string(text.substr(i, last - i));
+        m.own_line = true;
+        for (std::size_t k = line_starts_[m.line - 1]; k < i; ++k)
+          m.own_line = m.own_line && is_space(text[k]);
+        for (std::size_t k = i; k < end; ++k) in_comment_[k] = true;
+        comments_.push_back(std::move(m));
+        i = end - 1;  // the loop steps onto the newline
+      }
+    }
+  }
+
+  std::size_t size() const { return text_.size(); }
+  const std::vector<Comment>& comments() const { return comments_; }
+
+  std::size_t offset(ast::Pos p) const {
+    if (p.line == 0 || p.line > line_starts_.size()) return 0;
+    return std::min(text_.size(), line_starts_[p.line - 1] + (p.column ? p.column - 1 : 0));
+  }
+  std::uint32_t line_of(std::size_t offset) const {
+    return static_cast<std::uint32_t>(
+        std::upper_bound(line_starts_.begin(), line_starts_.end(), offset) - line_starts_.begin());
+  }
+  /// Whether a whitespace-only line lies strictly between lines `a` and `b`.
+  bool blank_between(std::uint32_t a, std::uint32_t b) const {
+    if (a >= b || b - a <= 1) return false;
+    return blank_before_[b - 1] - blank_before_[a] > 0;
+  }
+  /// Where the code before `offset` ends: back over whitespace and comments.
+  std::size_t code_end_before(std::size_t offset) const {
+    while (offset > 0 && (in_comment_[offset - 1] || is_space(text_[offset - 1]))) --offset;
+    return offset;
+  }
+  char at(std::size_t offset) const { return offset < text_.size() ? text_[offset] : '\0'; }
+
+ private:
+  std::string_view text_;
+  std::vector<std::size_t> line_starts_;
+  std::vector<std::size_t> blank_before_;  // [l]: blank lines among lines 1..l
+  std::vector<bool> in_comment_;
+  std::vector<Comment> comments_;
+};
+
+// ---- printing values and conditions -----------------------------------------------------------
+
+std::string quote(std::string_view s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (c == '\n') {
+      out += "\\n";
+    } else if (c == '\t') {
+      out += "\\t";
+    } else {
+      out += c;
+    }
+  }
+  return out + "\"";
+}
+
+std::string value(const ast::Value& v) {
+  switch (v.kind) {
+    case ast::Value::Kind::String: return quote(v.text);
+    case ast::Value::Kind::Number: return v.text + v.unit;
+    default: return v.text;
+  }
+}
+
+std::string list(const std::vector<ast::Value>& values) {
+  std::string out = "[";
+  for (std::size_t i = 0; i < values.size(); ++i) out += (i ? ", " : "") + value(values[i]);
+  return out + "]";
+}
+
+std::string setting(const ast::Setting& s) {
+  return s.key + " = " + (s.is_list || s.values.size() != 1 ? list(s.values) : value(s.values[0]));
+}
+
+const char* op_text(ast::Op op) {
+  switch (op) {
+    case ast::Op::Eq: return " == ";
+    case ast::Op::Ne: return " != ";
+    case ast::Op::Lt: return " < ";
+    case ast::Op::Le: return " <= ";
+    case ast::Op::Gt: return " > ";
+    case ast::Op::Ge: return " >= ";
+    default: return "";
+  }
+}
+
+// Binding strength: `not` binds tightest, then `and`, then `or`. A child is parenthesized only
+// when it binds looser than its context requires; `a or (b or c)` prints as `a or b or c`.
+enum Prec { kOr, kAnd, kNot };
+
+void cond(const ast::Expr& e, Prec context, std::string& out) {
+  switch (e.kind) {
+    case ast::Expr::Kind::Or:
+    case ast::Expr::Kind::And: {
+      const bool is_or = e.kind == ast::Expr::Kind::Or;
+      const Prec mine = is_or ? kOr : kAnd;
+      const bool paren = context > mine;
+      if (paren) out += '(';
+      for (std::size_t i = 0; i < e.children.size(); ++i) {
+        if (i) out += is_or ? " or " : " and ";
+        cond(e.children[i], mine, out);
+      }
+      if (paren) out += ')';
+      return;
+    }
+    case ast::Expr::Kind::Not:
+      out += "not ";
+      if (!e.children.empty()) cond(e.children[0], kNot, out);
+      return;
+    case ast::Expr::Kind::Test:
+      out += e.attr;
+      switch (e.op) {
+        case ast::Op::InList: out += " in " + list(e.values); break;
+        case ast::Op::InArguments: out += " in arguments"; break;
+        case ast::Op::IsAbsent: out += " is absent"; break;
+        case ast::Op::IsPresent: out += " is present"; break;
+        case ast::Op::Truthy: break;
+        default:
+          out += op_text(e.op);
+          if (!e.values.empty()) out += value(e.values[0]);
+      }
+      return;
+  }
+}
+
+std::string cond(const ast::Expr& e) {
+  std::string out;
+  cond(e, kOr, out);
+  return out;
+}
+
+std::string route(const ast::Route& r) {
+  std::string out = r.kind;
+  for (const auto& a : r.args) out += " " + value(a);
+  return out;
+}
+
+// ---- the layout tree --------------------------------------------------------------------------
+
+struct Node {
+  enum class Kind { Leaf, Block, Policy, File };
+  Kind kind = Kind::Leaf;
+  std::size_t begin = 0, end = 0;  // source span [begin, end)
+  // Leaf: the text; `tail` (a rule's route) goes on a continuation line when the line is long.
+  // Block and Policy: `text` is the header before " {".
+  std::string text, tail;
+  bool codes = false;       // a codes block: children joined with commas
+  bool is_default = false;  // `default`: printed after the other items
+  bool displaced = false;   // a `default` with other items after it in the source
+  std::vector<Node> children;
+  std::vector<const Comment*> leading;         // own lines before the node
+  const Comment* trailing = nullptr;           // after the node's last line
+  const Comment* header_trailing = nullptr;    // containers: after the " {" line
+  std::vector<const Comment*> end_comments;    // containers: before the closing brace
+  bool container() const { return kind != Kind::Leaf; }
+};
+
+struct Unformattable {
+  ast::Pos pos;
+  std::string message;
+};
+
+class Builder {
+ public:
+  explicit Builder(const SourceText& src) : src_(src) {}
+
+  Node file(const ast::File& f) {
+    Node root;
+    root.kind = Node::Kind::File;
+    root.begin = 0;
+    root.end = src_.size();
+    if (f.version) {
+      Node v;
+      v.begin = src_.offset(f.version->pos);
+      v.end = v.begin + f.version->text.size();
+      v.text = "version " + f.version->text;
+      root.children.push_back(std::move(v));
+    }
+    for (std::size_t i = 0; i < f.policies.size(); ++i) {
+      const std::size_t next =
+          i + 1 < f.policies.size() ? src_.offset(f.policies[i + 1].pos) : src_.size();
+      root.children.push_back(policy(f.policies[i], src_.code_end_before(next)));
+    }
+    return root;
+  }
+
+ private:
+  Node policy(const ast::Policy& p, std::size_t end) {
+    Node n;
+    n.kind = Node::Kind::Policy;
+    n.begin = src_.offset(p.pos);
+    n.end = end;
+    n.text = "policy " + quote(p.name);
+    const std::size_t close = end - 1;  // the '}'
+    for (std::size_t i = 0; i < p.items.size(); ++i) {
+      const std::size_t next = i + 1 < p.items.size() ? src_.offset(p.items[i + 1].pos) : close;
+      n.children.push_back(item(p, p.items[i], src_.code_end_before(next)));
+    }
+    bool later = false;  // an item other than `default` follows
+    for (auto it = n.children.rbegin(); it != n.children.rend(); ++it) {
+      it->displaced = it->is_default && later;
+      later = later || !it->is_default;
+    }
+    return n;
+  }
+
+  Node block(const char* keyword, const std::vector<ast::Setting>& settings,
+             const ast::Item& it, std::size_t end) {
+    Node n;
+    n.kind = Node::Kind::Block;
+    n.text = keyword;
+    const std::size_t close = end - 1;  // the '}'
+    for (std::size_t i = it.first; i < it.first + it.count; ++i) {
+      Node s;
+      s.begin = src_.offset(settings[i].pos);
+      const std::size_t next = i + 1 < it.first + it.count ? src_.offset(settings[i + 1].pos) : close;
+      s.end = src_.code_end_before(next);
+      s.text = setting(settings[i]);
+      n.children.push_back(std::move(s));
+    }
+    return n;
+  }
+
+  Node item(const ast::Policy& p, const ast::Item& it, std::size_t end) {
+    using K = ast::Item::Kind;
+    Node n;
+    switch (it.kind) {
+      case K::Tool: n = block("tool", p.tool, it, end); break;
+      case K::Limits: n = block("limits", p.limits, it, end); break;
+      case K::Breaker: n = block("breaker", p.breaker, it, end); break;
+      case K::Throttle: n = block("throttle", p.throttle, it, end); break;
+      case K::Codes: {
+        n.kind = Node::Kind::Block;
+        n.codes = true;
+        n.text = "codes";
+        const std::size_t close = end - 1;
+        for (std::size_t i = it.first; i < it.first + it.count; ++i) {
+          Node c;
+          c.begin = src_.offset(p.codes[i].pos);
+          const std::size_t next =
+              i + 1 < it.first + it.count ? src_.offset(p.codes[i + 1].pos) : close;
+          c.end = src_.code_end_before(next);
+          c.text = p.codes[i].text;
+          n.children.push_back(std::move(c));
+        }
+        break;
+      }
+      case K::Backoff: {
+        const ast::Backoff& b = p.backoff.at(it.first);
+        n.text = "backoff " + b.kind;
+        for (const auto& s : b.params)
+          n.text += " " + s.key + " " + (s.values.empty() ? std::string() : value(s.values[0]));
+        break;
+      }
+      case K::Rule: {
+        const ast::Rule& r = p.rules.at(it.first);
+        n.text = "rule " + r.name + (r.when ? " when " + cond(*r.when) : std::string());
+        n.tail = "-> " + route(r.route);
+        break;
+      }
+      case K::Default:
+        n.text = "default -> " + route(p.defaults.at(it.first).route);
+        n.is_default = true;
+        break;
+      case K::Assert: {
+        const ast::Assertion& a = p.assertions.at(it.first);
+        const bool bare = a.routes.size() == 1 && a.routes[0].kind == ast::Value::Kind::Ident;
+        n.text = "assert " + value(a.kind) + " " + (bare ? a.routes[0].text : list(a.routes)) +
+                 " when " + cond(a.when);
+        break;
+      }
+      case K::Waive: {
+        const ast::Waiver& w = p.waivers.at(it.first);
+        n.text = "waive " + value(w.name) + " " + quote(w.reason);
+        break;
+      }
+      case K::Map: {
+        const ast::Mapping& m = p.mappings.at(it.first);
+        n.text = "map " + value(m.protocol) + " " + value(m.key) + " -> " + value(m.code);
+        break;
+      }
+      case K::Hit: n.text = "hit " + value(p.hit.at(it.first)); break;
+      default: throw Unformattable{it.pos, "the formatter does not know this kind of item"};
+    }
+    n.begin = src_.offset(it.pos);
+    n.end = end;
+    return n;
+  }
+
+  const SourceText& src_;
+};
+
+// Attaches each comment (in source order) to one node below `n` (see the top of the file).
+void attach(Node& n, const std::vector<const Comment*>& comments) {
+  std::vector<std::vector<const Comment*>> inner(n.children.size());
+  for (const Comment* c : comments) {
+    // The first child that ends after the comment: it contains the comment or follows it.
+    const auto it = std::upper_bound(
+        n.children.begin(), n.children.end(), c->begin,
+        [](std::size_t offset, const Node& child) { return offset < child.end; });
+    const std::size_t k = static_cast<std::size_t>(it - n.children.begin());
+    Node* next = k < n.children.size() ? &n.children[k] : nullptr;
+    Node* prev = k > 0 ? &n.children[k - 1] : nullptr;
+    if (next && next->begin <= c->begin) {  // inside a child
+      if (next->container())
+        inner[k].push_back(c);
+      else
+        next->leading.push_back(c);
+      continue;
+    }
+    if (!c->own_line) {
+      if (prev && !prev->trailing) {
+        prev->trailing = c;
+        continue;
+      }
+      if (!prev && n.kind != Node::Kind::File && !n.header_trailing) {
+        n.header_trailing = c;
+        continue;
+      }
+    }
+    if (next)
+      next->leading.push_back(c);
+    else
+      n.end_comments.push_back(c);
+  }
+  for (std::size_t k = 0; k < n.children.size(); ++k)
+    if (n.children[k].container()) attach(n.children[k], inner[k]);
+}
+
+class Printer {
+ public:
+  explicit Printer(const SourceText& src) : src_(src) {}
+
+  std::string file(const Node& root) {
+    Run run;
+    bool after_policy = false;
+    for (const Node* child : order(root)) {
+      const bool is_policy = child->kind == Node::Kind::Policy;
+      if (is_policy && after_policy) run.force_blank = true;  // one blank line between policies
+      element(*child, 0, run);
+      after_policy = is_policy;
+    }
+    for (const Comment* c : root.end_comments) comment(*c, 0, run);
+    return std::move(out_);
+  }
+
+ private:
+  // Tracks the source line of the last thing printed in one container, for blank lines.
+  struct Run {
+    std::uint32_t last_line = 0;  // 0: nothing printed yet
+    bool force_blank = false;
+  };
+
+  void gap(Run& run, std::uint32_t first_line) {
+    if (run.last_line != 0 && (run.force_blank || src_.blank_between(run.last_line, first_line)))
+      out_ += '\n';
+    run.force_blank = false;
+  }
+
+  void line(std::size_t indent, std::string_view text, const Comment* trailing) {
+    out_.append(indent, ' ');
+    out_ += text;
+    if (trailing) {
+      out_ += "  ";
+      out_ += trailing->text;
+    }
+    out_ += '\n';
+  }
+
+  void comment(const Comment& c, std::size_t indent, Run& run) {
+    gap(run, c.line);
+    line(indent, c.text, nullptr);
+    run.last_line = c.line;
+  }
+
+  // Children in print order: `default` items after the others.
+  static std::vector<const Node*> order(const Node& n) {
+    std::vector<const Node*> out;
+    for (const auto& c : n.children)
+      if (!c.is_default) out.push_back(&c);
+    for (const auto& c : n.children)
+      if (c.is_default) out.push_back(&c);
+    return out;
+  }
+
+  // A child with its leading comments, its own lines and its trailing comment. A `default`
+  // moved from the middle gets no blank line before it, and the blank line after it is decided
+  // as if it were not there.
+  void element(const Node& n, std::size_t indent, Run& run) {
+    const std::uint32_t before = run.last_line;
+    if (n.displaced && before != 0) run.last_line = std::numeric_limits<std::uint32_t>::max();
+    for (const Comment* c : n.leading) comment(*c, indent, run);
+    gap(run, src_.line_of(n.begin));
+    switch (n.kind) {
+      case Node::Kind::Leaf: leaf(n, indent); break;
+      case Node::Kind::Block: block(n, indent); break;
+      default: container(n, indent); break;
+    }
+    std::uint32_t last = src_.line_of(n.end > n.begin ? n.end - 1 : n.begin);
+    if (n.trailing) last = std::max(last, n.trailing->line);
+    run.last_line = n.displaced && before != 0 ? before : last;
+  }
+
+  void leaf(const Node& n, std::size_t indent) {
+    if (n.tail.empty()) return line(indent, n.text, n.trailing);
+    const std::string one = n.text + " " + n.tail;
+    if (indent + width(one) <= kWidth) return line(indent, one, n.trailing);
+    line(indent, n.text, nullptr);
+    line(indent + kContinue, n.tail, n.trailing);
+  }
+
+  static bool has_comments(const Node& n) {
+    if (n.header_trailing || !n.end_comments.empty()) return true;
+    for (const auto& c : n.children)
+      if (c.trailing || !c.leading.empty()) return true;
+    return false;
+  }
+
+  void block(const Node& n, std::size_t indent) {
+    const char* sep = n.codes ? ", " : "  ";
+    std::string one = n.text + " {";
+    for (std::size_t i = 0; i < n.children.size(); ++i)
+      one += (i ? sep : " ") + n.children[i].text;
+    one += n.children.empty() ? "}" : " }";
+    if (!has_comments(n) && indent + width(one) <= kWidth) return line(indent, one, n.trailing);
+    line(indent, n.text + " {", n.header_trailing);
+    Run run;
+    for (std::size_t i = 0; i < n.children.size(); ++i) {
+      const Node& c = n.children[i];
+      for (const Comment* m : c.leading) comment(*m, indent + kIndent, run);
+      gap(run, src_.line_of(c.begin));
+      const bool comma = n.codes && i + 1 < n.children.size();
+      line(indent + kIndent, comma ? c.text + "," : c.text, c.trailing);
+      run.last_line = std::max(src_.line_of(c.end > c.begin ? c.end - 1 : c.begin),
+                               c.trailing ? c.trailing->line : 0);
+    }
+    for (const Comment* m : n.end_comments) comment(*m, indent + kIndent, run);
+    line(indent, "}", n.trailing);
+  }
+
+  void container(const Node& n, std::size_t indent) {
+    line(indent, n.text + " {", n.header_trailing);
+    Run run;
+    for (const Node* c : order(n)) element(*c, indent + kIndent, run);
+    for (const Comment* m : n.end_comments) comment(*m, indent + kIndent, run);
+    line(indent, "}", n.trailing);
+  }
+
+  const SourceText& src_;
+  std::string out_;
+};
+
+// ---- the check that nothing changed -----------------------------------------------------------
+
+// The AST as text without positions, `and`/`or` chains flattened: equal for a file and its
+// formatted text.
+void describe(const ast::Expr& e, std::string& out) {
+  switch (e.kind) {
+    case ast::Expr::Kind::Or:
+    case ast::Expr::Kind::And: {
+      out += e.kind == ast::Expr::Kind::Or ? "(or" : "(and";
+      // Flatten nested chains of the same operator.
+      std::vector<const ast::Expr*> stack;
+      for (auto it = e.children.rbegin(); it != e.children.rend(); ++it) stack.push_back(&*it);
+      while (!stack.empty()) {
+        const ast::Expr* c = stack.back();
+        stack.pop_back();
+        if (c->kind == e.kind) {
+          for (auto it = c->children.rbegin(); it != c->children.rend(); ++it)
+            stack.push_back(&*it);
+          continue;
+        }
+        out += ' ';
+        describe(*c, out);
+      }
+      out += ')';
+      return;
+    }
+    case ast::Expr::Kind::Not:
+      out += "(not ";
+      for (const auto& c : e.children) describe(c, out);
+      out += ')';
+      return;
+    case ast::Expr::Kind::Test:
+      out += "(test " + e.attr + " " + std::to_string(static_cast<int>(e.op)) + " " +
+             list(e.values) + ")";
+      return;
+  }
+}
+
+std::string describe(const ast::File& f) {
+  std::string out = f.version ? "version " + value(*f.version) + "\n" : std::string();
+  auto settings = [&](const char* what, const std::vector<ast::Setting>& v) {
+    for (const auto& s : v) out += std::string(what) + " " + setting(s) + "\n";
+  };
+  for (const auto& p : f.policies) {
+    out += "policy " + quote(p.name) + "\n";
+    settings("tool", p.tool);
+    settings("limits", p.limits);
+    settings("breaker", p.breaker);
+    settings("throttle", p.throttle);
+    out += "has " + std::to_string(p.has_breaker) + std::to_string(p.has_throttle) + "\n";
+    for (const auto& b : p.backoff) {
+      out += "backoff " + b.kind + "\n";
+      settings(" param", b.params);
+    }
+    out += "codes " + list(p.codes) + "\n";
+    for (const auto* rules : {&p.rules, &p.defaults})
+      for (const auto& r : *rules) {
+        out += "rule " + r.name + " " + route(r.route) + " ";
+        if (r.when) describe(*r.when, out);
+        out += "\n";
+      }
+    for (const auto& a : p.assertions) {
+      out += "assert " + value(a.kind) + " " + list(a.routes) + " ";
+      describe(a.when, out);
+      out += "\n";
+    }
+    for (const auto& w : p.waivers) out += "waive " + value(w.name) + " " + quote(w.reason) + "\n";
+    for (const auto& h : p.hit) out += "hit " + value(h) + "\n";
+    for (const auto& m : p.mappings)
+      out += "map " + value(m.protocol) + " " + value(m.key) + " " + value(m.code) + "\n";
+    out += "items " + std::to_string(p.items.size()) + "\n";
+  }
+  return out;
+}
+
+std::vector<std::string> comment_texts(const SourceText& src) {
+  std::vector<std::string> out;
+  for (const auto& c : src.comments()) out.push_back(c.text);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+}  // namespace
+
+std::optional<std::string> format(std::string_view text, std::vector<Diagnostic>& diagnostics,
+                                  std::string_view path, const CompileOptions& options) {
+  auto internal = [&](ast::Pos pos, const std::string& message) {
+    Diagnostic d;
+    d.code = "E099";
+    d.file = std::string(path);
+    d.line = pos.line;
+    d.column = pos.column;
+    d.message = "internal error while formatting: " + message;
+    d.help = "the file is left as it is; please report this";
+    if (pos.line) d.source_line = grammar::line_of(text, pos.line);
+    diagnostics.push_back(std::move(d));
+    return std::nullopt;
+  };
+  try {
+    if (text.size() > options.max_source_bytes) {
+      Diagnostic d;
+      d.code = "E090";
+      d.file = std::string(path);
+      d.message = "file is " + std::to_string(text.size()) + " bytes; the limit is " +
+                  std::to_string(options.max_source_bytes);
+      d.help = "raise CompileOptions::max_source_bytes";
+      diagnostics.push_back(std::move(d));
+      return std::nullopt;
+    }
+    const auto file = grammar::parse(path, text, options.max_depth, diagnostics);
+    if (!file) return std::nullopt;
+    const SourceText src(text);
+    Node root = Builder(src).file(*file);
+    std::vector<const Comment*> comments;
+    for (const auto& c : src.comments()) comments.push_back(&c);
+    attach(root, comments);
+    std::string out = Printer(src).file(root);
+
+    // The printed text must give back the same policies and the same comments.
+    std::vector<Diagnostic> again;
+    const auto reparsed = grammar::parse(path, out, options.max_depth, again);
+    if (!reparsed) return internal({}, "the formatted text does not parse");
+    if (describe(*reparsed) != describe(*file))
+      return internal({}, "the formatted text means something else");
+    if (comment_texts(SourceText(out)) != comment_texts(src))
+      return internal({}, "a comment was lost or changed");
+    return out;
+  } catch (const Unformattable& e) {
+    return internal(e.pos, e.message);
+  } catch (const std::exception& e) {
+    return internal({}, e.what());
+  }
+}
+
+}  // namespace recourse

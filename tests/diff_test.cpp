@@ -1,0 +1,80 @@
+// recourse diff: every region whose decision changes, with examples both versions reproduce.
+#include <fstream>
+
+#include "support.hpp"
+
+namespace {
+
+recourse::Policy compiled(const std::string& text) {
+  return test::policy(text);
+}
+
+const char* kBefore = R"(policy "p" {
+  rule t when code == TRANSIENT -> retry
+  rule a when code == PERMISSION -> authorize
+  default -> stop
+})";
+
+const char* kAfter = R"(policy "p" {
+  rule t when code in [TRANSIENT, RATE_LIMITED] -> retry
+  rule a when code == PERMISSION -> escalate
+  default -> stop
+})";
+
+// Decides the example of a change with a policy.
+recourse::Decision decide(const recourse::Policy& p, const std::string& example) {
+  const auto env_at = example.find("envelope ");
+  const auto ctx_at = example.find(" context ");
+  REQUIRE(env_at == 0);
+  REQUIRE(ctx_at != std::string::npos);
+  return p.decide(test::envelope(example.substr(9, ctx_at - 9)),
+                  test::context(example.substr(ctx_at + 9)));
+}
+
+}  // namespace
+
+TEST_CASE("diff: each changed region once, with an example both versions reproduce", "[diff]") {
+  const auto r = recourse::diff({"before.recourse", kBefore}, {"after.recourse", kAfter});
+  REQUIRE(r.ok);
+  REQUIRE(r.changes.size() == 3);
+  const auto before = compiled(kBefore), after = compiled(kAfter);
+  std::vector<std::string> pairs;
+  for (const auto& c : r.changes) {
+    pairs.push_back(c.before_rule + "->" + c.after_rule);
+    INFO(c.example);
+    REQUIRE_FALSE(c.example.empty());
+    CHECK(decide(before, c.example).route == c.before_route);
+    CHECK(decide(after, c.example).route == c.after_route);
+    CHECK(decide(before, c.example).rule == c.before_rule);
+    CHECK(decide(after, c.example).rule == c.after_rule);
+  }
+  CHECK(pairs == std::vector<std::string>{"a->a", "default->gate:unknown_outcome", "default->t"});
+}
+
+TEST_CASE("diff: no change, and what cannot be compared", "[diff]") {
+  auto same = recourse::diff({"a", kBefore}, {"b", std::string("# reformatted\n") + kBefore});
+  REQUIRE(same.ok);
+  CHECK(same.changes.empty());
+  auto codes =
+      recourse::diff({"a", kBefore}, {"b", R"(policy "p" { codes { X } default -> stop })"});
+  CHECK_FALSE(codes.ok);
+  CHECK(codes.diagnostics.at(0).code == "E040");
+  auto broken = recourse::diff({"a", kBefore}, {"b", "policy \"p\" {"});
+  CHECK_FALSE(broken.ok);
+  CHECK(broken.diagnostics.at(0).code == "E001");
+}
+
+TEST_CASE("cli: recourse diff exits 1 when decisions change, 0 when none do", "[diff][cli]") {
+  const std::string dir = std::string(std::getenv("TMPDIR") ? std::getenv("TMPDIR") : "/tmp");
+  const std::string a = dir + "/recourse-diff-before.recourse",
+                    b = dir + "/recourse-diff-after.recourse";
+  { std::ofstream(a) << kBefore; }
+  { std::ofstream(b) << kAfter; }
+  auto changed = test::run(test::cli() + " diff " + a + " " + b);
+  CHECK(changed.status == 1);
+  CHECK_THAT(changed.out, Catch::Contains("authorize (a) -> escalate (a)"));
+  CHECK_THAT(changed.out, Catch::Contains("3 regions of inputs change decision"));
+  auto none = test::run(test::cli() + " diff " + a + " " + a);
+  CHECK(none.status == 0);
+  CHECK_THAT(none.out, Catch::Contains("no decision changes"));
+}
