@@ -392,9 +392,22 @@ class Analyzer {
                  "a test contradicts another (e.g. code == A and code == B)");
           continue;
         }
-        bool reachable = false;
-        for (std::size_t r = first; r < end && !reachable; ++r)
-          reachable = uncovered(t_, t_.rows[r].cube, first).has_value();
+        std::optional<Cube> gap;
+        for (std::size_t r = first; r < end && !gap; ++r)
+          gap = uncovered(t_, t_.rows[r].cube, first);
+        const bool reachable = gap.has_value();
+        if (spec.name == "default" && p_.spec.implicit_default) {
+          if (reachable) {
+            const auto in = realize(p_, *gap);
+            report(Severity::Error, "E016", spec.pos,
+                   "policy '" + p_.spec.name +
+                       "' has no default route, and its rules leave inputs undecided",
+                   (in ? "e.g. " + input_json(*in) + "; " : std::string()) +
+                       "add `default -> stop` (or another route) as its last line");
+          }
+          first = end;
+          continue;
+        }
         if (!reachable) {
           std::vector<std::string> by;
           for (std::size_t r = 0; r < first; ++r) {

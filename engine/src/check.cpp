@@ -635,8 +635,14 @@ class Checker {
       spec.rules.push_back(std::move(rule));
     }
     if (p.defaults.empty()) {
-      error("E016", p.pos, "policy '" + p.name + "' has no default route",
-            "add `default -> stop` (or another route) as its last line");
+      // Optional when the rules cover every input: analysis proves it, or reports E016 with an
+      // input no rule decides.
+      RuleSpec rule;
+      rule.name = "default";
+      rule.pos = p.pos;
+      rule.action = Action{Route::Stop, "", "no rule decides this input"};
+      spec.rules.push_back(std::move(rule));
+      spec.implicit_default = true;
     } else {
       for (std::size_t i = 1; i < p.defaults.size(); ++i)
         error("E017", p.defaults[i].pos, "a policy has one default");
