@@ -143,9 +143,12 @@ std::string quote(std::string_view s) {
 
 std::string value(const ast::Value& v) {
   switch (v.kind) {
-    case ast::Value::Kind::String: return quote(v.text);
-    case ast::Value::Kind::Number: return v.text + v.unit;
-    default: return v.text;
+    case ast::Value::Kind::String:
+      return quote(v.text);
+    case ast::Value::Kind::Number:
+      return v.text + v.unit;
+    default:
+      return v.text;
   }
 }
 
@@ -161,13 +164,20 @@ std::string setting(const ast::Setting& s) {
 
 const char* op_text(ast::Op op) {
   switch (op) {
-    case ast::Op::Eq: return " == ";
-    case ast::Op::Ne: return " != ";
-    case ast::Op::Lt: return " < ";
-    case ast::Op::Le: return " <= ";
-    case ast::Op::Gt: return " > ";
-    case ast::Op::Ge: return " >= ";
-    default: return "";
+    case ast::Op::Eq:
+      return " == ";
+    case ast::Op::Ne:
+      return " != ";
+    case ast::Op::Lt:
+      return " < ";
+    case ast::Op::Le:
+      return " <= ";
+    case ast::Op::Gt:
+      return " > ";
+    case ast::Op::Ge:
+      return " >= ";
+    default:
+      return "";
   }
 }
 
@@ -197,11 +207,20 @@ void cond(const ast::Expr& e, Prec context, std::string& out) {
     case ast::Expr::Kind::Test:
       out += e.attr;
       switch (e.op) {
-        case ast::Op::InList: out += " in " + list(e.values); break;
-        case ast::Op::InArguments: out += " in arguments"; break;
-        case ast::Op::IsAbsent: out += " is absent"; break;
-        case ast::Op::IsPresent: out += " is present"; break;
-        case ast::Op::Truthy: break;
+        case ast::Op::InList:
+          out += " in " + list(e.values);
+          break;
+        case ast::Op::InArguments:
+          out += " in arguments";
+          break;
+        case ast::Op::IsAbsent:
+          out += " is absent";
+          break;
+        case ast::Op::IsPresent:
+          out += " is present";
+          break;
+        case ast::Op::Truthy:
+          break;
         default:
           out += op_text(e.op);
           if (!e.values.empty()) out += value(e.values[0]);
@@ -235,10 +254,10 @@ struct Node {
   bool is_default = false;  // `default`: printed after the other items
   bool displaced = false;   // a `default` with other items after it in the source
   std::vector<Node> children;
-  std::vector<const Comment*> leading;         // own lines before the node
-  const Comment* trailing = nullptr;           // after the node's last line
-  const Comment* header_trailing = nullptr;    // containers: after the " {" line
-  std::vector<const Comment*> end_comments;    // containers: before the closing brace
+  std::vector<const Comment*> leading;       // own lines before the node
+  const Comment* trailing = nullptr;         // after the node's last line
+  const Comment* header_trailing = nullptr;  // containers: after the " {" line
+  std::vector<const Comment*> end_comments;  // containers: before the closing brace
   bool container() const { return kind != Kind::Leaf; }
 };
 
@@ -291,8 +310,8 @@ class Builder {
     return n;
   }
 
-  Node block(const char* keyword, const std::vector<ast::Setting>& settings,
-             const ast::Item& it, std::size_t end) {
+  Node block(const char* keyword, const std::vector<ast::Setting>& settings, const ast::Item& it,
+             std::size_t end) {
     Node n;
     n.kind = Node::Kind::Block;
     n.text = keyword;
@@ -300,7 +319,8 @@ class Builder {
     for (std::size_t i = it.first; i < it.first + it.count; ++i) {
       Node s;
       s.begin = src_.offset(settings[i].pos);
-      const std::size_t next = i + 1 < it.first + it.count ? src_.offset(settings[i + 1].pos) : close;
+      const std::size_t next =
+          i + 1 < it.first + it.count ? src_.offset(settings[i + 1].pos) : close;
       s.end = src_.code_end_before(next);
       s.text = setting(settings[i]);
       n.children.push_back(std::move(s));
@@ -312,10 +332,18 @@ class Builder {
     using K = ast::Item::Kind;
     Node n;
     switch (it.kind) {
-      case K::Tool: n = block("tool", p.tool, it, end); break;
-      case K::Limits: n = block("limits", p.limits, it, end); break;
-      case K::Breaker: n = block("breaker", p.breaker, it, end); break;
-      case K::Throttle: n = block("throttle", p.throttle, it, end); break;
+      case K::Tool:
+        n = block("tool", p.tool, it, end);
+        break;
+      case K::Limits:
+        n = block("limits", p.limits, it, end);
+        break;
+      case K::Breaker:
+        n = block("breaker", p.breaker, it, end);
+        break;
+      case K::Throttle:
+        n = block("throttle", p.throttle, it, end);
+        break;
       case K::Codes: {
         n.kind = Node::Kind::Block;
         n.codes = true;
@@ -366,8 +394,11 @@ class Builder {
         n.text = "map " + value(m.protocol) + " " + value(m.key) + " -> " + value(m.code);
         break;
       }
-      case K::Hit: n.text = "hit " + value(p.hit.at(it.first)); break;
-      default: throw Unformattable{it.pos, "the formatter does not know this kind of item"};
+      case K::Hit:
+        n.text = "hit " + value(p.hit.at(it.first));
+        break;
+      default:
+        throw Unformattable{it.pos, "the formatter does not know this kind of item"};
     }
     n.begin = src_.offset(it.pos);
     n.end = end;
@@ -382,9 +413,9 @@ void attach(Node& n, const std::vector<const Comment*>& comments) {
   std::vector<std::vector<const Comment*>> inner(n.children.size());
   for (const Comment* c : comments) {
     // The first child that ends after the comment: it contains the comment or follows it.
-    const auto it = std::upper_bound(
-        n.children.begin(), n.children.end(), c->begin,
-        [](std::size_t offset, const Node& child) { return offset < child.end; });
+    const auto it =
+        std::upper_bound(n.children.begin(), n.children.end(), c->begin,
+                         [](std::size_t offset, const Node& child) { return offset < child.end; });
     const std::size_t k = static_cast<std::size_t>(it - n.children.begin());
     Node* next = k < n.children.size() ? &n.children[k] : nullptr;
     Node* prev = k > 0 ? &n.children[k - 1] : nullptr;
@@ -479,9 +510,15 @@ class Printer {
     for (const Comment* c : n.leading) comment(*c, indent, run);
     gap(run, src_.line_of(n.begin));
     switch (n.kind) {
-      case Node::Kind::Leaf: leaf(n, indent); break;
-      case Node::Kind::Block: block(n, indent); break;
-      default: container(n, indent); break;
+      case Node::Kind::Leaf:
+        leaf(n, indent);
+        break;
+      case Node::Kind::Block:
+        block(n, indent);
+        break;
+      default:
+        container(n, indent);
+        break;
     }
     std::uint32_t last = src_.line_of(n.end > n.begin ? n.end - 1 : n.begin);
     if (n.trailing) last = std::max(last, n.trailing->line);
@@ -506,8 +543,7 @@ class Printer {
   void block(const Node& n, std::size_t indent) {
     const char* sep = n.codes ? ", " : "  ";
     std::string one = n.text + " {";
-    for (std::size_t i = 0; i < n.children.size(); ++i)
-      one += (i ? sep : " ") + n.children[i].text;
+    for (std::size_t i = 0; i < n.children.size(); ++i) one += (i ? sep : " ") + n.children[i].text;
     one += n.children.empty() ? "}" : " }";
     if (!has_comments(n) && indent + width(one) <= kWidth) return line(indent, one, n.trailing);
     line(indent, n.text + " {", n.header_trailing);

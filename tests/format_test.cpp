@@ -1,0 +1,372 @@
+// recourse fmt (recourse/format.hpp): over every bundled policy, the policies of tests/cases and
+// the policy examples of docs/*.md, formatting is idempotent, compiles to the same policies (the
+// same hashes, or the same diagnostics) and keeps every comment; golden layouts of tricky
+// conditions, strings and comment placement; and the `recourse fmt` command.
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "support.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  INFO("reading " << path);
+  REQUIRE(in.good());
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// A policy text and where it comes from.
+struct Sample {
+  std::string name;
+  std::string text;
+};
+
+// Every *.recourse file under rules/ and tests/cases/, and every ```recourse block (including
+// ```recourse-error ones) of docs/*.md.
+std::vector<Sample> samples() {
+  std::vector<Sample> out;
+  std::vector<std::string> files;
+  for (const char* dir : {"/rules", "/tests/cases"})
+    for (const auto& e : fs::recursive_directory_iterator(test::source_dir() + dir))
+      if (e.is_regular_file() && e.path().extension() == ".recourse")
+        files.push_back(e.path().string());
+  std::sort(files.begin(), files.end());
+  for (const auto& f : files) out.push_back({f, read_file(f)});
+  std::vector<std::string> docs;
+  for (const auto& e : fs::directory_iterator(test::source_dir() + "/docs"))
+    if (e.path().extension() == ".md") docs.push_back(e.path().string());
+  std::sort(docs.begin(), docs.end());
+  for (const auto& d : docs) {
+    std::istringstream in(read_file(d));
+    std::string line, text;
+    std::size_t number = 0, start = 0;
+    bool inside = false;
+    while (std::getline(in, line)) {
+      ++number;
+      const bool policy_fence =
+          line.rfind("```recourse", 0) == 0 && line.rfind("```recourse-decisions", 0) != 0;
+      if (!inside && policy_fence) {
+        inside = true;
+        start = number;
+        text.clear();
+      } else if (inside && line.rfind("```", 0) == 0) {
+        inside = false;
+        out.push_back({d + ":" + std::to_string(start), text});
+      } else if (inside) {
+        text += line + "\n";
+      }
+    }
+  }
+  return out;
+}
+
+// The comments of policy text, found without the formatter: '#' outside a "string" to the end
+// of the line, trailing whitespace removed.
+std::vector<std::string> comments(const std::string& text) {
+  std::vector<std::string> out;
+  bool in_string = false;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      if (c == '\\')
+        ++i;
+      else if (c == '"' || c == '\n')
+        in_string = false;
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '#') {
+      std::size_t end = text.find('\n', i);
+      if (end == std::string::npos) end = text.size();
+      std::string comment = text.substr(i, end - i);
+      comment.erase(comment.find_last_not_of(" \t\r\v\f") + 1);
+      out.push_back(comment);
+      i = end;
+    }
+  }
+  return out;
+}
+
+std::string describe(const std::vector<recourse::Diagnostic>& diagnostics) {
+  std::string out;
+  for (const auto& d : diagnostics) out += recourse::to_text(d);
+  return out;
+}
+
+std::string format_ok(const std::string& text) {
+  std::vector<recourse::Diagnostic> diagnostics;
+  const auto out = recourse::format(text, diagnostics, "test.recourse");
+  INFO(describe(diagnostics));
+  REQUIRE(out);
+  return *out;
+}
+
+// What compiling the text gives: each policy's name and hash, or the diagnostics' codes.
+std::vector<std::string> outcome(const std::string& text) {
+  const auto r = recourse::compile({{"x.recourse", text}});
+  std::vector<std::string> out;
+  for (const auto& d : r.diagnostics) out.push_back(d.code);
+  if (r.ok())
+    for (const auto& p : r.bundle->policies())
+      out.push_back(std::string(p.name()) + " " + std::string(p.hash()));
+  return out;
+}
+
+std::string temp_dir() {
+  const fs::path dir =
+      fs::temp_directory_path() / ("recourse-fmt-test-" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir.string();
+}
+
+void write_file(const std::string& path, const std::string& text) {
+  std::ofstream(path, std::ios::binary) << text;
+}
+
+std::string cmd(const std::string& args) {
+  return test::cli() + " fmt " + args;
+}
+
+}  // namespace
+
+TEST_CASE("fmt: idempotent, same policies, every comment kept, on every sample", "[fmt]") {
+  const auto all = samples();
+  REQUIRE(all.size() > 30);
+  std::size_t formatted = 0, comment_count = 0;
+  for (const auto& s : all) {
+    INFO(s.name);
+    std::vector<recourse::Diagnostic> diagnostics;
+    const auto once = recourse::format(s.text, diagnostics, s.name);
+    if (!once) {  // only a file that does not parse is refused, and with its syntax error
+      REQUIRE(diagnostics.size() == 1);
+      CHECK((diagnostics[0].code == "E001" || diagnostics[0].code == "E092"));
+      const auto codes = outcome(s.text);
+      CHECK(std::find(codes.begin(), codes.end(), diagnostics[0].code) != codes.end());
+      continue;
+    }
+    ++formatted;
+    INFO("formatted:\n" << *once);
+    CHECK(format_ok(*once) == *once);
+    CHECK(outcome(*once) == outcome(s.text));
+    auto before = comments(s.text), after = comments(*once);
+    comment_count += before.size();
+    CHECK(after.size() == before.size());
+    std::sort(before.begin(), before.end());
+    std::sort(after.begin(), after.end());
+    CHECK(after == before);
+  }
+  CHECK(formatted > 30);
+  CHECK(comment_count > 50);
+}
+
+TEST_CASE("fmt: conditions get the fewest parentheses that keep their meaning", "[fmt]") {
+  auto rule = [](const std::string& condition) {
+    const std::string out =
+        format_ok("policy \"p\" { rule r when " + condition + " -> stop  default -> stop }");
+    const auto begin = out.find(" when ") + 6;
+    return out.substr(begin, out.find(" -> ") - begin);
+  };
+  CHECK(rule("not (code == TIMEOUT or retryable)") == "not (code == TIMEOUT or retryable)");
+  CHECK(rule("not (retryable and idempotent)") == "not (retryable and idempotent)");
+  CHECK(rule("(code == TIMEOUT or retryable) and idempotent") ==
+        "(code == TIMEOUT or retryable) and idempotent");
+  CHECK(rule("code == TIMEOUT or (retryable and idempotent)") ==
+        "code == TIMEOUT or retryable and idempotent");
+  CHECK(rule("((code == TIMEOUT))") == "code == TIMEOUT");
+  CHECK(rule("(not (retryable))") == "not retryable");
+  CHECK(rule("not not retryable") == "not not retryable");
+  CHECK(rule("not (not retryable)") == "not not retryable");
+  CHECK(rule("retryable or (idempotent or suggestion)") == "retryable or idempotent or suggestion");
+  CHECK(rule("(retryable and idempotent) and suggestion") ==
+        "retryable and idempotent and suggestion");
+  CHECK(rule("not ((a or b) and not (c and (d or e)))") ==
+        "not ((a or b) and not (c and (d or e)))");
+  CHECK(rule("not field in arguments") == "not field in arguments");
+  CHECK(rule("field is absent and suggestion is present") ==
+        "field is absent and suggestion is present");
+  CHECK(rule("code in [ TIMEOUT,TRANSIENT ]  and field in [ \"a b\" , c,\"\" ]") ==
+        "code in [TIMEOUT, TRANSIENT] and field in [\"a b\", c, \"\"]");
+  CHECK(rule("elapsed>=1.50s and attempt!=-1 and retry_after<=250ms") ==
+        "elapsed >= 1.50s and attempt != -1 and retry_after <= 250ms");
+  // Strings are re-escaped: quotes, backslashes, tabs (a raw tab too) and newlines.
+  CHECK(rule(R"(field == "say \"hi\" \\ now\tor\nnever" or suggestion == "raw	tab")") ==
+        R"(field == "say \"hi\" \\ now\tor\nnever" or suggestion == "raw\ttab")");
+}
+
+TEST_CASE("fmt: canonical layout, comments where they belong", "[fmt]") {
+  const std::string messy = R"(# file header
+
+
+version 1   # the language version
+# about p
+policy "p" {   # p's header
+  default -> stop "why \"not\""   # moved last
+
+
+  tool{idempotent=true arguments=[a,b]}
+  limits { attempts = 3   # three
+    # the deadline
+    deadline = 2m
+  }
+  breaker {}
+  codes { A B, C }
+  backoff   exponential base 100ms
+      factor 2
+  rule r when not (code == TIMEOUT or retryable) and (field in [ "x" , z ] or suggestion is absent) -> retry
+  rule long_one when # why
+    code == TRANSIENT
+    and attempt < 3 -> escalate "a fairly long reason that pushes this rule past the width"
+  assert never [retry] when code == PERMISSION
+  assert always [stop, escalate] when code == A
+  waive context_overflow_retry "tab	and \\ back"
+  map http 409 -> A
+  map grpc "ABORTED" -> B
+  # end of p
+}
+policy "q" { default -> stop } # after q
+# end of file
+)";
+  const std::string expected = R"(# file header
+
+version 1  # the language version
+# about p
+policy "p" {  # p's header
+  tool { idempotent = true  arguments = [a, b] }
+  limits {
+    attempts = 3  # three
+    # the deadline
+    deadline = 2m
+  }
+  breaker {}
+  codes { A, B, C }
+  backoff exponential base 100ms factor 2
+  rule r when not (code == TIMEOUT or retryable) and (field in ["x", z] or suggestion is absent)
+      -> retry
+  # why
+  rule long_one when code == TRANSIENT and attempt < 3
+      -> escalate "a fairly long reason that pushes this rule past the width"
+  assert never retry when code == PERMISSION
+  assert always [stop, escalate] when code == A
+  waive context_overflow_retry "tab\tand \\ back"
+  map http 409 -> A
+  map grpc "ABORTED" -> B
+  default -> stop "why \"not\""  # moved last
+  # end of p
+}
+
+policy "q" {
+  default -> stop
+}  # after q
+# end of file
+)";
+  CHECK(format_ok(messy) == expected);
+  CHECK(format_ok(expected) == expected);
+  CHECK(comments(format_ok(messy)) == comments(expected));
+
+  SECTION("blank lines between items are kept, runs of them collapsed") {
+    const std::string in =
+        "policy \"p\" {\n\n  rule a -> retry\n\n\n  rule b -> stop\n  default -> stop\n\n}\n";
+    CHECK(format_ok(in) ==
+          "policy \"p\" {\n  rule a -> retry\n\n  rule b -> stop\n  default -> stop\n}\n");
+  }
+  SECTION("a block with a comment inside, or too long for one line, takes one setting a line") {
+    CHECK(format_ok("policy \"p\" { codes { A, # first\n B } default -> stop }") ==
+          "policy \"p\" {\n  codes {\n    A,  # first\n    B\n  }\n  default -> stop\n}\n");
+    std::string args;
+    for (int i = 0; i < 12; ++i) args += (i ? ", argument_" : "argument_") + std::to_string(i);
+    CHECK(format_ok("policy \"p\" { tool { arguments = [" + args + "] } default -> stop }") ==
+          "policy \"p\" {\n  tool {\n    arguments = [" + args + "]\n  }\n  default -> stop\n}\n");
+  }
+  SECTION("empty and comment-only files") {
+    CHECK(format_ok("") == "");
+    CHECK(format_ok("\n\n  \n") == "");
+    CHECK(format_ok("# only\n\n\n# comments   \n") == "# only\n\n# comments\n");
+    CHECK(format_ok("version 1") == "version 1\n");
+    CHECK(format_ok("policy \"p\" {}") == "policy \"p\" {\n}\n");
+  }
+}
+
+TEST_CASE("fmt: a file that does not parse is not formatted", "[fmt]") {
+  std::vector<recourse::Diagnostic> diagnostics;
+  CHECK_FALSE(recourse::format("policy \"p\" {\n  rule and -> stop\n}\n", diagnostics, "bad"));
+  REQUIRE(diagnostics.size() == 1);
+  CHECK(diagnostics[0].code == "E001");
+  CHECK(diagnostics[0].file == "bad");
+  CHECK(diagnostics[0].line == 2);
+  diagnostics.clear();
+  std::string deep = "policy \"p\" { rule r when ";
+  for (int i = 0; i < 100; ++i) deep += "not ";
+  CHECK_FALSE(recourse::format(deep + "retryable -> stop default -> stop }", diagnostics));
+  REQUIRE(diagnostics.size() == 1);
+  CHECK(diagnostics[0].code == "E092");
+}
+
+TEST_CASE("fmt: the command rewrites in place, checks, filters stdin", "[fmt][cli]") {
+  const std::string dir = temp_dir();
+  const std::string messy =
+      "version 1\npolicy \"p\" {  # header\n  rule   r  when retryable"
+      " -> retry\n\n\n  default->stop\n}\n";
+  const std::string clean = format_ok(messy);
+  REQUIRE(clean != messy);
+  const std::string a = dir + "/a.recourse", b = dir + "/b.recourse", bad = dir + "/bad.recourse";
+
+  SECTION("--check lists the files that would change, writes nothing, exits 1") {
+    write_file(a, messy);
+    write_file(b, clean);
+    auto r = test::run(cmd("--check " + a + " " + b));
+    CHECK(r.status == 1);
+    CHECK(r.out == a + "\n");
+    CHECK(read_file(a) == messy);
+    r = test::run(cmd("--check " + b));
+    CHECK(r.status == 0);
+    CHECK(r.out.empty());
+    r = test::run(cmd("--check " + dir));  // a directory: every *.recourse file below it
+    CHECK(r.status == 1);
+    CHECK(r.out == a + "\n");
+  }
+  SECTION("files are rewritten in place; a second run changes nothing") {
+    write_file(a, messy);
+    auto r = test::run(cmd(a));
+    CHECK(r.status == 0);
+    CHECK(r.out == a + "\n");
+    CHECK(read_file(a) == clean);
+    r = test::run(cmd(a));
+    CHECK(r.status == 0);
+    CHECK(r.out.empty());
+    CHECK(test::run(cmd("--check " + a)).status == 0);
+  }
+  SECTION("- reads stdin and writes stdout") {
+    write_file(a, messy);
+    auto r = test::run(cmd("- < " + a));
+    CHECK(r.status == 0);
+    CHECK(r.out == clean);
+    CHECK(read_file(a) == messy);
+    CHECK(test::run(cmd("--check - < " + a)).status == 1);
+  }
+  SECTION("a file that does not parse: diagnostics, exit 1, the file untouched") {
+    const std::string broken = "policy \"p\" {\n  rule r when -> stop\n}\n";
+    write_file(bad, broken);
+    write_file(a, messy);
+    auto r = test::run(cmd(bad + " " + a + " 2>&1"));
+    CHECK(r.status == 1);
+    CHECK_THAT(r.out, Catch::Contains(bad + ":2:15: error[E001]"));
+    CHECK(read_file(bad) == broken);
+    CHECK(read_file(a) == clean);  // the other files are still formatted
+    CHECK(test::run(cmd("- < " + bad + " 2>/dev/null")).status == 1);
+    CHECK(test::run(cmd("--check " + bad + " 2>/dev/null")).status == 1);
+  }
+  SECTION("usage") {
+    CHECK(test::run(cmd("2>/dev/null")).status == 2);
+    CHECK(test::run(cmd(dir + "/missing.recourse 2>/dev/null")).status == 1);
+  }
+  fs::remove_all(dir);
+}
