@@ -33,9 +33,11 @@ namespace fuzz {
   std::abort();
 }
 
-#define FUZZ_CHECK(cond, detail)                                                    \
-  do {                                                                              \
-    if (!(cond)) ::fuzz::fail(std::string(#cond) + " (" __FILE__ ":" + std::to_string(__LINE__) + ")", detail); \
+#define FUZZ_CHECK(cond, detail)                                                            \
+  do {                                                                                      \
+    if (!(cond))                                                                            \
+      ::fuzz::fail(std::string(#cond) + " (" __FILE__ ":" + std::to_string(__LINE__) + ")", \
+                   detail);                                                                 \
   } while (0)
 
 /// Choices drawn from the input bytes; when they run out, from SplitMix64 seeded by the input,
@@ -43,8 +45,10 @@ namespace fuzz {
 class Source {
  public:
   Source(const std::uint8_t* data, std::size_t size)
-      : p_(data), n_(size), state_(recourse::detail::fnv1a(
-                                std::string_view(reinterpret_cast<const char*>(data), size))) {}
+      : p_(data),
+        n_(size),
+        state_(
+            recourse::detail::fnv1a(std::string_view(reinterpret_cast<const char*>(data), size))) {}
   std::uint8_t byte() {
     if (n_ == 0) return static_cast<std::uint8_t>(recourse::detail::splitmix64(state_++));
     --n_;
@@ -104,15 +108,22 @@ inline void collect(const recourse::detail::Cond& c, const recourse::detail::Pol
 }
 
 inline Pools pools_of(const recourse::detail::PolicySpec& spec) {
-  std::set<std::int64_t> numbers = {0, 1, 2, 3, 50, 1000, 120000, 1'000'000'000'000'000,
+  std::set<std::int64_t> numbers = {0,
+                                    1,
+                                    2,
+                                    3,
+                                    50,
+                                    1000,
+                                    120000,
+                                    1'000'000'000'000'000,
                                     std::numeric_limits<std::int64_t>::max()};
   std::set<std::string> strings = {"amount", "x", "t-1", "", spec.name};
   for (const auto& r : spec.rules)
     if (r.when) collect(*r.when, spec, numbers, strings);
   for (const auto& g : spec.guards) collect(g.when, spec, numbers, strings);
-  for (std::int64_t v : {spec.attempts, spec.repairs, spec.retry_after_max_ms, spec.deadline_ms,
-                         spec.min_delay_ms, spec.cost_max, spec.cost, spec.repeats,
-                         spec.backoff.base_ms, spec.backoff.max_ms})
+  for (std::int64_t v :
+       {spec.attempts, spec.repairs, spec.retry_after_max_ms, spec.deadline_ms, spec.min_delay_ms,
+        spec.cost_max, spec.cost, spec.repeats, spec.backoff.base_ms, spec.backoff.max_ms})
     if (v != recourse::detail::kNoLimit)
       for (std::int64_t d = -1; d <= 1; ++d) numbers.insert(v + d);
   for (const auto& a : spec.arguments) strings.insert(a);
@@ -175,7 +186,9 @@ inline void draw_input(Source& src, const Pools& pools, const recourse::detail::
 
 inline std::string describe(const recourse::Envelope& e, const recourse::Context& c) {
   std::string s = "envelope " + recourse::to_json(e) + "\ncontext {tool:" + c.tool;
-  auto add = [&](const char* k, std::int64_t v) { s += std::string(", ") + k + ":" + std::to_string(v); };
+  auto add = [&](const char* k, std::int64_t v) {
+    s += std::string(", ") + k + ":" + std::to_string(v);
+  };
   if (c.idempotent) add("idempotent", *c.idempotent);
   if (c.side_effect) add("sideEffect", static_cast<int>(*c.side_effect));
   add("attempt", c.attempt);
@@ -237,13 +250,15 @@ inline void valid_decision(const recourse::Decision& d, const recourse::Envelope
   const auto where_text = [&] {
     return context_text + "\n" + describe(e, c) + "\ndecision " + recourse::to_json(d, e);
   };
-  FUZZ_CHECK(static_cast<int>(d.route) <= static_cast<int>(Route::Stop), where_text());  // one route
+  FUZZ_CHECK(static_cast<int>(d.route) <= static_cast<int>(Route::Stop),
+             where_text());  // one route
   if (d.route != Route::Retry) {
     FUZZ_CHECK(d.delay_ms == 0 && d.jitter_draw == 0, where_text());
     FUZZ_CHECK(d.idempotency_key != recourse::KeyDirective::Reuse, where_text());
     FUZZ_CHECK(!d.retry_at_ms, where_text());
   }
-  if (d.route != Route::Repair) FUZZ_CHECK(d.idempotency_key != recourse::KeyDirective::New, where_text());
+  if (d.route != Route::Repair)
+    FUZZ_CHECK(d.idempotency_key != recourse::KeyDirective::New, where_text());
   if (d.route == Route::Replace) FUZZ_CHECK(!d.target.empty(), where_text());
   FUZZ_CHECK(d.attempts_left >= 0 && d.repairs_left >= 0, where_text());
   FUZZ_CHECK(d.retry_after_ms == e.retry_after_ms, where_text());
@@ -266,7 +281,8 @@ inline void valid_decision(const recourse::Decision& d, const recourse::Envelope
   const bool idempotent = c.idempotent.value_or(s.idempotent);
   if (call) {
     // The guards' promises (docs/language.md section 8).
-    FUZZ_CHECK(side != recourse::SideEffect::Committed || waived("retry_after_commit"), where_text());
+    FUZZ_CHECK(side != recourse::SideEffect::Committed || waived("retry_after_commit"),
+               where_text());
     FUZZ_CHECK(side != recourse::SideEffect::Unknown || idempotent || waived("unsafe_resend") ||
                    (d.route == Route::Retry && s.honours_keys && c.idempotency_key_pinned),
                where_text());
@@ -279,13 +295,15 @@ inline void valid_decision(const recourse::Decision& d, const recourse::Envelope
   if (d.route == Route::Repair) FUZZ_CHECK(c.repairs < s.repairs, where_text());
   if (d.route == Route::Retry) {
     FUZZ_CHECK(!(s.throttle.enabled && c.retry_throttled), where_text());
-    FUZZ_CHECK(!e.code || *e.code != "CONTEXT_OVERFLOW" || waived("context_overflow_retry"), where_text());
+    FUZZ_CHECK(!e.code || *e.code != "CONTEXT_OVERFLOW" || waived("context_overflow_retry"),
+               where_text());
     // The delay: at least the floor and the server's valid hint, at most the caps.
     const std::int64_t hint = e.retry_after_ms.value_or(0);
     FUZZ_CHECK(hint <= s.retry_after_max_ms, where_text());
     FUZZ_CHECK(d.delay_ms >= s.min_delay_ms && d.delay_ms >= hint, where_text());
     FUZZ_CHECK(d.delay_ms <= std::max({s.backoff.max_ms, s.min_delay_ms, hint}), where_text());
-    FUZZ_CHECK(d.jitter_draw >= 0 && d.jitter_draw <= std::max(s.backoff.max_ms, d.delay_ms), where_text());
+    FUZZ_CHECK(d.jitter_draw >= 0 && d.jitter_draw <= std::max(s.backoff.max_ms, d.delay_ms),
+               where_text());
     FUZZ_CHECK(d.time_ms.before == kNoLimit || d.delay_ms < d.time_ms.before, where_text());
     if (c.now_ms) FUZZ_CHECK(d.retry_at_ms == *c.now_ms + d.delay_ms, where_text());
   }
@@ -342,8 +360,8 @@ inline bool valid_utf8(std::string_view s) {
       if ((t >> 6) != 2) return false;
       cp = (cp << 6) | (t & 0x3f);
     }
-    if ((n == 2 && cp < 0x80) || (n == 3 && cp < 0x800) || (n == 4 && (cp < 0x10000 || cp > 0x10ffff)) ||
-        (cp >= 0xd800 && cp <= 0xdfff))
+    if ((n == 2 && cp < 0x80) || (n == 3 && cp < 0x800) ||
+        (n == 4 && (cp < 0x10000 || cp > 0x10ffff)) || (cp >= 0xd800 && cp <= 0xdfff))
       return false;
     i += n;
   }

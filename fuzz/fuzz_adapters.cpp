@@ -57,11 +57,13 @@ std::int64_t to_int(std::string_view s) {
   bool neg = false;
   std::size_t i = 0;
   if (!s.empty() && s[0] == '-') neg = true, i = 1;
-  for (; i < s.size() && i < 19 && s[i] >= '0' && s[i] <= '9'; ++i) v = v * 10 + (s[i] - '0');
+  for (; i < s.size() && i < 18 && s[i] >= '0' && s[i] <= '9'; ++i) v = v * 10 + (s[i] - '0');
   return neg ? -v : v;
 }
 
-bool starts(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
+bool starts(std::string_view s, std::string_view p) {
+  return s.substr(0, p.size()) == p;
+}
 bool ends(std::string_view s, std::string_view p) {
   return s.size() >= p.size() && s.substr(s.size() - p.size()) == p;
 }
@@ -70,7 +72,8 @@ bool ends(std::string_view s, std::string_view p) {
 bool transient_row(std::string_view mapping) {
   if (starts(mapping, "mcp transport: ")) mapping.remove_prefix(15);
   return mapping == "http 500" || mapping == "http 502" || mapping == "http 503" ||
-         mapping == "http 529" || (starts(mapping, "http ") && ends(mapping, " body: overloaded")) ||
+         mapping == "http 529" ||
+         (starts(mapping, "http ") && ends(mapping, " body: overloaded")) ||
          mapping == "http 413 with Retry-After (temporary)" ||
          mapping == "transport connection error" || mapping == "grpc UNAVAILABLE";
 }
@@ -128,8 +131,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       break;
     case 7: {
       const auto ls = lines(raw, rest, 64);
-      r = recourse::from_grpc(ls.empty() ? "" : ls[0], ls.size() > 1 ? ls[1] : "", headers_of(ls, 2),
-                              options);
+      r = recourse::from_grpc(ls.empty() ? "" : ls[0], ls.size() > 1 ? ls[1] : "",
+                              headers_of(ls, 2), options);
       break;
     }
     case 8: {
@@ -144,9 +147,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   }
 
   const recourse::Envelope& e = r.envelope;
-  std::string where = "mode " + std::to_string(mode) + " input: " + std::string(raw.substr(0, 2000)) +
-                      "\nmapping: " + r.mapping + "\nenvelope: " + recourse::to_json(e) +
-                      (r.ok ? "" : "\nerror: " + r.error);
+  std::string where = "mode " + std::to_string(mode) +
+                      " input: " + std::string(raw.substr(0, 2000)) + "\nmapping: " + r.mapping +
+                      "\nenvelope: " + recourse::to_json(e) + (r.ok ? "" : "\nerror: " + r.error);
   if (!r.ok) {
     FUZZ_CHECK(!r.error.empty() && !e.code && e.warnings.empty(), where);
     FUZZ_CHECK(mode <= 4 || mode == 9, where);  // the typed entry points are always ok
@@ -160,7 +163,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const recourse::ReaderLimits& l = options.limits;
   FUZZ_CHECK(!e.code || (!e.code->empty() && e.code->size() <= l.max_code_bytes), where);
   FUZZ_CHECK(!e.field || (!e.field->empty() && e.field->size() <= l.max_field_bytes), where);
-  FUZZ_CHECK(!e.trace_id || (!e.trace_id->empty() && e.trace_id->size() <= l.max_field_bytes), where);
+  FUZZ_CHECK(!e.trace_id || (!e.trace_id->empty() && e.trace_id->size() <= l.max_field_bytes),
+             where);
   FUZZ_CHECK(!e.message || e.message->size() <= l.max_text_bytes, where);
   FUZZ_CHECK(!e.suggestion || e.suggestion->size() <= l.max_text_bytes, where);
   FUZZ_CHECK(!e.retry_after_ms || *e.retry_after_ms >= 0, where);
@@ -182,7 +186,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   FUZZ_CHECK(back.ok && back.envelope.code == e.code && back.envelope.message == e.message &&
                  back.envelope.retryable == e.retryable && back.envelope.field == e.field &&
                  back.envelope.suggestion == e.suggestion &&
-                 back.envelope.retry_after_ms == e.retry_after_ms && back.envelope.trace_id == e.trace_id,
+                 back.envelope.retry_after_ms == e.retry_after_ms &&
+                 back.envelope.trace_id == e.trace_id,
              where);
   // Decided by every bundled policy.
   const recourse::Bundle& bundle = fuzz::examples();

@@ -4,8 +4,9 @@
 // interpreter must agree on every one, and every decision must be valid (fuzz.hpp).
 //
 // The generator writes only valid policies, so a policy that does not compile is a failure too,
-// except for the invariants a random rule may break (E101-E103: the policy is compiled again
-// with those waived) and the size limits (E093, E094: skipped).
+// except for what random rules may break: the invariants (E101-E103: compiled again with them
+// waived), `hit unique` overlaps (E106: `hit first` instead), a missing default the rules do not
+// make up for (E016: `default -> stop` added), and the size limits (E093, E094: skipped).
 #include "fuzz.hpp"
 
 namespace {
@@ -44,10 +45,9 @@ const std::vector<AttrDef>& attrs() {
   return all;
 }
 
-const std::vector<std::string> kBuiltin = {"TRANSIENT",  "RATE_LIMITED", "TIMEOUT",
-                                           "VALIDATION", "PERMISSION",   "NOT_FOUND",
-                                           "CONFLICT",   "QUOTA_EXCEEDED", "CONTEXT_OVERFLOW",
-                                           "UNKNOWN"};
+const std::vector<std::string> kBuiltin = {
+    "TRANSIENT", "RATE_LIMITED", "TIMEOUT",        "VALIDATION",       "PERMISSION",
+    "NOT_FOUND", "CONFLICT",     "QUOTA_EXCEEDED", "CONTEXT_OVERFLOW", "UNKNOWN"};
 
 struct Duration {
   std::string text;
@@ -86,7 +86,8 @@ class Gen {
       if (s_.below(6)) r += " when " + cond(3);
       items.push_back(r + " -> " + route());
     }
-    items.push_back("  default -> " + route());
+    // A default is optional when the rules provably decide every input (else E016).
+    if (rules == 0 || s_.below(4)) items.push_back("  default -> " + route());
     // Items may come in any order; rules keep theirs.
     if (s_.coin()) std::swap(items.front(), items[s_.below(items.size())]);
     for (const auto& i : items) out += i + "\n";
@@ -96,18 +97,20 @@ class Gen {
  private:
   Duration duration(bool positive) {
     static const std::vector<Duration> common = {
-        {"1ms", 1},      {"50ms", 50},     {"250ms", 250},     {"1s", 1000},     {"1.5s", 1500},
-        {"2s", 2000},    {"5s", 5000},     {"30s", 30000},     {"1m", 60000},    {"2m", 120000},
-        {"1h", 3600000}, {"0.5m", 30000},  {"20s", 20000},     {"100ms", 100}};
+        {"1ms", 1},      {"50ms", 50},    {"250ms", 250}, {"1s", 1000},  {"1.5s", 1500},
+        {"2s", 2000},    {"5s", 5000},    {"30s", 30000}, {"1m", 60000}, {"2m", 120000},
+        {"1h", 3600000}, {"0.5m", 30000}, {"20s", 20000}, {"100ms", 100}};
     if (s_.below(4)) return s_.pick(common);
     const std::int64_t ms = static_cast<std::int64_t>(s_.below(100000)) + (positive ? 1 : 0);
     return {std::to_string(ms) + "ms", ms};
   }
   std::string count(std::int64_t lo, std::int64_t hi) {
-    return std::to_string(lo + static_cast<std::int64_t>(s_.below(static_cast<std::size_t>(hi - lo + 1))));
+    return std::to_string(
+        lo + static_cast<std::int64_t>(s_.below(static_cast<std::size_t>(hi - lo + 1))));
   }
   std::string str() {
-    static const std::vector<std::string> pool = {"amount", "currency", "x", "fz.tool", "", "query", "a b"};
+    static const std::vector<std::string> pool = {"amount", "currency", "x",  "fz.tool",
+                                                  "",       "query",    "a b"};
     return "\"" + (s_.below(4) ? s_.pick(pool) : args_.empty() ? "q" : s_.pick(args_)) + "\"";
   }
   std::string code() {
@@ -138,7 +141,7 @@ class Gen {
   std::string test() {
     const AttrDef& a = attrs()[s_.below(attrs().size())];
     const std::string name = a.name;
-    std::vector<int> forms = {0, 1};  // compare ==/!=, in list
+    std::vector<int> forms = {0, 1};                                      // compare ==/!=, in list
     if (a.type == T::Duration || a.type == T::Count) forms.push_back(2);  // ordering
     if (a.type == T::Bool || a.type == T::String) forms.push_back(3);     // bare
     if (a.envelope) forms.push_back(4);                                   // is absent/present
@@ -181,12 +184,14 @@ class Gen {
   std::string reason() { return s_.coin() ? " \"why\"" : ""; }
 
   std::string route() {
-    static const char* routes[] = {"retry", "repair", "authorize", "replace", "degrade", "escalate", "stop"};
+    static const char* routes[] = {"retry",   "repair",   "authorize", "replace",
+                                   "degrade", "escalate", "stop"};
     // Retries and repairs more often: they are what the guards act on.
     const std::size_t r = s_.below(10);
     const std::string kind = r < 3 ? "retry" : r < 5 ? "repair" : routes[s_.below(7)];
     if (kind == "replace") return "replace \"other.tool\"" + reason();
-    if (kind == "degrade") return "degrade" + (s_.coin() ? std::string(" \"cache\"") + reason() : reason());
+    if (kind == "degrade")
+      return "degrade" + (s_.coin() ? std::string(" \"cache\"") + reason() : reason());
     return kind + reason();
   }
 
@@ -268,10 +273,12 @@ class Gen {
       base = d.ms;
       b += " base " + d.text;
     }
-    if (kind == "exponential" && s_.coin()) b += std::string(" factor ") + (s_.coin() ? "2" : s_.coin() ? "1.5" : "100");
+    if (kind == "exponential" && s_.coin())
+      b += std::string(" factor ") + (s_.coin() ? "2" : s_.coin() ? "1.5" : "100");
     if (s_.coin()) {
       Duration d = duration(true);
-      if (d.ms < base) d = {std::to_string(base + static_cast<std::int64_t>(s_.below(50000))) + "ms", 0};
+      if (d.ms < base)
+        d = {std::to_string(base + static_cast<std::int64_t>(s_.below(50000))) + "ms", 0};
       b += " max " + d.text;
     }
     if (s_.coin()) b += std::string(" jitter ") + jitters[s_.below(4)];
@@ -289,7 +296,8 @@ class Gen {
       case 2:
         return std::string("  map grpc ") + grpc[i % 4] + " -> " + code();
       default:
-        return std::string("  map ") + (s_.coin() ? "jsonrpc" : "mcp") + " -3200" + std::to_string(i) + " -> " + code();
+        return std::string("  map ") + (s_.coin() ? "jsonrpc" : "mcp") + " -3200" +
+               std::to_string(i) + " -> " + code();
     }
   }
 
@@ -317,7 +325,10 @@ std::string waivers_for(const std::vector<recourse::Diagnostic>& ds, bool& only_
       too_big = true;
     else if (d.code == "E106")  // `hit unique` with overlapping rules: try them in file order
       hit_first = true;
-    else if (d.code != "E101" && d.code != "E102" && d.code != "E103" && d.code != "E106")
+    else if (d.code == "E016" && w.find("default") == std::string::npos)  // rules leave a gap
+      w += "  default -> stop\n";
+    else if (d.code != "E101" && d.code != "E102" && d.code != "E103" && d.code != "E106" &&
+             d.code != "E016")
       only_invariants = false;
   }
   return w;
@@ -333,19 +344,26 @@ std::string all_text(const std::vector<recourse::Diagnostic>& ds) {
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   fuzz::Source src(data, size);
+  // Both table strategies: the bitset matcher, and the direct-indexed array up to its default
+  // size (filling a large array is slow under the sanitizers, so now and then only).
+  recourse::CompileOptions options;
+  const std::size_t strategy = src.below(4);
+  options.direct_table_max_entries = strategy < 2    ? 0
+                                     : strategy == 2 ? 4096
+                                                     : options.direct_table_max_entries;
   Gen gen(src);
   std::string text = gen.policy();
-  auto r = recourse::compile({{"fuzz.recourse", text}});
-  // At most two more tries: invariants waived, `hit unique` made `hit first`.
+  auto r = recourse::compile({{"fuzz.recourse", text}}, options);
+  // At most two more tries: invariants waived, `hit unique` made `hit first`, a default added.
   for (int attempt = 0; !r.ok(); ++attempt) {
     bool only_invariants = false, too_big = false, hit_first = false;
     const std::string waive = waivers_for(r.diagnostics, only_invariants, too_big, hit_first);
     if (too_big) return 0;
-    if (!only_invariants || attempt == 2)
+    if (!only_invariants || attempt == 3)
       fuzz::fail("a generated policy does not compile", text + "\n" + all_text(r.diagnostics));
     text.insert(text.rfind('}'), waive);
     if (hit_first) text.replace(text.find("hit unique"), 10, "hit first");
-    r = recourse::compile({{"fuzz.recourse", text}});
+    r = recourse::compile({{"fuzz.recourse", text}}, options);
   }
   FUZZ_CHECK(r.bundle->policies().size() == 1, text);
   const recourse::Policy& policy = r.bundle->policies().front();

@@ -150,7 +150,8 @@ void oracle(std::string_view key, std::string_view text, const recourse::ReaderL
     const std::size_t cap = key == "code" ? limits.max_code_bytes
                             : text_field  ? limits.max_text_bytes
                                           : limits.max_field_bytes;
-    if (key != "retryable" && key != "retryAfterMs" && t.size() <= cap && (text_field || !t.empty()))
+    if (key != "retryable" && key != "retryAfterMs" && t.size() <= cap &&
+        (text_field || !t.empty()))
       s = t;
   } else if (parsed && v.is_boolean() && key == "retryable") {
     b = v.get<bool>();
@@ -190,9 +191,11 @@ void decide_all(const recourse::Envelope& e, const std::string& where) {
 }
 
 // The envelope with a field dropped decides exactly as the envelope without it.
-void same_as_removed(const recourse::EnvelopeResult& corrupted, const recourse::EnvelopeResult& removed,
-                     std::string_view key, const std::string& where) {
-  const std::string both = where + "\ncorrupted: " + show(corrupted) + "\nremoved:   " + show(removed);
+void same_as_removed(const recourse::EnvelopeResult& corrupted,
+                     const recourse::EnvelopeResult& removed, std::string_view key,
+                     const std::string& where) {
+  const std::string both =
+      where + "\ncorrupted: " + show(corrupted) + "\nremoved:   " + show(removed);
   FUZZ_CHECK(corrupted.ok && removed.ok, both);
   FUZZ_CHECK(!present(corrupted.envelope, key) && warnings_on(corrupted.envelope, key) >= 1, both);
   FUZZ_CHECK(same_fields(corrupted.envelope, removed.envelope), both);
@@ -221,7 +224,9 @@ void same_as_removed(const recourse::EnvelopeResult& corrupted, const recourse::
 std::string corruption(std::string_view key, std::size_t pick, const recourse::ReaderLimits& l) {
   const bool number = key == "retryAfterMs", flag = key == "retryable";
   const bool text = key == "message" || key == "suggestion";
-  const std::size_t cap = key == "code" ? l.max_code_bytes : text ? l.max_text_bytes : l.max_field_bytes;
+  const std::size_t cap = key == "code" ? l.max_code_bytes
+                          : text        ? l.max_text_bytes
+                                        : l.max_field_bytes;
   std::vector<std::string> bad = {"null", "{\"code\": \"TRANSIENT\"}", "[1, 2]", "1e999", "-1e999"};
   if (number) bad.insert(bad.end(), {"-1", "-0.5", "\"5000\"", "true", "\"\""});
   if (flag) bad.insert(bad.end(), {"\"true\"", "1", "0", "\"\""});
@@ -254,7 +259,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       recourse::Context c = fuzz::contexts()[0];
       c.tool = std::string(policy.name());
       const auto d = bundle.unreadable(c);
-      FUZZ_CHECK(d.route == recourse::Route::Stop && (d.warnings & recourse::kUnreadableEnvelope), where);
+      FUZZ_CHECK(d.route == recourse::Route::Stop && (d.warnings & recourse::kUnreadableEnvelope),
+                 where);
     }
     return 0;
   }
@@ -270,8 +276,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       FUZZ_CHECK(!present(r.envelope, key) && warnings_on(r.envelope, key) == 0, where);
     } else if (count > 1) {
       FUZZ_CHECK(!present(r.envelope, key), where);
-      FUZZ_CHECK(std::count_if(r.envelope.warnings.begin(), r.envelope.warnings.end(),
-                               [&](const auto& w) { return w.field == key && w.kind == "duplicate"; }) == 1,
+      FUZZ_CHECK(std::count_if(
+                     r.envelope.warnings.begin(), r.envelope.warnings.end(),
+                     [&](const auto& w) { return w.field == key && w.kind == "duplicate"; }) == 1,
                  where);
     } else {
       oracle(key, text.substr(one->value, one->end - one->value), limits, r.envelope, where);
@@ -301,7 +308,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   corrupted_text += std::string(corrupted_text.size() > 1 ? "," : "") + "\"" + key + "\":" + bad;
   if ((h >> 40) & 1)  // the key twice: one valid value and the bad one, in either order
     corrupted_text += std::string(",\"") + key + "\":" +
-                      (std::string(key) == "retryable" ? "true" : std::string(key) == "retryAfterMs" ? "1000" : "\"A\"");
+                      (std::string(key) == "retryable"      ? "true"
+                       : std::string(key) == "retryAfterMs" ? "1000"
+                                                            : "\"A\"");
   corrupted_text += "}";
   const recourse::EnvelopeResult corrupted = recourse::read_envelope(corrupted_text, limits);
   const std::string why = where + "\ncorrupted on purpose: " + corrupted_text.substr(0, 2000) +

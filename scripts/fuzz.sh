@@ -87,9 +87,10 @@ printf '\n%-20s %8s %10s %12s  %s\n' target exec/s corpus runs result
 for t in "${targets[@]}"; do
   log="$build/logs/$t.log"
   done_line="$(grep -a 'DONE' "$log" | tail -1 || true)"
-  execs="$(grep -a '^stat::number_of_executed_units' "$log" | awk '{print $2}' || true)"
-  rate="$(sed -n 's/.*exec\/s: \([0-9]*\).*/\1/p' <<<"$done_line")"
-  corpus="$(sed -n 's/.*corp: \([0-9]*\/[0-9]*[a-zA-Z]*\).*/\1/p' <<<"$done_line")"
+  last_line="$(grep -a 'exec/s:' "$log" | tail -1 || true)"
+  execs="$(grep -a '^stat::number_of_executed_units' "$log" | tail -1 | awk '{print $2}' || true)"
+  rate="$(sed -n 's/.*exec\/s: \([0-9]*\).*/\1/p' <<<"$last_line")"
+  corpus="$(sed -n 's/.*corp: \([0-9]*\/[0-9]*[a-zA-Z]*\).*/\1/p' <<<"$last_line")"
   if [ "${status[$t]}" -eq 0 ] && [ -n "$done_line" ]; then
     result="ok"
   else
