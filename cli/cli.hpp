@@ -26,9 +26,9 @@ struct Options {
   std::string from;                 // --from http|grpc|mcp|jsonrpc: the input is a raw form
   std::optional<std::int64_t> now;  // --now MS (envelope): the clock for HTTP-dates
   bool check = false;               // fmt --check: write nothing, list files that would change
-  std::string name;    // diff: the policy to compare
-  std::string before;  // diff: the file before the change
-  std::string after;   // diff: the file after the change
+  std::string name;                 // diff: the policy to compare
+  std::string before;               // diff: the file before the change
+  std::string after;                // diff: the file after the change
 };
 
 // io.cpp

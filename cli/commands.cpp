@@ -148,23 +148,32 @@ int run_diff(const Options& o) {
   if (!r.diagnostics.empty()) print_diagnostics(r.diagnostics, o.format, std::cerr);
   if (!r.ok) return 1;
   auto action = [](Route route, const std::string& target) {
-    return target.empty() ? std::string(to_string(route)) : fmt::format("{} \"{}\"", to_string(route), target);
+    return target.empty() ? std::string(to_string(route))
+                          : fmt::format("{} \"{}\"", to_string(route), target);
   };
   if (o.format == Format::Json) {
     json changes = json::array();
     for (const auto& c : r.changes)
-      changes.push_back({{"before", {{"rule", c.before_rule}, {"route", to_string(c.before_route)}, {"target", c.before_target}}},
-                         {"after", {{"rule", c.after_rule}, {"route", to_string(c.after_route)}, {"target", c.after_target}}},
+      changes.push_back({{"before",
+                          {{"rule", c.before_rule},
+                           {"route", to_string(c.before_route)},
+                           {"target", c.before_target}}},
+                         {"after",
+                          {{"rule", c.after_rule},
+                           {"route", to_string(c.after_route)},
+                           {"target", c.after_target}}},
                          {"example", c.example}});
     std::cout << json{{"changes", changes}}.dump(2) << "\n";
   } else if (r.changes.empty()) {
     std::cout << "no decision changes\n";
   } else {
     for (const auto& c : r.changes)
-      std::cout << fmt::format("{} ({}) -> {} ({})\n    e.g. {}\n", action(c.before_route, c.before_target),
-                               c.before_rule, action(c.after_route, c.after_target), c.after_rule,
+      std::cout << fmt::format("{} ({}) -> {} ({})\n    e.g. {}\n",
+                               action(c.before_route, c.before_target), c.before_rule,
+                               action(c.after_route, c.after_target), c.after_rule,
                                c.example.empty() ? "(no concrete input found)" : c.example);
-    std::cout << fmt::format("{} region{} of inputs change decision\n", r.changes.size(), r.changes.size() == 1 ? "" : "s");
+    std::cout << fmt::format("{} region{} of inputs change decision\n", r.changes.size(),
+                             r.changes.size() == 1 ? "" : "s");
   }
   return r.changes.empty() ? 0 : 1;
 }

@@ -72,8 +72,8 @@ int main(int argc, char** argv) {
   diff->add_option("before", o.before, "the policy file before the change")->required();
   diff->add_option("after", o.after, "the policy file after the change")->required();
 
-  auto* format = app.add_subcommand(
-      "fmt", "rewrite policy files in the canonical layout, comments kept");
+  auto* format =
+      app.add_subcommand("fmt", "rewrite policy files in the canonical layout, comments kept");
   format->add_flag("--check", o.check, "write nothing; list the files that would change (exit 1)");
   format->add_option("paths", o.paths, "policy files or directories; - formats stdin to stdout")
       ->required();

@@ -100,8 +100,21 @@ struct Mapping {
 /// its kind, where it starts, and the entries it added to the policy's vector of that kind
 /// (settings for blocks, codes for `codes`, one entry otherwise; `breaker {}` adds none).
 struct Item {
-  enum class Kind { Tool, Limits, Breaker, Throttle, Backoff, Codes, Rule, Default, Assert,
-                    Waive, Map, Hit, Other };
+  enum class Kind {
+    Tool,
+    Limits,
+    Breaker,
+    Throttle,
+    Backoff,
+    Codes,
+    Rule,
+    Default,
+    Assert,
+    Waive,
+    Map,
+    Hit,
+    Other
+  };
   Kind kind = Kind::Other;
   Pos pos;
   std::size_t first = 0;

@@ -261,7 +261,7 @@ struct PolicySpec {
   std::vector<Guard> guards;       ///< in precedence order
   std::vector<AssertSpec> assertions;
   HitPolicy hit = HitPolicy::First;
-  bool implicit_default = false;  ///< no `default` line: proven unreachable, else E016
+  bool implicit_default = false;      ///< no `default` line: proven unreachable, else E016
   std::vector<std::string> waived;    ///< invariants waived (names from kInvariants)
   std::vector<CodeMapping> mappings;  ///< `map` lines: adapter overrides for this tool
 };
