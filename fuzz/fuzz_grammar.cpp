@@ -2,9 +2,11 @@
 //
 // Properties: parse, check and compile never crash, hang or leak (the sanitizers and libFuzzer's
 // -timeout and leak checker watch); every diagnostic has a stable code and a position inside the
-// text; compiling is deterministic (the same text gives the same hashes); and for whatever
-// compiles, the compiled table and the reference interpreter decide alike on inputs drawn around
-// the policy's own constants, every decision valid (fuzz.hpp).
+// text; compiling is deterministic (the same text gives the same hashes); whatever compiles is
+// formatted by recourse::format (`recourse fmt`), compiles again to the same hashes, and
+// formatting the result changes nothing; and the compiled table and the reference interpreter
+// decide alike on inputs drawn around the policy's own constants, every decision valid
+// (fuzz.hpp).
 #include <cctype>
 
 #include "fuzz.hpp"
@@ -13,8 +15,7 @@ namespace {
 
 // The canonical text `recourse fmt` writes (recourse/format.hpp). fuzz_grammar checks that it
 // compiles to the same tables (same hashes) and that formatting it again changes nothing.
-std::optional<std::string> formatted(const std::string& text) {
-#if __has_include("recourse/format.hpp")
+std::string formatted(const std::string& text) {
   std::vector<recourse::Diagnostic> diagnostics;
   auto out = recourse::format(text, diagnostics, "fuzz.recourse");
   if (!out) {
@@ -22,11 +23,7 @@ std::optional<std::string> formatted(const std::string& text) {
     for (const auto& d : diagnostics) why += recourse::to_text(d);
     fuzz::fail("a policy that compiles does not format", text + "\n" + why);
   }
-  return out;
-#else
-  (void)text;
-  return std::nullopt;  // HOOK(recourse fmt): no formatter in this tree yet; round trip unchecked
-#endif
+  return *out;
 }
 
 void check_diagnostics(const std::string& text, const std::vector<recourse::Diagnostic>& ds) {
@@ -68,12 +65,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
 
   // Deterministic: the same text, the same tables.
   FUZZ_CHECK(hashes(recourse::compile({{"again.recourse", text}}, options)) == hashes(r), text);
-  if (const auto canonical = formatted(text)) {
-    const auto again = recourse::compile({{"formatted.recourse", *canonical}}, options);
-    FUZZ_CHECK(again.ok() && hashes(again) == hashes(r),
-               text + "\n--- formatted ---\n" + *canonical);
-    FUZZ_CHECK(formatted(*canonical) == canonical, *canonical);
-  }
+  const std::string canonical = formatted(text);
+  const auto again = recourse::compile({{"formatted.recourse", canonical}}, options);
+  FUZZ_CHECK(again.ok() && hashes(again) == hashes(r), text + "\n--- formatted ---\n" + canonical);
+  FUZZ_CHECK(formatted(canonical) == canonical, canonical);
 
   // Inputs come from a generator seeded by the text, not from the text's bytes.
   std::uint64_t seed = recourse::detail::fnv1a(text);
