@@ -26,6 +26,16 @@ constexpr std::int64_t kMaxCount = 1'000'000'000;
 constexpr std::array<std::string_view, 7> kRoutes = {"retry",   "repair",   "authorize", "replace",
                                                      "degrade", "escalate", "stop"};
 
+// A test the checker writes itself (guards, invariants), with `text` for dumps and reports.
+Cond synthesized_test(Attr attr, Op op, std::int64_t value, std::string text) {
+  Cond c;
+  c.attr = attr;
+  c.op = op;
+  if (op != Op::Truthy) c.values.push_back(Constant{value, {}});
+  c.text = std::move(text);
+  return c;
+}
+
 class Checker {
  public:
   Checker(const ast::File& file, std::string_view text, const CompileOptions& options,
@@ -809,14 +819,7 @@ class Checker {
           return r.action.route == Route::Retry || r.action.route == Route::Repair;
         }))
       return;
-    auto test = [](Attr attr, Op op, std::int64_t value, std::string text) {
-      Cond c;
-      c.attr = attr;
-      c.op = op;
-      if (op != Op::Truthy) c.values.push_back(Constant{value, {}});
-      c.text = std::move(text);
-      return c;
-    };
+    const auto test = synthesized_test;
     auto both = [](std::vector<Cond> children) {
       Cond c;
       c.kind = K::And;
@@ -871,14 +874,7 @@ class Checker {
   // gates, the Retry-After cap, spent budgets, the open circuit.
   static void add_guards(PolicySpec& spec) {
     using K = ast::Expr::Kind;
-    auto test = [](Attr attr, Op op, std::int64_t value, std::string text) {
-      Cond c;
-      c.attr = attr;
-      c.op = op;
-      if (op != Op::Truthy) c.values.push_back(Constant{value, {}});
-      c.text = std::move(text);
-      return c;
-    };
+    const auto test = synthesized_test;
     auto node = [](K kind, std::vector<Cond> children) {
       Cond c;
       c.kind = kind;
