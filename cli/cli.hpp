@@ -51,6 +51,9 @@ std::optional<std::pair<std::size_t, std::size_t>> raw_member(std::string_view l
 /// The deepest nesting of objects and arrays in JSON text (brackets inside strings ignored),
 /// checked before a DOM parse, whose copies and destructors recurse.
 std::size_t nesting(std::string_view json);
+/// The policy files `paths` name, in order: each path as given ("-" too), each directory
+/// expanded to the *.recourse files below it, sorted.
+std::vector<std::string> policy_files(const std::vector<std::string>& paths);
 void print_diagnostics(const std::vector<Diagnostic>& diagnostics, Format format,
                        std::ostream& out);
 
@@ -73,5 +76,10 @@ int run_diff(const Options& options);
 
 // fmt.cpp
 int run_fmt(const Options& options);
+
+// test.cpp
+/// `recourse test PATHS`: runs the `test` blocks of every policy file, each file compiled on its
+/// own (with the bases it extends). Exit 0 when all pass, 1 on a failure or a compile error.
+int run_test(const Options& options);
 
 }  // namespace recourse::cli

@@ -17,25 +17,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// The files to format, in order: each path as given, directories expanded (sorted).
-std::vector<std::string> expand(const std::vector<std::string>& paths) {
-  std::vector<std::string> out;
-  for (const auto& p : paths) {
-    std::error_code ec;
-    if (p == "-" || !fs::is_directory(p, ec)) {
-      out.push_back(p);
-      continue;
-    }
-    std::vector<std::string> found;
-    for (fs::recursive_directory_iterator it(p, ec), end; !ec && it != end; it.increment(ec))
-      if (it->is_regular_file(ec) && it->path().extension() == ".recourse")
-        found.push_back(it->path().string());
-    std::sort(found.begin(), found.end());
-    out.insert(out.end(), found.begin(), found.end());
-  }
-  return out;
-}
-
 // Replaces `path` with `text`: written beside it, then renamed over it, so a failed write never
 // leaves half a policy. Keeps the file's permissions; a symlink's target is rewritten.
 bool write_file(const std::string& path, const std::string& text, std::string& error) {
@@ -72,7 +53,7 @@ bool write_file(const std::string& path, const std::string& text, std::string& e
 int run_fmt(const Options& o) {
   const CompileOptions limits;
   int status = 0;
-  for (const auto& path : expand(o.paths)) {
+  for (const auto& path : policy_files(o.paths)) {
     const bool stdio = path == "-";
     std::string error;
     const auto text = read_text(path, limits.max_source_bytes, error);

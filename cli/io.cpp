@@ -1,6 +1,7 @@
 // Input helpers of the command: reading files or stdin, loading a bundle, printing diagnostics.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -116,6 +117,25 @@ std::size_t nesting(std::string_view s) {
     }
   }
   return deepest;
+}
+
+std::vector<std::string> policy_files(const std::vector<std::string>& paths) {
+  namespace fs = std::filesystem;
+  std::vector<std::string> out;
+  for (const auto& p : paths) {
+    std::error_code ec;
+    if (p == "-" || !fs::is_directory(p, ec)) {
+      out.push_back(p);
+      continue;
+    }
+    std::vector<std::string> found;
+    for (fs::recursive_directory_iterator it(p, ec), end; !ec && it != end; it.increment(ec))
+      if (it->is_regular_file(ec) && it->path().extension() == ".recourse")
+        found.push_back(it->path().string());
+    std::sort(found.begin(), found.end());
+    out.insert(out.end(), found.begin(), found.end());
+  }
+  return out;
 }
 
 void print_diagnostics(const std::vector<Diagnostic>& diagnostics, Format format,

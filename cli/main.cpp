@@ -78,6 +78,11 @@ int main(int argc, char** argv) {
   format->add_option("paths", o.paths, "policy files or directories; - formats stdin to stdout")
       ->required();
 
+  auto* test =
+      app.add_subcommand("test", "run the test blocks of policy files; exit 1 on a failure");
+  common(test);
+  test->add_option("paths", o.paths, "policy files or directories")->required();
+
   auto* simulate = app.add_subcommand(
       "simulate", "run the seed's benchmark (and hostile scenarios) through the policies");
   common(simulate);
@@ -98,6 +103,7 @@ int main(int argc, char** argv) {
     if (*compile) return recourse::cli::run_compile(o);
     if (*diff) return recourse::cli::run_diff(o);
     if (*format) return recourse::cli::run_fmt(o);
+    if (*test) return recourse::cli::run_test(o);
     if (*simulate) return recourse::cli::run_simulate(o);
   } catch (const std::exception& e) {
     std::cerr << "error: " << e.what() << "\n";

@@ -13,10 +13,13 @@
 
 namespace recourse::ast {
 
-/// A 1-based line and column (columns count bytes) inside one source file.
+/// A 1-based line and column (columns count bytes) inside one source file; `source` is the
+/// file's index among the sources compiled together (a policy that extends a base holds
+/// positions in both files).
 struct Pos {
   std::uint32_t line = 0;
   std::uint32_t column = 0;
+  std::uint32_t source = 0;
 };
 
 /// A literal as written: an identifier, a "string", or a number with an optional unit.
@@ -96,6 +99,29 @@ struct Mapping {
   Value code;      ///< the code to give instead
 };
 
+/// What a `test` block expects; empty members are not checked.
+struct Expectation {
+  Pos pos;
+  Value route;                     ///< route kind as written
+  std::optional<Value> target;     ///< replace/degrade target
+  std::optional<Value> rule;       ///< the rule, guard or "default" that decides
+  std::optional<Value> delay_min;  ///< `delay D` or `delay D..MAX`
+  std::optional<Value> delay_max;  ///< MAX of `delay D..MAX`
+  std::optional<Value> exhausted;  ///< the budget that ran out
+};
+
+/// `test "name" { envelope {json} [context {json}] expect ... }`: one decision the policy must
+/// make. The JSON texts are kept verbatim and read by the same readers as `recourse decide`.
+struct Test {
+  Pos pos;
+  std::string name;
+  std::string envelope;
+  Pos envelope_pos;
+  std::optional<std::string> context;
+  Pos context_pos;
+  Expectation expect;
+};
+
 /// One item of a policy in source order (the formatter prints items in the author's order):
 /// its kind, where it starts, and the entries it added to the policy's vector of that kind
 /// (settings for blocks, codes for `codes`, one entry otherwise; `breaker {}` adds none).
@@ -113,6 +139,7 @@ struct Item {
     Waive,
     Map,
     Hit,
+    Test,
     Other
   };
   Kind kind = Kind::Other;
@@ -140,7 +167,9 @@ struct Policy {
   std::vector<Waiver> waivers;
   std::vector<Value> hit;         ///< `hit` lines (the checker allows one)
   std::vector<Mapping> mappings;  ///< `map` lines
+  std::vector<Test> tests;        ///< `test` blocks (not inherited by extending policies)
   std::vector<Item> items;        ///< every item above, in source order
+  std::optional<Value> base;      ///< `extends "base"`: the policy whose items this one inherits
 };
 
 /// A parsed file: an optional language version and its policies.

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <tao/pegtl.hpp>
+#include <tao/pegtl/contrib/analyze_traits.hpp>
 
 namespace recourse::grammar {
 
@@ -43,6 +44,13 @@ struct kw_is : TAO_PEGTL_KEYWORD("is") {};
 struct kw_absent : TAO_PEGTL_KEYWORD("absent") {};
 struct kw_present : TAO_PEGTL_KEYWORD("present") {};
 struct kw_arguments : TAO_PEGTL_KEYWORD("arguments") {};
+struct kw_extends : TAO_PEGTL_KEYWORD("extends") {};
+struct kw_test : TAO_PEGTL_KEYWORD("test") {};
+struct kw_envelope : TAO_PEGTL_KEYWORD("envelope") {};
+struct kw_context : TAO_PEGTL_KEYWORD("context") {};
+struct kw_expect : TAO_PEGTL_KEYWORD("expect") {};
+struct kw_delay : TAO_PEGTL_KEYWORD("delay") {};
+struct kw_exhausted : TAO_PEGTL_KEYWORD("exhausted") {};
 struct keyword : pg::sor<kw_version, kw_policy, kw_rule, kw_when, kw_default, kw_assert, kw_waive,
                          kw_and, kw_or, kw_not, kw_in, kw_is, kw_absent, kw_present> {};
 
@@ -96,7 +104,7 @@ struct throttle_block : pg::seq<kw_throttle, sep, settings> {};
 struct backoff_kind : ident {};
 // A backoff line ends where the next item starts.
 struct item_keyword : pg::sor<kw_tool, kw_limits, kw_breaker, kw_throttle, kw_backoff, kw_codes,
-                              kw_rule, kw_default, kw_assert, kw_waive, kw_map, kw_hit> {};
+                              kw_rule, kw_default, kw_assert, kw_waive, kw_map, kw_hit, kw_test> {};
 struct param_name : pg::seq<pg::not_at<item_keyword>, name> {};
 struct backoff_param : pg::seq<param_name, sep, pg::must<value>> {};
 struct backoff_decl
@@ -166,16 +174,85 @@ struct map_code : ident {};
 struct map_decl : pg::seq<kw_map, sep, pg::must<map_protocol>, sep, pg::must<value>, sep,
                           pg::must<map_arrow>, sep, pg::must<map_code>> {};
 
+// json = "{" ... "}" ;   a JSON object kept verbatim: braces balance outside JSON strings (with
+// their escapes); the envelope and context readers parse it. Matched by a loop, not by
+// recursion, so nesting cannot exhaust the stack.
+struct json_object {
+  using rule_t = json_object;
+  using subs_t = pg::type_list<>;
+  template <typename ParseInput>
+  static bool match(ParseInput& in) {
+    if (in.empty() || in.peek_char() != '{') return false;
+    std::size_t depth = 0, i = 0;
+    bool in_string = false;
+    for (; i < in.size(i + 1); ++i) {
+      const char c = in.peek_char(i);
+      if (in_string) {
+        if (c == '\\')
+          ++i;
+        else if (c == '"')
+          in_string = false;
+      } else if (c == '"') {
+        in_string = true;
+      } else if (c == '{') {
+        ++depth;
+      } else if (c == '}' && --depth == 0) {
+        in.bump(i + 1);
+        return true;
+      }
+    }
+    return false;
+  }
+};
+}  // namespace recourse::grammar
+
+// For analyze(): a JSON object consumes input whenever it succeeds.
+template <typename Name>
+struct tao::pegtl::analyze_traits<Name, recourse::grammar::json_object>
+    : tao::pegtl::analyze_any_traits<> {};
+
+namespace recourse::grammar {
+
+// expect = "expect" route_kind [ string ] { "rule" ( name | string ) | "delay" number [ ".." number
+// ]
+//        | "exhausted" ident } ;
+struct expect_route : ident {};
+struct expect_target : string_lit {};
+struct expect_rule_name : pg::sor<string_lit, ident> {};
+struct expect_rule : pg::seq<kw_rule, sep, pg::must<expect_rule_name>> {};
+struct delay_min : number {};
+struct delay_max : number {};
+struct expect_delay : pg::seq<kw_delay, sep, pg::must<delay_min>,
+                              pg::opt<sep, TAO_PEGTL_STRING(".."), sep, pg::must<delay_max>>> {};
+struct budget_name : ident {};
+struct expect_exhausted : pg::seq<kw_exhausted, sep, pg::must<budget_name>> {};
+struct expect_decl : pg::seq<kw_expect, sep, pg::must<expect_route>, pg::opt<sep, expect_target>,
+                             pg::star<sep, pg::sor<expect_rule, expect_delay, expect_exhausted>>> {
+};
+// test = "test" string "{" "envelope" json [ "context" json ] expect "}" ;
+struct test_name : string_lit {};
+struct envelope_json : json_object {};
+struct context_json : json_object {};
+struct test_envelope : pg::seq<kw_envelope, sep, pg::must<envelope_json>> {};
+struct test_context : pg::seq<kw_context, sep, pg::must<context_json>> {};
+struct test_close : pg::one<'}'> {};
+struct test_decl : pg::seq<kw_test, sep, pg::must<test_name>, sep, pg::must<block_open>, sep,
+                           pg::must<test_envelope>, sep, pg::opt<test_context, sep>,
+                           pg::must<expect_decl>, sep, pg::must<test_close>> {};
+
 // item = tool_block | limits_block | breaker_block | throttle_block | backoff | codes | rule
-//      | default | assert | waive | map ;
+//      | default | assert | waive | map | hit | test ;
 struct item
     : pg::sor<tool_block, limits_block, breaker_block, throttle_block, backoff_decl, codes_decl,
-              rule_decl, default_decl, assert_decl, waive_decl, map_decl, hit_decl> {};
-// policy = "policy" string "{" { item } "}" ;
+              rule_decl, default_decl, assert_decl, waive_decl, map_decl, hit_decl, test_decl> {};
+// policy = "policy" string [ "extends" string ] "{" { item } "}" ;
 struct policy_name : string_lit {};
+struct base_name : string_lit {};
+struct extends_clause : pg::seq<kw_extends, sep, pg::must<base_name>> {};
 struct policy_close : pg::one<'}'> {};
-struct policy_decl : pg::seq<kw_policy, sep, pg::must<policy_name>, sep, pg::must<block_open>, sep,
-                             pg::star<item, sep>, pg::must<policy_close>> {};
+struct policy_decl
+    : pg::seq<kw_policy, sep, pg::must<policy_name>, sep, pg::opt<extends_clause, sep>,
+              pg::must<block_open>, sep, pg::star<item, sep>, pg::must<policy_close>> {};
 // version = "version" number ;
 struct version_number : pg::plus<pg::digit> {};
 struct version_decl : pg::seq<kw_version, sep, pg::must<version_number>> {};
@@ -251,7 +328,37 @@ inline constexpr const char* error_message<policy_name> = "the policy's name as 
 template <>
 inline constexpr const char* error_message<policy_close> =
     "a policy item (tool, limits, breaker, throttle, backoff, codes, rule, default, assert, waive, "
-    "map, hit) or '}'";
+    "map, hit, test) or '}'";
+template <>
+inline constexpr const char* error_message<base_name> = "the base policy's name as a \"string\"";
+template <>
+inline constexpr const char* error_message<test_name> = "the test's name as a \"string\"";
+template <>
+inline constexpr const char* error_message<test_envelope> =
+    "'envelope' and the envelope as a JSON object";
+template <>
+inline constexpr const char* error_message<envelope_json> =
+    "a JSON object {...} with balanced braces";
+template <>
+inline constexpr const char* error_message<context_json> =
+    "a JSON object {...} with balanced braces";
+template <>
+inline constexpr const char* error_message<expect_decl> =
+    "'expect' and the route the test expects (or 'context' before it)";
+template <>
+inline constexpr const char* error_message<expect_route> = "a route after 'expect'";
+template <>
+inline constexpr const char* error_message<expect_rule_name> = "a rule name after 'rule'";
+template <>
+inline constexpr const char* error_message<delay_min> = "a duration after 'delay'";
+template <>
+inline constexpr const char* error_message<delay_max> = "a duration after '..'";
+template <>
+inline constexpr const char* error_message<budget_name> =
+    "a budget after 'exhausted' (attempts, repairs, cost, deadline, retry_tokens, repeats)";
+template <>
+inline constexpr const char* error_message<test_close> =
+    "'}' to close the test (or rule, delay, exhausted after the route)";
 template <>
 inline constexpr const char* error_message<version_number> = "a language version number";
 template <>

@@ -360,8 +360,13 @@ TEST_CASE("every policy example in docs/language.md compiles as tagged", "[docs]
                << describe(r.diagnostics));
     if (block.expected.empty()) {
       ++ok_blocks;
-      CHECK(r.ok());
+      REQUIRE(r.ok());
       CHECK_FALSE(recourse::has_errors(r.diagnostics));
+      for (const auto& policy : r.bundle->policies())
+        for (const auto& t : policy.run_tests()) {
+          INFO("test \"" << t.name << "\": expected " << t.expected << ", got " << t.actual);
+          CHECK(t.passed);
+        }
     } else {
       ++error_blocks;
       CHECK_FALSE(r.ok());

@@ -104,7 +104,7 @@ TEST_CASE("grammar: syntax errors carry position and the expected token", "[gram
     CHECK(d.column == 3);
     CHECK(d.message ==
           "syntax error: expected a policy item (tool, limits, breaker, throttle, backoff, codes, "
-          "rule, default, assert, waive, map, hit) or '}'");
+          "rule, default, assert, waive, map, hit, test) or '}'");
   }
   SECTION("unterminated string") {
     auto d = syntax_error("policy \"p { default -> stop }");

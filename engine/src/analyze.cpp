@@ -295,8 +295,8 @@ namespace {
 
 class Analyzer {
  public:
-  Analyzer(const Compiled& p, std::string_view text, std::vector<Diagnostic>& out)
-      : p_(p), t_(p.table), text_(text), out_(out) {}
+  Analyzer(const Compiled& p, const grammar::Sources& sources, std::vector<Diagnostic>& out)
+      : p_(p), t_(p.table), sources_(sources), out_(out) {}
 
   void run() {
     for (std::size_t a = 0; a < p_.spec.assertions.size(); ++a)
@@ -312,12 +312,9 @@ class Analyzer {
     Diagnostic d;
     d.severity = severity;
     d.code = code;
-    d.file = p_.spec.file;
-    d.line = pos.line;
-    d.column = pos.column;
+    grammar::locate(d, sources_, pos);
     d.message = std::move(message);
     d.help = std::move(help);
-    d.source_line = grammar::line_of(text_, pos.line);
     out_.push_back(std::move(d));
   }
 
@@ -516,15 +513,16 @@ class Analyzer {
 
   const Compiled& p_;
   const Table& t_;
-  std::string_view text_;
+  const grammar::Sources& sources_;
   std::vector<Diagnostic>& out_;
   std::set<std::uint32_t> reported_;
 };
 
 }  // namespace
 
-void analyze(const Compiled& policy, std::string_view text, std::vector<Diagnostic>& diagnostics) {
-  Analyzer(policy, text, diagnostics).run();
+void analyze(const Compiled& policy, const grammar::Sources& sources,
+             std::vector<Diagnostic>& diagnostics) {
+  Analyzer(policy, sources, diagnostics).run();
 }
 
 }  // namespace recourse::detail

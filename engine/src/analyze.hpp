@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "compiled.hpp"
+#include "parse.hpp"
 
 namespace recourse::detail {
 
@@ -42,7 +43,9 @@ std::string input_json(const Input& input);
 /// Proves the built-in invariants and the author's assertions over the table (errors E101-E104,
 /// E120 with a counterexample input that `recourse decide` reproduces), and reports unreachable
 /// rules (W101), retry rules a server can steer into retrying permanent failures (W103) and retry
-/// rules that trust `retryable` without looking at `code` (W104). `text` is the policy's source.
-void analyze(const Compiled& policy, std::string_view text, std::vector<Diagnostic>& diagnostics);
+/// rules that trust `retryable` without looking at `code` (W104). `sources` are the texts
+/// the policy's positions point into.
+void analyze(const Compiled& policy, const grammar::Sources& sources,
+             std::vector<Diagnostic>& diagnostics);
 
 }  // namespace recourse::detail

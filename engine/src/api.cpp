@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 #include <algorithm>
+#include <deque>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -14,6 +15,7 @@
 #include "check.hpp"
 #include "compile.hpp"
 #include "compiled.hpp"
+#include "inherit.hpp"
 #include "parse.hpp"
 #include "recourse/adapters.hpp"
 
@@ -55,46 +57,109 @@ struct BundleBuilder {
   }
 };
 
-CompileResult compile(const std::vector<Source>& sources, const CompileOptions& options) {
+namespace {
+
+namespace fs = std::filesystem;
+
+bool over_limit(const Source& src, const CompileOptions& options, std::vector<Diagnostic>& out) {
+  if (src.text.size() <= options.max_source_bytes) return false;
+  Diagnostic d;
+  d.code = "E090";
+  d.file = src.path;
+  d.message =
+      fmt::format("file is {} bytes; the limit is {}", src.text.size(), options.max_source_bytes);
+  d.help = "raise CompileOptions::max_source_bytes";
+  out.push_back(std::move(d));
+  return true;
+}
+
+// Reads a file, at most one byte past the source limit (enough to report E090; /dev/zero cannot
+// exhaust memory). nullopt when it cannot be read.
+std::optional<std::string> read_bounded(const fs::path& p, const CompileOptions& options) {
+  std::ifstream in(p, std::ios::binary);
+  if (!in) return std::nullopt;
+  std::string text(options.max_source_bytes + 1, '\0');
+  in.read(text.data(), static_cast<std::streamsize>(text.size()));
+  text.resize(static_cast<std::size_t>(in.gcount()));
+  return text;
+}
+
+// Where compile_paths() looks for a base no given file defines: NAME.recourse beside the file
+// that extends it. Names that could leave that directory are never looked up.
+std::optional<fs::path> base_path(std::string_view name, std::string_view from) {
+  constexpr std::string_view allowed =
+      "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-";
+  if (name.empty() || name.front() == '.' || name.find_first_not_of(allowed) != name.npos)
+    return std::nullopt;
+  return (fs::path(from).parent_path() / (std::string(name) + ".recourse")).lexically_normal();
+}
+
+// Drops repeated diagnostics: a base's findings reappear when a policy extending it is checked.
+void drop_repeats(std::vector<Diagnostic>& diagnostics) {
+  std::vector<Diagnostic> kept;
+  for (auto& d : diagnostics)
+    if (std::none_of(kept.begin(), kept.end(), [&](const Diagnostic& k) {
+          return k.code == d.code && k.file == d.file && k.line == d.line && k.column == d.column &&
+                 k.message == d.message;
+        }))
+      kept.push_back(std::move(d));
+  diagnostics = std::move(kept);
+}
+
+// The pipeline: parse every source, resolve `extends` (asking `read` for base files when it is
+// set), check, compile and analyse every policy. All or nothing.
+CompileResult compile_all(const std::vector<Source>& given, const CompileOptions& options,
+                          bool load_bases) {
   CompileResult out;
   try {
+    grammar::Sources refs;
+    std::deque<Source> loaded;  // base files read on demand; a deque keeps their addresses
+    std::vector<ast::File> files;
+    auto add = [&](const Source& src) -> std::optional<ast::File> {
+      if (over_limit(src, options, out.diagnostics)) return std::nullopt;
+      const auto index = static_cast<std::uint32_t>(refs.size());
+      refs.push_back({src.path, src.text});
+      return grammar::parse(src.path, src.text, options.max_depth, out.diagnostics, index);
+    };
+    for (const Source& src : given)
+      if (auto f = add(src)) files.push_back(std::move(*f));
+    detail::BaseLoader load;
+    if (load_bases)
+      load = [&](std::string_view name, std::string_view from) -> std::optional<ast::File> {
+        const auto path = base_path(name, from);
+        if (!path) return std::nullopt;
+        for (const auto& r : refs)
+          if (fs::path(r.path).lexically_normal() == *path) return std::nullopt;
+        auto text = read_bounded(*path, options);
+        if (!text) return std::nullopt;
+        loaded.push_back({path->string(), std::move(*text)});
+        return add(loaded.back());
+      };
+    detail::inherit(files, refs, load, out.diagnostics);
+
     std::vector<Policy> policies;
     std::vector<std::pair<std::string, std::pair<std::string, ast::Pos>>> names;
-    for (const Source& src : sources) {
-      if (src.text.size() > options.max_source_bytes) {
-        Diagnostic d;
-        d.code = "E090";
-        d.file = src.path;
-        d.message = fmt::format("file is {} bytes; the limit is {}", src.text.size(),
-                                options.max_source_bytes);
-        d.help = "raise CompileOptions::max_source_bytes";
-        out.diagnostics.push_back(std::move(d));
-        continue;
-      }
-      auto file = grammar::parse(src.path, src.text, options.max_depth, out.diagnostics);
-      if (!file) continue;
-      for (auto& spec : detail::check(*file, src.text, options, out.diagnostics)) {
+    for (const ast::File& file : files) {
+      for (auto& spec : detail::check(file, refs, options, out.diagnostics)) {
         for (const auto& [name, where] : names)
           if (name == spec.name) {
             Diagnostic d;
             d.code = "E020";
-            d.file = spec.file;
-            d.line = spec.pos.line;
-            d.column = spec.pos.column;
+            grammar::locate(d, refs, spec.pos);
             d.message = fmt::format("policy \"{}\" is defined twice", spec.name);
             d.help = fmt::format("first defined at {}:{}", where.first, where.second.line);
-            d.source_line = grammar::line_of(src.text, spec.pos.line);
             out.diagnostics.push_back(std::move(d));
           }
         names.push_back({spec.name, {spec.file, spec.pos}});
-        auto table = detail::compile(spec, options, src.text, out.diagnostics);
+        auto table = detail::compile(spec, options, refs, out.diagnostics);
         if (!table) continue;
         auto compiled =
             detail::Compiled::make(std::move(spec), std::move(*table), options.attempt_ceiling);
-        detail::analyze(*compiled, src.text, out.diagnostics);
+        detail::analyze(*compiled, refs, out.diagnostics);
         policies.push_back(BundleBuilder::wrap(std::move(compiled)));
       }
     }
+    drop_repeats(out.diagnostics);
     if (!has_errors(out.diagnostics)) out.bundle = BundleBuilder::make(std::move(policies));
   } catch (const std::exception& e) {
     out.bundle.reset();
@@ -106,8 +171,13 @@ CompileResult compile(const std::vector<Source>& sources, const CompileOptions& 
   return out;
 }
 
+}  // namespace
+
+CompileResult compile(const std::vector<Source>& sources, const CompileOptions& options) {
+  return compile_all(sources, options, false);
+}
+
 CompileResult compile_paths(const std::vector<std::string>& paths, const CompileOptions& options) {
-  namespace fs = std::filesystem;
   std::vector<Source> sources;
   std::vector<Diagnostic> unreadable;
   auto unreadable_path = [&](const std::string& path, const std::string& why) {
@@ -123,13 +193,9 @@ CompileResult compile_paths(const std::vector<std::string>& paths, const Compile
     const fs::path canonical = fs::weakly_canonical(p, ec);
     if (std::find(seen.begin(), seen.end(), canonical) != seen.end()) return;  // named twice
     seen.push_back(canonical);
-    std::ifstream in(p, std::ios::binary);
-    if (!in) return unreadable_path(p.string(), "cannot read file");
-    // One byte past the limit is enough to report E090 (and /dev/zero cannot exhaust memory).
-    std::string text(options.max_source_bytes + 1, '\0');
-    in.read(text.data(), static_cast<std::streamsize>(text.size()));
-    text.resize(static_cast<std::size_t>(in.gcount()));
-    sources.push_back({p.string(), std::move(text)});
+    auto text = read_bounded(p, options);
+    if (!text) return unreadable_path(p.string(), "cannot read file");
+    sources.push_back({p.string(), std::move(*text)});
   };
   for (const auto& path : paths) {
     std::error_code ec;
@@ -147,7 +213,7 @@ CompileResult compile_paths(const std::vector<std::string>& paths, const Compile
       unreadable_path(path, "no such file or directory");
     }
   }
-  CompileResult out = compile(sources, options);
+  CompileResult out = compile_all(sources, options, true);
   if (!unreadable.empty()) {
     out.bundle.reset();
     out.diagnostics.insert(out.diagnostics.begin(), unreadable.begin(), unreadable.end());

@@ -38,9 +38,9 @@ Cond synthesized_test(Attr attr, Op op, std::int64_t value, std::string text) {
 
 class Checker {
  public:
-  Checker(const ast::File& file, std::string_view text, const CompileOptions& options,
+  Checker(const ast::File& file, const grammar::Sources& sources, const CompileOptions& options,
           std::vector<Diagnostic>& out)
-      : file_(file), text_(text), options_(options), out_(out) {}
+      : file_(file), sources_(sources), options_(options), out_(out) {}
 
   std::vector<PolicySpec> run() {
     std::vector<PolicySpec> specs;
@@ -63,12 +63,9 @@ class Checker {
     Diagnostic d;
     d.severity = severity;
     d.code = code;
-    d.file = file_.path;
-    d.line = pos.line;
-    d.column = pos.column;
+    grammar::locate(d, sources_, pos);
     d.message = std::move(message);
     d.help = std::move(help);
-    d.source_line = grammar::line_of(text_, pos.line);
     out_.push_back(std::move(d));
     if (severity == Severity::Error) ++errors_;
   }
@@ -669,7 +666,76 @@ class Checker {
     assertions(p, spec);
     add_guards(spec);
     add_invariants(spec);
+    tests(p, spec);
     return spec;
+  }
+
+  // `test` blocks: the context must read (strictly, as `recourse decide` reads it), the envelope
+  // must be JSON, and the expectation must name a route, rules and budgets the policy has.
+  void tests(const ast::Policy& p, PolicySpec& spec) {
+    std::vector<std::string> deciders{"default"}, budgets;
+    for (const auto& r : spec.rules) deciders.push_back(r.name);
+    for (const auto& g : spec.guards) {
+      deciders.push_back(g.name);
+      if (!g.exhausted.empty()) budgets.push_back(g.exhausted);
+    }
+    for (const ast::Test& t : p.tests) {
+      TestSpec test;
+      test.name = t.name;
+      test.file = std::string(sources_.at(t.pos.source).path);
+      test.pos = t.pos;
+      test.envelope = t.envelope;
+      if (!read_envelope(t.envelope).ok)
+        error("E028", t.envelope_pos, "the test's envelope is not a JSON object",
+              "write the envelope as JSON, e.g. {\"code\": \"TIMEOUT\", \"retryable\": true}");
+      if (t.context) {
+        ContextResult c = read_context(*t.context);
+        if (!c.ok)
+          error("E028", t.context_pos,
+                "the test's context does not read: " +
+                    (c.errors.empty() ? std::string("not a JSON object") : c.errors[0].message),
+                "the context takes the keys of `recourse decide --context` (docs/language.md)");
+        test.context = std::move(c.context);
+      }
+      if (test.context.tool.empty()) test.context.tool = spec.name;
+      const ast::Expectation& e = t.expect;
+      std::string expected = e.route.text;
+      const auto route = std::find(kRoutes.begin(), kRoutes.end(), e.route.text);
+      if (route == kRoutes.end())
+        error("E013", e.route.pos, "unknown route '" + e.route.text + "'",
+              did_you_mean(e.route.text, kRoutes));
+      else
+        test.route = static_cast<Route>(route - kRoutes.begin());
+      if (e.target) {
+        test.target = e.target->text;
+        expected += " \"" + e.target->text + "\"";
+      }
+      if (e.rule) {
+        if (std::find(deciders.begin(), deciders.end(), e.rule->text) == deciders.end())
+          error("E029", e.rule->pos, "no rule or guard '" + e.rule->text + "' decides here",
+                did_you_mean(e.rule->text, deciders));
+        test.rule = e.rule->text;
+        expected += " rule " + e.rule->text;
+      }
+      if (e.delay_min) {
+        const ast::Value& last = e.delay_max ? *e.delay_max : *e.delay_min;
+        test.delay_min_ms = duration(*e.delay_min);
+        test.delay_max_ms = duration(last);
+        expected += " delay " + e.delay_min->text + e.delay_min->unit;
+        if (e.delay_max) expected += ".." + last.text + last.unit;
+        if (test.delay_min_ms && test.delay_max_ms && *test.delay_min_ms > *test.delay_max_ms)
+          error("E029", last.pos, "the delay range ends before it starts");
+      }
+      if (e.exhausted) {
+        if (std::find(budgets.begin(), budgets.end(), e.exhausted->text) == budgets.end())
+          error("E029", e.exhausted->pos, "no budget '" + e.exhausted->text + "' in this policy",
+                did_you_mean(e.exhausted->text, budgets));
+        test.exhausted = e.exhausted->text;
+        expected += " exhausted " + e.exhausted->text;
+      }
+      test.expected = std::move(expected);
+      spec.tests.push_back(std::move(test));
+    }
   }
 
   // `map PROTOCOL KEY -> CODE` (adapters.hpp): the key must be one the protocol can send, the
@@ -957,7 +1023,7 @@ class Checker {
   }
 
   const ast::File& file_;
-  std::string_view text_;
+  const grammar::Sources& sources_;
   const CompileOptions& options_;
   std::vector<Diagnostic>& out_;
   std::size_t errors_ = 0;
@@ -965,9 +1031,9 @@ class Checker {
 
 }  // namespace
 
-std::vector<PolicySpec> check(const ast::File& file, std::string_view text,
+std::vector<PolicySpec> check(const ast::File& file, const grammar::Sources& sources,
                               const CompileOptions& options, std::vector<Diagnostic>& diagnostics) {
-  return Checker(file, text, options, diagnostics).run();
+  return Checker(file, sources, options, diagnostics).run();
 }
 
 }  // namespace recourse::detail

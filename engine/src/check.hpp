@@ -5,12 +5,13 @@
 #include <vector>
 
 #include "model.hpp"
+#include "parse.hpp"
 
 namespace recourse::detail {
 
 /// Checks every policy of `file` (whose text is `text`, for caret lines). Appends diagnostics;
 /// returns the specs of the policies that have no errors. Never throws on bad input.
-std::vector<PolicySpec> check(const ast::File& file, std::string_view text,
+std::vector<PolicySpec> check(const ast::File& file, const grammar::Sources& sources,
                               const CompileOptions& options, std::vector<Diagnostic>& diagnostics);
 
 }  // namespace recourse::detail

@@ -35,9 +35,9 @@ struct TooLarge {
 
 class Compiler {
  public:
-  Compiler(const PolicySpec& spec, const CompileOptions& options, std::string_view text,
+  Compiler(const PolicySpec& spec, const CompileOptions& options, const grammar::Sources& sources,
            std::vector<Diagnostic>& diagnostics, const PolicySpec* also)
-      : spec_(spec), options_(options), text_(text), diagnostics_(diagnostics), also_(also) {
+      : spec_(spec), options_(options), sources_(sources), diagnostics_(diagnostics), also_(also) {
     column_of_.fill(-1);
   }
 
@@ -283,13 +283,10 @@ class Compiler {
       Diagnostic d;
       d.severity = Severity::Warning;
       d.code = "W001";
-      d.file = spec_.file;
-      d.line = rule.pos.line;
-      d.column = rule.pos.column;
+      grammar::locate(d, sources_, rule.pos);
       d.message = "rule '" + rule.name + "' can " + to_string(rule.action.route) + " when " + name +
                   " is absent, only because of `not`";
       d.help = "add `" + name + " is present` if an absent value should not match";
-      d.source_line = grammar::line_of(text_, rule.pos.line);
       diagnostics_.push_back(std::move(d));
     }
   }
@@ -354,7 +351,7 @@ class Compiler {
 
   const PolicySpec& spec_;
   const CompileOptions& options_;
-  std::string_view text_;
+  const grammar::Sources& sources_;
   std::vector<Diagnostic>& diagnostics_;
   const PolicySpec* also_;  // another policy whose attributes and cuts the columns must carry
   Table table_;
@@ -378,33 +375,28 @@ std::vector<std::uint32_t> rule_order(const PolicySpec& spec) {
 }
 
 std::optional<Table> compile(const PolicySpec& spec, const CompileOptions& options,
-                             std::string_view text, std::vector<Diagnostic>& diagnostics,
+                             const grammar::Sources& sources, std::vector<Diagnostic>& diagnostics,
                              const PolicySpec* also) {
-  Compiler compiler(spec, options, text, diagnostics, also);
+  Compiler compiler(spec, options, sources, diagnostics, also);
   try {
     return compiler.run();
   } catch (const TooLarge& e) {
     Diagnostic d;
     d.code = "E094";
-    d.file = spec.file;
-    d.line = spec.pos.line;
-    d.column = spec.pos.column;
+    grammar::locate(d, sources, spec.pos);
     d.message = "policy '" + spec.name + "' compiles to a table of more than " +
                 std::to_string(e.bytes >> 20) + " MiB; the limit is " +
                 std::to_string(options.max_table_bytes >> 20) + " MiB";
     d.help =
         "rules comparing many distinct constants make many cells; group them with `in [..]`, "
         "or raise CompileOptions::max_table_bytes";
-    d.source_line = grammar::line_of(text, spec.pos.line);
     diagnostics.push_back(std::move(d));
     return std::nullopt;
   } catch (const TooManyTerms& e) {
     const RuleSpec& rule = spec.rules.at(compiler.current_rule);
     Diagnostic d;
     d.code = "E093";
-    d.file = spec.file;
-    d.line = rule.pos.line;
-    d.column = rule.pos.column;
+    grammar::locate(d, sources, rule.pos);
     d.message = e.work ? "rule '" + rule.name + "' needs more than " +
                              std::to_string(options.max_dnf_work) + " term intersections to expand"
                        : "rule '" + rule.name + "' expands to more than " +

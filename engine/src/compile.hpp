@@ -4,6 +4,7 @@
 #include <optional>
 #include <vector>
 
+#include "parse.hpp"
 #include "table.hpp"
 
 namespace recourse::detail {
@@ -18,11 +19,11 @@ std::vector<std::uint32_t> rule_order(const PolicySpec& spec);
 /// enough. A rule whose condition expands beyond options.max_terms_per_rule terms is E093 and
 /// yields nullopt.
 /// Warns W001 for a retry or repair rule that matches an absent envelope value only through `not`.
-/// `text` is the policy's source, for the caret lines of diagnostics.
+/// `sources` are the texts the policy's positions point into, for diagnostics.
 /// With `also`, the columns also carry that policy's attributes and cuts, so two versions of a
 /// policy share one cell space (recourse diff). Both must declare the same codes.
 std::optional<Table> compile(const PolicySpec& spec, const CompileOptions& options,
-                             std::string_view text, std::vector<Diagnostic>& diagnostics,
+                             const grammar::Sources& sources, std::vector<Diagnostic>& diagnostics,
                              const PolicySpec* also = nullptr);
 
 }  // namespace recourse::detail

@@ -17,18 +17,19 @@
 namespace recourse {
 namespace {
 
-std::optional<detail::PolicySpec> spec_of(const Source& src, std::string_view name,
-                                          const CompileOptions& options,
+std::optional<detail::PolicySpec> spec_of(const grammar::Sources& sources, std::uint32_t index,
+                                          std::string_view name, const CompileOptions& options,
                                           std::vector<Diagnostic>& out) {
-  auto file = grammar::parse(src.path, src.text, options.max_depth, out);
+  const grammar::SourceRef& src = sources[index];
+  auto file = grammar::parse(src.path, src.text, options.max_depth, out, index);
   if (!file) return std::nullopt;
-  auto specs = detail::check(*file, src.text, options, out);
+  auto specs = detail::check(*file, sources, options, out);
   if (has_errors(out)) return std::nullopt;
   for (auto& s : specs)
     if (name.empty() ? specs.size() == 1 : s.name == name) return std::move(s);
   Diagnostic d;
   d.code = "E040";
-  d.file = src.path;
+  d.file = std::string(src.path);
   d.message = name.empty() ? "the file holds several policies: name the one to compare"
                            : fmt::format("no policy \"{}\" in the file", name);
   out.push_back(std::move(d));
@@ -41,8 +42,9 @@ DiffResult diff(const Source& before, const Source& after, std::string_view poli
                 const CompileOptions& options) {
   DiffResult result;
   try {
-    auto a = spec_of(before, policy, options, result.diagnostics);
-    auto b = spec_of(after, policy, options, result.diagnostics);
+    const grammar::Sources sources{{before.path, before.text}, {after.path, after.text}};
+    auto a = spec_of(sources, 0, policy, options, result.diagnostics);
+    auto b = spec_of(sources, 1, policy, options, result.diagnostics);
     if (!a || !b) return result;
     if (a->codes != b->codes) {
       Diagnostic d;
@@ -53,8 +55,8 @@ DiffResult diff(const Source& before, const Source& after, std::string_view poli
       result.diagnostics.push_back(std::move(d));
       return result;
     }
-    auto ta = detail::compile(*a, options, before.text, result.diagnostics, &*b);
-    auto tb = detail::compile(*b, options, after.text, result.diagnostics, &*a);
+    auto ta = detail::compile(*a, options, sources, result.diagnostics, &*b);
+    auto tb = detail::compile(*b, options, sources, result.diagnostics, &*a);
     if (!ta || !tb) return result;
     const auto old_policy =
         detail::Compiled::make(std::move(*a), std::move(*ta), options.attempt_ceiling);

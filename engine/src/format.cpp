@@ -241,6 +241,16 @@ std::string route(const ast::Route& r) {
   return out;
 }
 
+std::string expectation(const ast::Expectation& e) {
+  std::string out = "expect " + value(e.route);
+  if (e.target) out += " " + value(*e.target);
+  if (e.rule) out += " rule " + value(*e.rule);
+  if (e.delay_min) out += " delay " + value(*e.delay_min);
+  if (e.delay_max) out += ".." + value(*e.delay_max);
+  if (e.exhausted) out += " exhausted " + value(*e.exhausted);
+  return out;
+}
+
 // ---- the layout tree --------------------------------------------------------------------------
 
 struct Node {
@@ -251,8 +261,9 @@ struct Node {
   // Block and Policy: `text` is the header before " {".
   std::string text, tail;
   bool codes = false;       // a codes block: children joined with commas
-  bool is_default = false;  // `default`: printed after the other items
-  bool displaced = false;   // a `default` with other items after it in the source
+  bool is_default = false;  // `default`: printed after the other items but tests
+  bool is_test = false;     // `test`: printed last
+  bool displaced = false;   // a `default` with other items (not tests) after it in the source
   std::vector<Node> children;
   std::vector<const Comment*> leading;       // own lines before the node
   const Comment* trailing = nullptr;         // after the node's last line
@@ -296,16 +307,16 @@ class Builder {
     n.kind = Node::Kind::Policy;
     n.begin = src_.offset(p.pos);
     n.end = end;
-    n.text = "policy " + quote(p.name);
+    n.text = "policy " + quote(p.name) + (p.base ? " extends " + quote(p.base->text) : "");
     const std::size_t close = end - 1;  // the '}'
     for (std::size_t i = 0; i < p.items.size(); ++i) {
       const std::size_t next = i + 1 < p.items.size() ? src_.offset(p.items[i + 1].pos) : close;
       n.children.push_back(item(p, p.items[i], src_.code_end_before(next)));
     }
-    bool later = false;  // an item other than `default` follows
+    bool later = false;  // an item other than `default` or a test follows
     for (auto it = n.children.rbegin(); it != n.children.rend(); ++it) {
       it->displaced = it->is_default && later;
-      later = later || !it->is_default;
+      later = later || !(it->is_default || it->is_test);
     }
     return n;
   }
@@ -397,11 +408,35 @@ class Builder {
       case K::Hit:
         n.text = "hit " + value(p.hit.at(it.first));
         break;
+      case K::Test:
+        n = test(p.tests.at(it.first), end);
+        n.is_test = true;
+        break;
       default:
         throw Unformattable{it.pos, "the formatter does not know this kind of item"};
     }
     n.begin = src_.offset(it.pos);
     n.end = end;
+    return n;
+  }
+
+  // A test block: one line each for the envelope, the context and the expectation; the JSON
+  // is kept as written.
+  Node test(const ast::Test& t, std::size_t end) {
+    Node n;
+    n.kind = Node::Kind::Block;
+    n.text = "test " + quote(t.name);
+    std::vector<std::pair<ast::Pos, std::string>> lines{{t.envelope_pos, "envelope " + t.envelope}};
+    if (t.context) lines.push_back({t.context_pos, "context " + *t.context});
+    lines.push_back({t.expect.pos, expectation(t.expect)});
+    for (std::size_t i = 0; i < lines.size(); ++i) {
+      Node c;
+      c.begin = src_.offset(lines[i].first);
+      c.end =
+          src_.code_end_before(i + 1 < lines.size() ? src_.offset(lines[i + 1].first) : end - 1);
+      c.text = std::move(lines[i].second);
+      n.children.push_back(std::move(c));
+    }
     return n;
   }
 
@@ -495,9 +530,11 @@ class Printer {
   static std::vector<const Node*> order(const Node& n) {
     std::vector<const Node*> out;
     for (const auto& c : n.children)
-      if (!c.is_default) out.push_back(&c);
+      if (!c.is_default && !c.is_test) out.push_back(&c);
     for (const auto& c : n.children)
       if (c.is_default) out.push_back(&c);
+    for (const auto& c : n.children)
+      if (c.is_test) out.push_back(&c);
     return out;
   }
 
@@ -617,7 +654,7 @@ std::string describe(const ast::File& f) {
     for (const auto& s : v) out += std::string(what) + " " + setting(s) + "\n";
   };
   for (const auto& p : f.policies) {
-    out += "policy " + quote(p.name) + "\n";
+    out += "policy " + quote(p.name) + (p.base ? " extends " + quote(p.base->text) : "") + "\n";
     settings("tool", p.tool);
     settings("limits", p.limits);
     settings("breaker", p.breaker);
@@ -643,6 +680,9 @@ std::string describe(const ast::File& f) {
     for (const auto& h : p.hit) out += "hit " + value(h) + "\n";
     for (const auto& m : p.mappings)
       out += "map " + value(m.protocol) + " " + value(m.key) + " " + value(m.code) + "\n";
+    for (const auto& t : p.tests)
+      out += "test " + quote(t.name) + " " + t.envelope + " " + t.context.value_or("-") + " " +
+             expectation(t.expect) + "\n";
     out += "items " + std::to_string(p.items.size()) + "\n";
   }
   return out;

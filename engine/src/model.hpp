@@ -233,6 +233,20 @@ inline int safety_rank(Route r) {
 }
 
 /// A checked policy: the input of compile() and of the reference interpreter.
+/// A `test` block, checked: the decision the policy must make for one input. Unset
+/// expectations are not checked.
+struct TestSpec {
+  std::string name;
+  std::string file;
+  ast::Pos pos;
+  std::string envelope;  ///< JSON as written; read by read_envelope when the test runs
+  Context context;       ///< read by read_context; tool defaults to the policy's name
+  Route route = Route::Stop;
+  std::optional<std::string> target, rule, exhausted;
+  std::optional<std::int64_t> delay_min_ms, delay_max_ms;
+  std::string expected;  ///< the expectation as written (canonical spelling), for reports
+};
+
 struct PolicySpec {
   std::string name;
   std::string file;
@@ -264,6 +278,7 @@ struct PolicySpec {
   bool implicit_default = false;      ///< no `default` line: proven unreachable, else E016
   std::vector<std::string> waived;    ///< invariants waived (names from kInvariants)
   std::vector<CodeMapping> mappings;  ///< `map` lines: adapter overrides for this tool
+  std::vector<TestSpec> tests;        ///< `test` blocks of this policy (not of its bases)
 };
 
 }  // namespace recourse::detail

@@ -119,6 +119,19 @@ struct Explanation {
   Decision decision;
 };
 
+/// The outcome of one `test` block of a policy (docs/language.md, "Tests").
+struct TestResult {
+  std::string policy;  ///< the policy the test belongs to
+  std::string name;    ///< the test's name
+  std::string file;
+  std::uint32_t line = 0, column = 0;
+  bool passed = false;
+  std::string expected;  ///< the expectation as written, e.g. `retry delay 250ms..20s`
+  std::string actual;  ///< the decision in the same words, e.g. `retry rule transient delay 400ms`
+  std::vector<std::string> mismatches;  ///< one line per expectation not met
+  std::string decision_json;            ///< the decision as to_json() writes it
+};
+
 /// Limits of the compiler; each has a stable diagnostic when exceeded.
 struct CompileOptions {
   std::size_t max_source_bytes = 1 << 20;  ///< per file (E090)
@@ -140,6 +153,11 @@ class Policy {
   Explanation explain(const Envelope& envelope, const Context& context) const;
   /// The decision the reference interpreter gives (walks the AST; used to check the table).
   Decision interpret(const Envelope& envelope, const Context& context) const;
+  /// Runs the policy's own `test` blocks, in file order: each envelope read by read_envelope,
+  /// each context by read_context (both checked when the policy compiled), decided by this
+  /// policy's table. Tests of a base policy run with the base, not with policies extending it.
+  /// Never throws but for allocation failure.
+  std::vector<TestResult> run_tests() const;
   /// The decision table as stable text: strategy, columns and their cells, rows with cube, action
   /// and source position. Golden tests compare it.
   std::string dump() const;

@@ -1,0 +1,68 @@
+// recourse test: runs the `test` blocks kept in policy files (docs/language.md, "Tests").
+//
+// Each file is compiled on its own, with the bases it extends (compile_paths finds NAME.recourse
+// beside it), and only its own tests run, so a directory of strategies that all define "*" can
+// be tested in one command. Text output lists each test with PASS or FAIL and, for a failure,
+// the expected and the actual decision and every expectation not met. `--format json` prints
+// one JSON array of diagnostics: the compile diagnostics and one E130 error per failed test.
+#include <fmt/format.h>
+
+#include <iostream>
+
+#include "cli.hpp"
+
+namespace recourse::cli {
+namespace {
+
+Diagnostic failure(const TestResult& t) {
+  Diagnostic d;
+  d.code = "E130";
+  d.file = t.file;
+  d.line = t.line;
+  d.column = t.column;
+  std::string what;
+  for (const auto& m : t.mismatches) what += (what.empty() ? "" : "; ") + m;
+  d.message = fmt::format("test \"{}\" of policy \"{}\" failed: {}", t.name, t.policy, what);
+  d.help = fmt::format("expected: {}; actual: {}", t.expected, t.actual);
+  return d;
+}
+
+}  // namespace
+
+int run_test(const Options& o) {
+  std::vector<Diagnostic> report;
+  std::size_t passed = 0, failed = 0, broken = 0;
+  for (const std::string& file : policy_files(o.paths)) {
+    CompileResult r = compile_paths({file});
+    if (o.format == Format::Text) {
+      print_diagnostics(r.diagnostics, o.format, std::cout);
+    } else {
+      report.insert(report.end(), r.diagnostics.begin(), r.diagnostics.end());
+    }
+    if (!r.ok() || has_errors(r.diagnostics, o.strict)) {
+      ++broken;
+      continue;
+    }
+    for (const Policy& policy : r.bundle->policies()) {
+      for (const TestResult& t : policy.run_tests()) {
+        if (t.file != file) continue;  // a base's tests run with the base's own file
+        (t.passed ? passed : failed) += 1;
+        if (!t.passed) report.push_back(failure(t));
+        if (o.format == Format::Json) continue;
+        std::cout << fmt::format("{} {}:{}:{} {}: {}\n", t.passed ? "PASS" : "FAIL", t.file, t.line,
+                                 t.column, t.policy, t.name);
+        if (t.passed) continue;
+        std::cout << fmt::format("  expected: {}\n  actual:   {}\n", t.expected, t.actual);
+        for (const auto& m : t.mismatches) std::cout << "  - " << m << "\n";
+      }
+    }
+  }
+  if (o.format == Format::Json)
+    print_diagnostics(report, o.format, std::cout);
+  else
+    std::cout << fmt::format("{} passed, {} failed{}\n", passed, failed,
+                             broken ? fmt::format(", {} files did not compile", broken) : "");
+  return failed || broken ? 1 : 0;
+}
+
+}  // namespace recourse::cli
