@@ -12,10 +12,13 @@ include(CMakePackageConfigHelpers)
 
 set(RECOURSE_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/recourse)
 
-# Every installed library, exported as recourse::<target>.
+# Every installed library, exported as recourse::<target>: a new library target (the C ABI's,
+# say) is one more name on this list.
 install(TARGETS recourse
   EXPORT recourseTargets
   INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+# With BUILD_SHARED_LIBS=ON the installed command finds librecourse.so beside it.
+set_target_properties(recourse_cli PROPERTIES INSTALL_RPATH "$ORIGIN/../${CMAKE_INSTALL_LIBDIR}")
 install(TARGETS recourse_cli)
 install(DIRECTORY engine/include/recourse DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 

@@ -21,8 +21,9 @@ cmake --build "$work/cmake" >/dev/null
 "$work/cmake/host" rules/examples
 
 echo "consumer: pkg-config recourse"
-pc="$(find "$prefix" -name recourse.pc)"
-flags="$(PKG_CONFIG_PATH="$(dirname "$pc")" pkg-config --cflags --libs recourse)"
-# shellcheck disable=SC2086 # the flags are a list of words
-c++ -std=c++17 examples/host.cpp -o "$work/host" $flags
-"$work/host" rules/examples
+export PKG_CONFIG_PATH
+PKG_CONFIG_PATH="$(dirname "$(find "$prefix" -name recourse.pc)")"
+# shellcheck disable=SC2046 # the flags are a list of words
+c++ -std=c++17 examples/host.cpp -o "$work/host" $(pkg-config --cflags --libs recourse)
+# (a shared librecourse, from BUILD_SHARED_LIBS=ON, is found in the prefix)
+LD_LIBRARY_PATH="$(pkg-config --variable=libdir recourse)" "$work/host" rules/examples
