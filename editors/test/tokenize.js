@@ -100,6 +100,7 @@ const mustFlag = [
   'default -> stop "bad \\q escape"',              // unknown escape
   'rule r when code == TIMEOUT && retryable -> retry',  // not an operator
   'limits { attempts: 3 }',                        // ':' is not '='
+  'test "t" { envelope {"code" TIMEOUT} expect retry }',  // not JSON
 ];
 
 // [line inside a policy, token, a scope it must carry].
@@ -124,9 +125,13 @@ const mustScope = [
   ['waive unsafe_resend "dedup by request id"', 'unsafe_resend', 'support.constant.invariant.recourse'],
   ['codes { CARD_DECLINED, INSUFFICIENT_FUNDS }', 'INSUFFICIENT_FUNDS', 'entity.name.constant.code.recourse'],
   ['hit safest', 'safest', 'constant.language.hit-policy.recourse'],
+  ['hit safest', 'extends', 'storage.modifier.extends.recourse'],
+  ['test "t" { envelope {"code": "TIMEOUT", "n": [1, null]} expect retry delay 250ms..2s rule r }', '..', 'keyword.operator.range.recourse'],
+  ['test "t" { envelope {"code": "TIMEOUT", "n": [1, null]} expect retry delay 250ms..2s rule r }', 'null', 'constant.language.json.recourse'],
+  ['test "t" { envelope {} context {"attempt": 2} expect stop exhausted attempts }', 'context', 'keyword.other.input.recourse'],
 ];
 
-const inPolicy = (line) => ['version 1', 'policy "p" {', `  ${line}`, '  default -> stop', '}'];
+const inPolicy = (line) => ['version 1', 'policy "p" extends "base" {', `  ${line}`, '  default -> stop', '}'];
 
 async function main() {
   const grammar = await loadGrammar();
