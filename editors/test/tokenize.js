@@ -1,7 +1,8 @@
-// Tokenizes every bundled policy with the VS Code grammar (editors/vscode/syntaxes) the way
-// VS Code does (vscode-textmate with the Oniguruma regex engine) and fails on text the grammar
-// does not cover: non-whitespace that gets no scope beyond the root `source.recourse` and the
-// structural `meta.*` scopes (an unmatched span), or any `invalid.*` scope. Inputs: every
+// Tokenizes every bundled policy with the grammar the VS Code extension (editors/vscode) names in
+// its manifest, the way VS Code does (vscode-textmate with the Oniguruma regex engine), and fails
+// on text the grammar does not cover: non-whitespace that gets no scope beyond the root
+// `source.recourse` and the structural `meta.*` scopes (an unmatched span), or any `invalid.*`
+// scope. Inputs: every
 // rules/**/*.recourse and every ```recourse fence in docs/*.md (the fences that must compile;
 // ```recourse-error fences are broken on purpose). Problems print as file:line:col.
 //
@@ -17,9 +18,23 @@ const vsctm = require('vscode-textmate');
 const oniguruma = require('vscode-oniguruma');
 
 const root = path.resolve(process.argv[2] || path.join(__dirname, '..', '..'));
-const grammarPath = path.join(root, 'editors', 'vscode', 'syntaxes', 'recourse.tmLanguage.json');
+const extension = path.join(root, 'editors', 'vscode');
+
+// The grammar and language configuration the extension's manifest names, as VS Code finds them.
+function manifest() {
+  const pkg = JSON.parse(fs.readFileSync(path.join(extension, 'package.json'), 'utf8'));
+  const language = pkg.contributes.languages.find((l) => l.id === 'recourse');
+  const grammar = pkg.contributes.grammars.find((g) => g.language === 'recourse');
+  if (!language || !language.extensions.includes('.recourse') || !grammar) {
+    throw new Error('editors/vscode/package.json: no recourse language for .recourse with a grammar');
+  }
+  const config = JSON.parse(fs.readFileSync(path.join(extension, language.configuration), 'utf8'));
+  if (config.comments.lineComment !== '#') throw new Error('language-configuration.json: line comments are #');
+  return { scopeName: grammar.scopeName, grammarPath: path.join(extension, grammar.path) };
+}
 
 async function loadGrammar() {
+  const { scopeName, grammarPath } = manifest();
   const wasm = fs.readFileSync(require.resolve('vscode-oniguruma/release/onig.wasm'));
   await oniguruma.loadWASM(wasm.buffer.slice(wasm.byteOffset, wasm.byteOffset + wasm.byteLength));
   const registry = new vsctm.Registry({
@@ -27,12 +42,12 @@ async function loadGrammar() {
       createOnigScanner: (patterns) => new oniguruma.OnigScanner(patterns),
       createOnigString: (text) => new oniguruma.OnigString(text),
     }),
-    loadGrammar: async (scopeName) =>
-      scopeName === 'source.recourse'
-        ? vsctm.parseRawGrammar(fs.readFileSync(grammarPath, 'utf8'), grammarPath)
-        : null,
+    loadGrammar: async (name) =>
+      name === scopeName ? vsctm.parseRawGrammar(fs.readFileSync(grammarPath, 'utf8'), grammarPath) : null,
   });
-  return registry.loadGrammar('source.recourse');
+  const grammar = await registry.loadGrammar(scopeName);
+  if (!grammar) throw new Error(`${grammarPath}: no grammar for ${scopeName}`);
+  return grammar;
 }
 
 // Every token of `lines`: {line (0-based), start, text, scopes}.
