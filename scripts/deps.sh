@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
 # Installs the Debian packages recourse builds with, when they are missing.
 set -euo pipefail
-packages=(cmake g++ make tao-pegtl-dev nlohmann-json3-dev libfmt-dev catch2 libcli11-dev libssl-dev)
+packages=(cmake g++ make pkg-config tao-pegtl-dev nlohmann-json3-dev libfmt-dev catch2 libcli11-dev libssl-dev)
+# node and npm for the editor grammar's test (editors/); any install of them will do (a nodejs
+# package from elsewhere may bundle npm and conflict with Debian's npm).
+command -v node >/dev/null || packages+=(nodejs)
+command -v npm >/dev/null || packages+=(npm)
 missing=()
 for p in "${packages[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
