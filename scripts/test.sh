@@ -6,3 +6,5 @@ scripts/deps.sh
 cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build build -j"$(nproc)"
 ctest --test-dir build --output-on-failure -j"$(nproc)"
+# The bundled policies' own tests (docs/language.md, section 16).
+build/recourse test rules/
