@@ -29,6 +29,14 @@ struct Options {
   std::string name;                 // diff: the policy to compare
   std::string before;               // diff: the file before the change
   std::string after;                // diff: the file after the change
+  // fuzz
+  double seconds = 10;          // time limit per run (without --sequences)
+  std::uint64_t sequences = 0;  // sequences per policy (0: until --seconds)
+  std::uint64_t seed = 1;
+  std::size_t max_length = 16;      // failed calls per sequence (the sequence length limit)
+  std::size_t max_violations = 10;  // stop a policy after this many broken properties
+  std::string out;                  // directory for the violating traces
+  std::string tool;                 // fuzz only this policy
 };
 
 // io.cpp
@@ -76,6 +84,11 @@ int run_diff(const Options& options);
 
 // fmt.cpp
 int run_fmt(const Options& options);
+
+// fuzz.cpp
+/// `recourse fuzz POLICY`: adversarial sequences of failures through the policies; exit 1 when
+/// a property or a declared `assert sequence` bound breaks.
+int run_fuzz(const Options& options);
 
 // test.cpp
 /// `recourse test PATHS`: runs the `test` blocks of every policy file, each file compiled on its

@@ -83,6 +83,21 @@ int main(int argc, char** argv) {
   common(test);
   test->add_option("paths", o.paths, "policy files or directories")->required();
 
+  auto* fuzz = app.add_subcommand(
+      "fuzz", "attack policies with adversarial sequences of failures; exit 1 on a violation");
+  common(fuzz);
+  fuzz->add_option("paths", o.paths, "policy files or directories")->required();
+  fuzz->add_option("--seconds", o.seconds, "time to spend per run (without --sequences)")
+      ->check(CLI::Range(0.0, 86400.0));
+  fuzz->add_option("--sequences", o.sequences, "sequences per policy (deterministic count)");
+  fuzz->add_option("--seed", o.seed, "seed: sequence i of a seed is always the same");
+  fuzz->add_option("--max-length", o.max_length, "failed calls per sequence (1..1000, default 16)")
+      ->check(CLI::Range(1, 1000));
+  fuzz->add_option("--max-violations", o.max_violations, "stop a policy after this many")
+      ->check(CLI::Range(1, 1000));
+  fuzz->add_option("--out", o.out, "write each violating sequence as DIR/POLICY-N.jsonl");
+  fuzz->add_option("--tool", o.tool, "fuzz only the policy with this name");
+
   auto* simulate = app.add_subcommand(
       "simulate", "run the seed's benchmark (and hostile scenarios) through the policies");
   common(simulate);
@@ -104,6 +119,7 @@ int main(int argc, char** argv) {
     if (*diff) return recourse::cli::run_diff(o);
     if (*format) return recourse::cli::run_fmt(o);
     if (*test) return recourse::cli::run_test(o);
+    if (*fuzz) return recourse::cli::run_fuzz(o);
     if (*simulate) return recourse::cli::run_simulate(o);
   } catch (const std::exception& e) {
     std::cerr << "error: " << e.what() << "\n";

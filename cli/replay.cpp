@@ -15,7 +15,7 @@
 #include <sstream>
 
 #include "cli.hpp"
-#include "recourse/state.hpp"
+#include "trace.hpp"
 
 namespace recourse::cli {
 namespace {
@@ -26,68 +26,6 @@ struct Summary {
   int decisions = 0, successes = 0, bad = 0, retries_avoided = 0;
   std::map<std::string, int> routes, warnings, exhausted;
 };
-
-struct Line {
-  Envelope envelope;
-  bool envelope_ok = true;
-  Context context;
-  bool success = false;
-  std::int64_t now_ms = 0;
-};
-
-// Parses one trace line; prints the error and returns nullopt when it is not a trace line.
-std::optional<Line> parse_line(const std::string& text, const std::string& where,
-                               const Bundle& bundle) {
-  auto bad = [&](const std::string& why) {
-    std::cerr << fmt::format("{}: error: {}\n", where, why);
-    return std::nullopt;
-  };
-  if (nesting(text) > kMaxTraceLineDepth || text.find('\0') != std::string::npos)
-    return bad(fmt::format("trace line nested deeper than {} levels or holding a NUL byte",
-                           kMaxTraceLineDepth));
-  // The envelope (or a raw form, for its adapter) goes to its reader as written; the rest of the
-  // line is parsed here.
-  const auto span = raw_member(text, "envelope");
-  const auto raw_span = raw_member(text, "raw");
-  const std::string_view raw =
-      span || !raw_span
-          ? std::string_view()
-          : std::string_view(text).substr(raw_span->first, raw_span->second - raw_span->first);
-  std::string rest = text;
-  if (span) rest.replace(span->first, span->second - span->first, "{}");
-  if (!raw.empty()) rest.replace(raw_span->first, raw.size(), "{}");
-  const json entry = json::parse(rest, nullptr, false);
-  Line line;
-  line.success = entry.is_object() && entry.value("outcome", "") == "success";
-  if (entry.is_discarded() || !entry.is_object() || (!span && raw.empty() && !line.success))
-    return bad(
-        "not a trace line {\"tool\", \"envelope\" or \"raw\", \"context\"} or {\"tool\", "
-        "\"outcome\": \"success\"}");
-  if (span) {
-    EnvelopeResult e =
-        read_envelope(std::string_view(text).substr(span->first, span->second - span->first));
-    line.envelope = std::move(e.envelope);
-    line.envelope_ok = e.ok;
-  }
-  json ctx = entry.value("context", json::object());
-  if (!ctx.is_object()) return bad("context is not an object");
-  if (entry.contains("tool") && !ctx.contains("tool")) ctx["tool"] = entry["tool"];
-  if (entry.contains("now") && !ctx.contains("nowMs")) ctx["nowMs"] = entry["now"];
-  ContextResult c = read_context(ctx.dump());
-  if (!c.ok) {
-    for (const auto& d : c.errors)
-      std::cerr << fmt::format("{}: error[{}]: {}\n", where, d.code, d.message);
-    return std::nullopt;
-  }
-  line.context = std::move(c.context);
-  line.now_ms = line.context.now_ms.value_or(0);
-  if (!raw.empty()) {  // {"protocol": "http", ...}: its adapter, with the tool's `map` overrides
-    AdapterResult r = adapt("", raw, &line.context, &bundle, std::nullopt);
-    line.envelope = std::move(r.envelope);
-    line.envelope_ok = r.ok;
-  }
-  return line;
-}
 
 std::string delay_text(const Decision& d) {
   return d.route == Route::Retry ? fmt::format("{}ms", d.delay_ms) : "-";
@@ -103,8 +41,7 @@ int run_replay(const Options& o) {
   auto text = read_text(o.paths.front(), kMaxTraceBytes, error);
   if (!text) return std::cerr << "error: " << error << "\n", 1;
 
-  std::map<std::string, Workflow> workflows;
-  Health health;
+  TraceState state(*bundle);
   Summary sum;
   json rows = json::array();
   if (o.format == Format::Text)
@@ -114,33 +51,18 @@ int run_replay(const Options& o) {
   std::string raw;
   for (int number = 1; std::getline(in, raw); ++number) {
     if (raw.find_first_not_of(" \t\r") == std::string::npos) continue;
-    auto line = parse_line(raw, fmt::format("{}:{}", o.paths.front(), number), *bundle);
+    auto line = parse_trace_line(raw, fmt::format("{}:{}", o.paths.front(), number), *bundle);
     if (!line) {
       ++sum.bad;
       continue;
     }
-    Context& c = line->context;
-    const Policy* policy = bundle->find(c.tool);
-    Workflow* wf = c.workflow_id.empty() ? nullptr : &workflows[c.workflow_id];
-    if (line->success) {
+    const std::optional<Decision> decided = state.step(*line);
+    if (!decided) {
       ++sum.successes;
-      if (wf) wf->record_success(c);
-      if (wf && policy) health.record_success(*policy, c, line->now_ms);
       continue;
     }
-    if (wf && policy) {
-      wf->record_attempt(c, policy->call_cost(), line->now_ms);
-      wf->record_failure(c, line->envelope);
-      wf->apply(c, line->now_ms);
-      health.record_failure(*policy, c, line->now_ms);  // the outcome of the call that failed
-      health.prepare(*policy, c, line->now_ms);         // the state for the next call
-    }
-    const Decision d =
-        line->envelope_ok ? bundle->decide(line->envelope, c) : bundle->unreadable(c);
-    if (wf && policy) {
-      wf->record_decision(c, d);
-      health.record_decision(*policy, c, d);
-    }
+    const Decision& d = *decided;
+    const Context& c = line->context;
     ++sum.decisions;
     const json out = json::parse(to_json(d, line->envelope));
     ++sum.routes[out["route"].get<std::string>()];

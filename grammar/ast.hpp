@@ -84,6 +84,15 @@ struct Assertion {
   Expr when;
 };
 
+/// `assert sequence METRIC [CODE] <= LIMIT`: a bound over the failures of one operation, checked
+/// by `recourse fuzz` (no proof over the table covers sequences).
+struct Bound {
+  Pos pos;
+  Value metric;
+  std::optional<Value> code;
+  Value limit;
+};
+
 /// `waive INVARIANT "reason"`.
 struct Waiver {
   Pos pos;
@@ -136,6 +145,7 @@ struct Item {
     Rule,
     Default,
     Assert,
+    Bound,
     Waive,
     Map,
     Hit,
@@ -164,6 +174,7 @@ struct Policy {
   std::vector<Rule> rules;
   std::vector<Rule> defaults;  ///< `default -> ROUTE` lines (the checker wants exactly one)
   std::vector<Assertion> assertions;
+  std::vector<Bound> bounds;  ///< `assert sequence` lines
   std::vector<Waiver> waivers;
   std::vector<Value> hit;         ///< `hit` lines (the checker allows one)
   std::vector<Mapping> mappings;  ///< `map` lines

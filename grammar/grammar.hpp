@@ -51,6 +51,7 @@ struct kw_context : TAO_PEGTL_KEYWORD("context") {};
 struct kw_expect : TAO_PEGTL_KEYWORD("expect") {};
 struct kw_delay : TAO_PEGTL_KEYWORD("delay") {};
 struct kw_exhausted : TAO_PEGTL_KEYWORD("exhausted") {};
+struct kw_sequence : TAO_PEGTL_KEYWORD("sequence") {};
 struct keyword : pg::sor<kw_version, kw_policy, kw_rule, kw_when, kw_default, kw_assert, kw_waive,
                          kw_and, kw_or, kw_not, kw_in, kw_is, kw_absent, kw_present> {};
 
@@ -160,6 +161,15 @@ struct assert_routes : pg::sor<value_list, value_ident> {};
 struct assert_when : kw_when {};
 struct assert_decl : pg::seq<kw_assert, sep, pg::must<assert_kind>, sep, pg::must<assert_routes>,
                              sep, pg::must<assert_when>, sep, pg::must<cond>> {};
+// bound = "assert" "sequence" ident [ ident ] "<=" value ;
+//   e.g. assert sequence total_wait <= 2m; assert sequence calls_after TIMEOUT <= 2
+struct bound_metric : ident {};
+struct bound_code : ident {};
+struct bound_le : TAO_PEGTL_STRING("<=") {};
+struct bound_limit : value {};
+struct bound_decl
+    : pg::seq<kw_assert, sep, kw_sequence, sep, pg::must<bound_metric>, sep,
+              pg::opt<bound_code, sep>, pg::must<bound_le>, sep, pg::must<bound_limit>> {};
 // waive = "waive" ident string ;   e.g. waive context_overflow_retry "the tool trims its input"
 struct waiver_name : ident {};
 struct waiver_reason : string_lit {};
@@ -241,10 +251,10 @@ struct test_decl : pg::seq<kw_test, sep, pg::must<test_name>, sep, pg::must<bloc
                            pg::must<expect_decl>, sep, pg::must<test_close>> {};
 
 // item = tool_block | limits_block | breaker_block | throttle_block | backoff | codes | rule
-//      | default | assert | waive | map | hit | test ;
-struct item
-    : pg::sor<tool_block, limits_block, breaker_block, throttle_block, backoff_decl, codes_decl,
-              rule_decl, default_decl, assert_decl, waive_decl, map_decl, hit_decl, test_decl> {};
+//      | default | bound | assert | waive | map | hit | test ;
+struct item : pg::sor<tool_block, limits_block, breaker_block, throttle_block, backoff_decl,
+                      codes_decl, rule_decl, default_decl, bound_decl, assert_decl, waive_decl,
+                      map_decl, hit_decl, test_decl> {};
 // policy = "policy" string [ "extends" string ] "{" { item } "}" ;
 struct policy_name : string_lit {};
 struct base_name : string_lit {};
@@ -329,6 +339,13 @@ template <>
 inline constexpr const char* error_message<policy_close> =
     "a policy item (tool, limits, breaker, throttle, backoff, codes, rule, default, assert, waive, "
     "map, hit, test) or '}'";
+template <>
+inline constexpr const char* error_message<bound_metric> =
+    "a sequence metric (total_wait, max_delay, calls, calls_after CODE, repairs)";
+template <>
+inline constexpr const char* error_message<bound_le> = "'<=' and the bound";
+template <>
+inline constexpr const char* error_message<bound_limit> = "a bound (a count or a duration)";
 template <>
 inline constexpr const char* error_message<base_name> = "the base policy's name as a \"string\"";
 template <>

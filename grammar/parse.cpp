@@ -25,11 +25,12 @@ using selector = pt::selector<
                           attr, cmp_op, is_what, assert_kind, waiver_name, waiver_reason,
                           hit_policy, map_protocol, map_code, base_name, test_name, envelope_json,
                           context_json, expect_route, expect_target, expect_rule_name, delay_min,
-                          delay_max, budget_name>,
+                          delay_max, budget_name, bound_metric, bound_code, bound_limit>,
     pt::remove_content::on<policy_decl, tool_block, limits_block, breaker_block, throttle_block,
                            setting, value_list, backoff_decl, backoff_param, codes_decl, rule_decl,
                            default_decl, route, not_expr, test, in_arguments, assert_decl,
-                           waive_decl, assert_routes, map_decl, hit_decl, test_decl, expect_decl>,
+                           waive_decl, assert_routes, map_decl, hit_decl, test_decl, expect_decl,
+                           bound_decl>,
     pt::fold_one::on<cond, and_expr>>;
 
 struct TooDeep {
@@ -194,6 +195,7 @@ struct TreeReader {
     if (n.is_type<rule_decl>()) return {K::Rule, p.rules.size()};
     if (n.is_type<default_decl>()) return {K::Default, p.defaults.size()};
     if (n.is_type<assert_decl>()) return {K::Assert, p.assertions.size()};
+    if (n.is_type<bound_decl>()) return {K::Bound, p.bounds.size()};
     if (n.is_type<waive_decl>()) return {K::Waive, p.waivers.size()};
     if (n.is_type<map_decl>()) return {K::Map, p.mappings.size()};
     if (n.is_type<hit_decl>()) return {K::Hit, p.hit.size()};
@@ -300,6 +302,13 @@ struct TreeReader {
         w.name = to_value(*item.children.at(0));
         w.reason = unquote(item.children.at(1)->string_view());
         p.waivers.push_back(std::move(w));
+      } else if (item.is_type<bound_decl>()) {  // bound_metric, [bound_code], bound_limit
+        ast::Bound b;
+        b.pos = pos_of(item);
+        b.metric = to_value(*item.children.at(0));
+        if (item.children.size() == 3) b.code = to_value(*item.children[1]);
+        b.limit = to_value(*item.children.back()->children.at(0));
+        p.bounds.push_back(std::move(b));
       } else if (item.is_type<test_decl>()) {
         p.tests.push_back(to_test(item));
       } else if (item.is_type<default_decl>()) {

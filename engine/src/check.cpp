@@ -664,10 +664,52 @@ class Checker {
     waivers(p, spec);
     mappings(p, spec);
     assertions(p, spec);
+    sequence_bounds(p, spec);
     add_guards(spec);
     add_invariants(spec);
     tests(p, spec);
     return spec;
+  }
+
+  // `assert sequence METRIC [CODE] <= LIMIT`: a known metric, a code only for calls_after, a
+  // duration for the wait metrics and a count for the others.
+  void sequence_bounds(const ast::Policy& p, PolicySpec& spec) {
+    constexpr std::array<std::string_view, 5> metrics = {"total_wait", "max_delay", "calls",
+                                                         "calls_after", "repairs"};
+    for (const ast::Bound& b : p.bounds) {
+      const std::string& m = b.metric.text;
+      if (std::find(metrics.begin(), metrics.end(), m) == metrics.end()) {
+        error("E032", b.metric.pos, "unknown sequence metric '" + m + "'",
+              "metrics: total_wait, max_delay, calls, calls_after CODE, repairs" +
+                  std::string(did_you_mean(m, metrics).empty() ? ""
+                                                               : "; " + did_you_mean(m, metrics)));
+        continue;
+      }
+      SequenceBound out;
+      out.metric = m;
+      if (m == "calls_after") {
+        if (!b.code) {
+          error("E032", b.metric.pos, "calls_after needs the code it counts from",
+                "e.g. assert sequence calls_after TIMEOUT <= 2");
+          continue;
+        }
+        if (!code_id(*b.code, spec)) continue;
+        out.code = b.code->text;
+      } else if (b.code) {
+        error("E032", b.code->pos, "only calls_after takes a code");
+        continue;
+      }
+      const bool wait = m == "total_wait" || m == "max_delay";
+      const auto limit = wait ? duration(b.limit) : count(b.limit);
+      if (!limit) continue;
+      out.limit = *limit;
+      out.text =
+          m + (out.code.empty() ? "" : " " + out.code) + " <= " + b.limit.text + b.limit.unit;
+      out.file = std::string(sources_.at(b.pos.source).path);
+      out.line = b.pos.line;
+      out.column = b.pos.column;
+      spec.bounds.push_back(std::move(out));
+    }
   }
 
   // `test` blocks: the context must read (strictly, as `recourse decide` reads it), the envelope

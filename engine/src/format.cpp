@@ -241,6 +241,11 @@ std::string route(const ast::Route& r) {
   return out;
 }
 
+std::string bound(const ast::Bound& b) {
+  return "assert sequence " + value(b.metric) + (b.code ? " " + value(*b.code) : "") +
+         " <= " + value(b.limit);
+}
+
 std::string expectation(const ast::Expectation& e) {
   std::string out = "expect " + value(e.route);
   if (e.target) out += " " + value(*e.target);
@@ -395,6 +400,9 @@ class Builder {
                  " when " + cond(a.when);
         break;
       }
+      case K::Bound:
+        n.text = bound(p.bounds.at(it.first));
+        break;
       case K::Waive: {
         const ast::Waiver& w = p.waivers.at(it.first);
         n.text = "waive " + value(w.name) + " " + quote(w.reason);
@@ -680,6 +688,7 @@ std::string describe(const ast::File& f) {
     for (const auto& h : p.hit) out += "hit " + value(h) + "\n";
     for (const auto& m : p.mappings)
       out += "map " + value(m.protocol) + " " + value(m.key) + " " + value(m.code) + "\n";
+    for (const auto& b : p.bounds) out += bound(b) + "\n";
     for (const auto& t : p.tests)
       out += "test " + quote(t.name) + " " + t.envelope + " " + t.context.value_or("-") + " " +
              expectation(t.expect) + "\n";

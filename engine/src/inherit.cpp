@@ -31,6 +31,7 @@ void merge(ast::Policy& child, const ast::Policy& base) {
   child.rules.insert(child.rules.end(), base.rules.begin(), base.rules.end());
   if (child.defaults.empty()) child.defaults = base.defaults;
   child.assertions.insert(child.assertions.end(), base.assertions.begin(), base.assertions.end());
+  child.bounds.insert(child.bounds.end(), base.bounds.begin(), base.bounds.end());
   append_missing(child.waivers, base.waivers, [](const ast::Waiver& w) { return w.name.text; });
   if (child.hit.empty()) child.hit = base.hit;
   append_missing(child.mappings, base.mappings, [](const ast::Mapping& m) {

@@ -22,10 +22,10 @@ using BaseLoader =
 /// Replaces every policy of `files` that extends a base by the merged policy: its own rules
 /// first, then the base's (transitively); its tool, limits, breaker and throttle settings over
 /// the base's key by key; its backoff, default and hit policy, else the base's; codes, `map`
-/// lines, assertions and waivers of both. Tests are not inherited. Files `load` returns are
-/// appended to `files`. A missing base (E026) or a cycle (E027) is reported at the `extends`
-/// and the policy is dropped. `sources` locate diagnostics. Never throws but for allocation
-/// failure.
+/// lines, assertions, sequence bounds and waivers of both. Tests are not inherited. Files `load`
+/// returns are appended to `files`. A missing base (E026) or a cycle (E027) is reported at the
+/// `extends` and the policy is dropped. `sources` locate diagnostics. Never throws but for
+/// allocation failure.
 void inherit(std::vector<ast::File>& files, const grammar::Sources& sources, const BaseLoader& load,
              std::vector<Diagnostic>& diagnostics);
 

@@ -279,6 +279,7 @@ struct PolicySpec {
   std::vector<std::string> waived;    ///< invariants waived (names from kInvariants)
   std::vector<CodeMapping> mappings;  ///< `map` lines: adapter overrides for this tool
   std::vector<TestSpec> tests;        ///< `test` blocks of this policy (not of its bases)
+  std::vector<SequenceBound> bounds;  ///< `assert sequence` lines (checked by recourse fuzz)
 };
 
 }  // namespace recourse::detail

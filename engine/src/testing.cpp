@@ -39,6 +39,22 @@ std::vector<std::string> mismatches(const detail::TestSpec& t, const Decision& d
 
 }  // namespace
 
+PolicyInfo Policy::info() const {
+  const detail::PolicySpec& s = impl_->spec;
+  auto limit = [](std::int64_t v) { return v == detail::kNoLimit ? kUnlimited : v; };
+  PolicyInfo i;
+  i.attempts = s.attempts;
+  i.repairs = s.repairs;
+  i.min_delay_ms = s.min_delay_ms;
+  i.retry_after_max_ms = s.retry_after_max_ms;
+  i.deadline_ms = limit(s.deadline_ms);
+  i.backoff_max_ms = s.backoff.max_ms;
+  i.codes = s.codes;
+  i.arguments = s.arguments;
+  i.bounds = s.bounds;
+  return i;
+}
+
 std::vector<TestResult> Policy::run_tests() const {
   std::vector<TestResult> results;
   for (const detail::TestSpec& t : impl_->spec.tests) {

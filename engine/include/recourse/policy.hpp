@@ -132,6 +132,33 @@ struct TestResult {
   std::string decision_json;            ///< the decision as to_json() writes it
 };
 
+/// A bound declared with `assert sequence METRIC [CODE] <= LIMIT` over the failures of one
+/// operation, checked by `recourse fuzz` (docs/language.md, section 16). Metrics: total_wait and
+/// max_delay (ms of retry delays), calls (calls made, the first included), calls_after CODE
+/// (calls made after the first failure with CODE) and repairs (repaired calls).
+struct SequenceBound {
+  std::string metric;
+  std::string code;        ///< calls_after's code, else empty
+  std::int64_t limit = 0;  ///< ms for total_wait and max_delay, calls otherwise
+  std::string text;        ///< as written, e.g. `total_wait <= 2m`
+  std::string file;
+  std::uint32_t line = 0, column = 0;
+};
+
+/// What a policy allows, for tools that check its decisions from outside (recourse fuzz): calls
+/// and ms as in its limits and backoff lines; kUnlimited where it sets none.
+struct PolicyInfo {
+  std::int64_t attempts = 0;      ///< limits.attempts: calls per operation, the first included
+  std::int64_t repairs = 0;       ///< limits.repairs
+  std::int64_t min_delay_ms = 0;  ///< limits.min_delay: the shortest retry delay
+  std::int64_t retry_after_max_ms = 0;  ///< limits.retry_after_max: the longest server hint obeyed
+  std::int64_t deadline_ms = kUnlimited;  ///< limits.deadline for the whole operation
+  std::int64_t backoff_max_ms = 0;        ///< the backoff's max
+  std::vector<std::string> codes;         ///< built-in and declared codes
+  std::vector<std::string> arguments;     ///< tool.arguments
+  std::vector<SequenceBound> bounds;      ///< `assert sequence` lines
+};
+
 /// Limits of the compiler; each has a stable diagnostic when exceeded.
 struct CompileOptions {
   std::size_t max_source_bytes = 1 << 20;  ///< per file (E090)
@@ -162,6 +189,8 @@ class Policy {
   /// and source position. Golden tests compare it.
   std::string dump() const;
   std::string_view name() const noexcept;
+  /// The policy's limits, codes, arguments and sequence bounds.
+  PolicyInfo info() const;
   std::string_view hash() const noexcept;
   /// Cost units one call of the tool charges (tool.cost; default 1).
   std::int64_t call_cost() const noexcept;

@@ -1,0 +1,44 @@
+// Trace lines and the state a trace carries: what `recourse replay` reads and `recourse fuzz`
+// writes (docs/language.md, section 11).
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+
+#include "cli.hpp"
+#include "recourse/state.hpp"
+
+namespace recourse::cli {
+
+/// One line of a trace, read: a failure (its envelope, read as written or by a raw form's
+/// adapter) or a success, with its context and the line's time (ms).
+struct TraceLine {
+  Envelope envelope;
+  bool envelope_ok = true;  ///< false: the envelope (or raw form) could not be read
+  Context context;
+  bool success = false;
+  std::int64_t now_ms = 0;
+};
+
+/// Parses one trace line. A line that is not a trace line (or has an invalid context) is
+/// reported on stderr, prefixed with `where`, and gives nullopt.
+std::optional<TraceLine> parse_trace_line(const std::string& text, const std::string& where,
+                                          const Bundle& bundle);
+
+/// The state of one trace: a Workflow per workflowId and one Health for the run.
+class TraceState {
+ public:
+  explicit TraceState(const Bundle& bundle);
+  /// Decides a failure line with the state filled in and records it (section 11's order); a
+  /// success line is recorded and gives nullopt. Lines without a workflowId neither read nor
+  /// change the state. The line's context is updated to what the decision saw.
+  std::optional<Decision> step(TraceLine& line);
+
+ private:
+  const Bundle& bundle_;
+  std::map<std::string, Workflow> workflows_;
+  Health health_;
+};
+
+}  // namespace recourse::cli
