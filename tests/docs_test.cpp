@@ -40,21 +40,8 @@ struct DocBlock {
   std::string text;
 };
 
-std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  INFO("reading " << path);
-  REQUIRE(in.good());
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
-std::string trim(std::string s) {
-  const auto begin = s.find_first_not_of(" \t\r");
-  if (begin == std::string::npos) return {};
-  const auto end = s.find_last_not_of(" \t\r");
-  return s.substr(begin, end - begin + 1);
-}
+using test::read_file;
+using test::trim;
 
 // Splits the markdown into fenced blocks whose info string starts with "recourse". Any such
 // fence that is not `recourse`, `recourse-error EXXX` or `recourse-decisions` (right after a

@@ -15,14 +15,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  INFO("reading " << path);
-  REQUIRE(in.good());
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
+using test::read_file;
 
 // A policy text and where it comes from.
 struct Sample {

@@ -3,6 +3,8 @@
 
 #include <catch2/catch.hpp>
 #include <cstdio>
+#include <fstream>
+#include <sstream>
 #include <string>
 
 #include "recourse/recourse.hpp"
@@ -52,6 +54,24 @@ inline Run run(const std::string& command) {
   const int status = pclose(pipe);
   r.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   return r;
+}
+
+/// The bytes of the file at `path`; requires that it can be read.
+inline std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  INFO("reading " << path);
+  REQUIRE(in.good());
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+/// `s` without leading and trailing spaces, tabs and carriage returns.
+inline std::string trim(const std::string& s) {
+  const auto begin = s.find_first_not_of(" \t\r");
+  if (begin == std::string::npos) return {};
+  const auto end = s.find_last_not_of(" \t\r");
+  return s.substr(begin, end - begin + 1);
 }
 
 inline std::string source_dir() {
