@@ -103,6 +103,8 @@ int run_replay(const Options& o) {
   auto text = read_text(o.paths.front(), kMaxTraceBytes, error);
   if (!text) return std::cerr << "error: " << error << "\n", 1;
 
+  DecisionLogFile log;
+  if (!log.open(o.log)) return 1;
   std::map<std::string, Workflow> workflows;
   Health health;
   Summary sum;
@@ -141,6 +143,7 @@ int run_replay(const Options& o) {
       wf->record_decision(c, d);
       health.record_decision(*policy, c, d);
     }
+    log.write(line->envelope, c, d);
     ++sum.decisions;
     const json out = json::parse(to_json(d, line->envelope));
     ++sum.routes[out["route"].get<std::string>()];
@@ -171,7 +174,7 @@ int run_replay(const Options& o) {
     std::cout << json{{"decisions", rows}, {"summary", summary}}.dump(
                      2, ' ', false, json::error_handler_t::replace)
               << "\n";
-    return sum.bad > 0 ? 1 : 0;
+    return sum.bad > 0 || !log.close() ? 1 : 0;
   }
   auto list = [](const std::map<std::string, int>& m) {
     std::string s;
@@ -185,7 +188,7 @@ int run_replay(const Options& o) {
                            sum.retries_avoided)
             << "budgets exhausted:" << list(sum.exhausted) << "\n"
             << "warnings:" << list(sum.warnings) << "\n";
-  return sum.bad > 0 ? 1 : 0;
+  return sum.bad > 0 || !log.close() ? 1 : 0;
 }
 
 }  // namespace recourse::cli
