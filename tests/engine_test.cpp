@@ -115,6 +115,14 @@ TEST_CASE("engine: the context's JSON reads back to the same context", "[engine]
   CHECK(back.circuit == recourse::CircuitState::HalfOpen);
   CHECK(back.arguments == c.arguments);
   CHECK(back.now_ms == c.now_ms);
+  // A key that rotates, and a pin without a shared key, keep their meaning.
+  recourse::Context rotated;
+  rotated.idempotency_key = "k-1";
+  CHECK_FALSE(test::context(recourse::to_json(rotated)).idempotency_key_pinned);
+  recourse::Context pinned;
+  pinned.idempotency_key_pinned = true;
+  CHECK(test::context(recourse::to_json(pinned)).idempotency_key_pinned);
+  CHECK_FALSE(recourse::read_context(R"({"idempotencyKeyPinned": "yes"})").ok);
   const auto empty = nlohmann::json::parse(recourse::to_json(recourse::Context{}));
   CHECK_FALSE(empty.contains("sideEffect"));
   CHECK_FALSE(empty.contains("nowMs"));
