@@ -31,9 +31,9 @@ namespace recourse {
 /// One decision with its inputs, as the decision log receives it. All three references are
 /// valid only during the log callback; copy what must outlive it.
 struct DecisionRecord {
-  const Envelope& envelope;
-  const Context& context;
-  const Decision& decision;
+  const Envelope& envelope;  ///< as read (malformed fields dropped, their warnings kept)
+  const Context& context;    ///< as decided (with whatever Workflow and Health filled in)
+  const Decision& decision;  ///< what the engine decided
 };
 
 /// The record as one line of JSON (no newline), the decision log's schema (docs/embedding.md):
@@ -56,9 +56,10 @@ using DecisionLog = std::function<void(const DecisionRecord&)>;
 
 /// Decision counts since the engine was made, summed over the threads that decided.
 struct DecisionCounters {
-  std::uint64_t decisions = 0;
+  std::uint64_t decisions = 0;                  ///< decide() and unreadable() calls
   std::map<std::string, std::uint64_t> routes;  ///< "retry", "stop", ...
-  /// policy name -> rule (or "default", or a guard such as "budget:attempts") -> decisions
+  /// policy name ("" without a policy) -> rule (or "default", or a guard such as
+  /// "budget:attempts") -> decisions
   std::map<std::string, std::map<std::string, std::uint64_t>> rules;
   std::map<std::string, std::uint64_t> exhausted;  ///< budget name ("attempts", ...) -> decisions
 };
@@ -70,9 +71,9 @@ std::string to_json(const DecisionCounters& counters);
 /// What reload() did: `ok` when the new bundle is in use; `generation` counts the swaps so far
 /// (unchanged on failure). Diagnostics include warnings of a successful compile.
 struct ReloadResult {
-  bool ok = false;
-  std::uint64_t generation = 0;
-  std::vector<Diagnostic> diagnostics;
+  bool ok = false;                      ///< the new bundle is in use
+  std::uint64_t generation = 0;         ///< Engine::generation() after the call
+  std::vector<Diagnostic> diagnostics;  ///< errors (ok false) or warnings
 };
 
 /// Options fixed for the engine's life.
