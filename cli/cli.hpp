@@ -4,6 +4,7 @@
 // (--strict turns warnings into errors), 2 usage errors (CLI11 reports those).
 #pragma once
 
+#include <fstream>
 #include <iosfwd>
 #include <optional>
 #include <string>
@@ -29,6 +30,7 @@ struct Options {
   std::string name;                 // diff: the policy to compare
   std::string before;               // diff: the file before the change
   std::string after;                // diff: the file after the change
+  std::string log;                  // --log FILE (decide, replay): the decision log, JSONL
   // fuzz
   double seconds = 10;          // time limit per run (without --sequences)
   std::uint64_t sequences = 0;  // sequences per policy (0: until --seconds)
@@ -64,6 +66,20 @@ std::size_t nesting(std::string_view json);
 std::vector<std::string> policy_files(const std::vector<std::string>& paths);
 void print_diagnostics(const std::vector<Diagnostic>& diagnostics, Format format,
                        std::ostream& out);
+/// The decision log of --log FILE: each decision appended as one line of engine.hpp's record.
+/// Without a path it writes nothing.
+class DecisionLogFile {
+ public:
+  /// Opens `path` for appending (empty: no log); false, with the reason on stderr, on failure.
+  bool open(const std::string& path);
+  void write(const Envelope& envelope, const Context& context, const Decision& decision);
+  /// Flushes; false, with the reason on stderr, when a write failed.
+  bool close();
+
+ private:
+  std::string path_;
+  std::ofstream out_;
+};
 
 // adapt.cpp
 /// Reads a raw form through its adapter: `from` names the protocol (empty: the form's own

@@ -83,8 +83,12 @@ int run_decide(const Options& o, bool explain) {
   Context context;
   if (!read_inputs(o, *bundle, envelope, context)) return 1;
   if (!explain) {
-    std::cout << to_json(bundle->decide(envelope, context), envelope) << "\n";
-    return 0;
+    DecisionLogFile log;
+    if (!log.open(o.log)) return 1;
+    const Decision d = bundle->decide(envelope, context);
+    std::cout << to_json(d, envelope) << "\n";
+    log.write(envelope, context, d);
+    return log.close() ? 0 : 1;
   }
   const Policy* policy = bundle->find(context.tool);
   if (!policy)

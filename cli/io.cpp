@@ -147,6 +147,26 @@ void print_diagnostics(const std::vector<Diagnostic>& diagnostics, Format format
   for (const auto& d : diagnostics) out << to_text(d);
 }
 
+bool DecisionLogFile::open(const std::string& path) {
+  path_ = path;
+  if (path.empty()) return true;
+  out_.open(path, std::ios::binary | std::ios::app);
+  if (!out_) std::cerr << fmt::format("error: cannot write the decision log {}\n", path);
+  return static_cast<bool>(out_);
+}
+
+void DecisionLogFile::write(const Envelope& envelope, const Context& context,
+                            const Decision& decision) {
+  if (out_.is_open()) out_ << to_json(DecisionRecord{envelope, context, decision}) << '\n';
+}
+
+bool DecisionLogFile::close() {
+  if (!out_.is_open()) return true;
+  out_.close();
+  if (!out_) std::cerr << fmt::format("error: writing the decision log {} failed\n", path_);
+  return static_cast<bool>(out_);
+}
+
 std::optional<Bundle> load(const std::vector<std::string>& paths, const Options& options) {
   CompileResult r = compile_paths(paths);
   if (!r.diagnostics.empty()) print_diagnostics(r.diagnostics, options.format, std::cerr);

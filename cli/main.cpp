@@ -33,6 +33,11 @@ int main(int argc, char** argv) {
       app.add_subcommand("decide", "decide one failed call; prints the decision as JSON");
   common(decide);
   inputs(decide);
+  auto log = [&](CLI::App* c) {
+    c->add_option("--log", o.log, "append each decision to FILE as a JSON line (decision log)")
+        ->type_name("FILE");
+  };
+  log(decide);
 
   auto* explain = app.add_subcommand("explain", "show which rule matched and why");
   common(explain);
@@ -58,6 +63,7 @@ int main(int argc, char** argv) {
   replay->add_option("--policy,-p", o.policies, "policy files or directories")->required();
   replay->add_option("trace", o.paths, "trace file, one {\"tool\",\"envelope\",\"context\"} a line")
       ->required();
+  log(replay);
 
   auto* compile =
       app.add_subcommand("compile", "compile policies; --dump prints the decision tables");

@@ -41,6 +41,8 @@ int run_replay(const Options& o) {
   auto text = read_text(o.paths.front(), kMaxTraceBytes, error);
   if (!text) return std::cerr << "error: " << error << "\n", 1;
 
+  DecisionLogFile log;
+  if (!log.open(o.log)) return 1;
   TraceState state(*bundle);
   Summary sum;
   json rows = json::array();
@@ -63,6 +65,7 @@ int run_replay(const Options& o) {
     }
     const Decision& d = *decided;
     const Context& c = line->context;
+    log.write(line->envelope, c, d);
     ++sum.decisions;
     const json out = json::parse(to_json(d, line->envelope));
     ++sum.routes[out["route"].get<std::string>()];
@@ -93,7 +96,7 @@ int run_replay(const Options& o) {
     std::cout << json{{"decisions", rows}, {"summary", summary}}.dump(
                      2, ' ', false, json::error_handler_t::replace)
               << "\n";
-    return sum.bad > 0 ? 1 : 0;
+    return sum.bad > 0 || !log.close() ? 1 : 0;
   }
   auto list = [](const std::map<std::string, int>& m) {
     std::string s;
@@ -107,7 +110,7 @@ int run_replay(const Options& o) {
                            sum.retries_avoided)
             << "budgets exhausted:" << list(sum.exhausted) << "\n"
             << "warnings:" << list(sum.warnings) << "\n";
-  return sum.bad > 0 ? 1 : 0;
+  return sum.bad > 0 || !log.close() ? 1 : 0;
 }
 
 }  // namespace recourse::cli

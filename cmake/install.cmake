@@ -14,7 +14,7 @@ set(RECOURSE_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/recourse)
 
 # Every installed library, exported as recourse::<target>: a new library target (the C ABI's,
 # say) is one more name on this list.
-install(TARGETS recourse
+install(TARGETS recourse recourse_c
   EXPORT recourseTargets
   INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 # With BUILD_SHARED_LIBS=ON the installed command finds librecourse.so beside it.

@@ -336,6 +336,12 @@ struct ContextReader {
           key, "must be an integer in [" + std::to_string(min) + ", " + std::to_string(max) + "]");
     out = it->get<std::int64_t>();
   }
+  void flag(const nlohmann::json& j, const char* key, bool& out) {
+    auto it = j.find(key);
+    if (it == j.end() || it->is_null()) return;
+    if (!it->is_boolean()) return fail(key, "must be true or false");
+    out = it->get<bool>();
+  }
   void text(const nlohmann::json& j, const char* key, std::string& out) {
     auto it = j.find(key);
     if (it == j.end() || it->is_null()) return;
@@ -406,12 +412,8 @@ ContextResult read_context(std::string_view json) noexcept {
     r.text(j, "nextAttemptIdempotencyKey", next_key);
     c.idempotency_key_pinned =
         !c.idempotency_key.empty() && (next_key.empty() || next_key == c.idempotency_key);
-    if (auto it = j.find("retryThrottled"); it != j.end() && !it->is_null()) {
-      if (it->is_boolean())
-        c.retry_throttled = it->get<bool>();
-      else
-        r.fail("retryThrottled", "must be true or false");
-    }
+    r.flag(j, "idempotencyKeyPinned", c.idempotency_key_pinned);
+    r.flag(j, "retryThrottled", c.retry_throttled);
     if (auto it = j.find("circuit"); it != j.end() && !it->is_null()) {
       const std::string s = it->is_string() ? it->get<std::string>() : "";
       if (s == "closed")

@@ -112,10 +112,12 @@ struct ContextResult {
 
 /// Reads a context from JSON with camelCase keys (tool, idempotent, sideEffect, attempt, repairs,
 /// elapsedMs, arguments, maxAttempts, deadlineMs, operationId, workflowId, lowerRetries, repeats,
-/// costSpent, idempotencyKey, nextAttemptIdempotencyKey, circuit, retryThrottled, nowMs).
-/// `idempotencyKey` is the key string the call carried (null: none); it counts as pinned unless
-/// `nextAttemptIdempotencyKey` names a different key (a rotating key makes a resend a new
-/// operation). Unknown keys are ignored; a known key with a wrong type or range is an error.
+/// costSpent, idempotencyKey, nextAttemptIdempotencyKey, idempotencyKeyPinned, circuit,
+/// retryThrottled, nowMs, argsHash). `idempotencyKey` is the key string the call carried (null:
+/// none); it counts as pinned unless `nextAttemptIdempotencyKey` names a different key (a
+/// rotating key makes a resend a new operation); `idempotencyKeyPinned`, when given, says so
+/// outright (the decision log writes it). Unknown keys are ignored; a known key with a wrong
+/// type or range is an error.
 /// Never throws.
 ContextResult read_context(std::string_view json) noexcept;
 

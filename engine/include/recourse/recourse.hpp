@@ -4,6 +4,7 @@
 
 #include "recourse/adapters.hpp"
 #include "recourse/diagnostic.hpp"
+#include "recourse/engine.hpp"
 #include "recourse/envelope.hpp"
 #include "recourse/format.hpp"
 #include "recourse/policy.hpp"

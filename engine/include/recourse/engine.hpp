@@ -1,0 +1,126 @@
+// A long-lived host object: the current Bundle, swapped atomically while other threads decide
+// (hot reload), with an optional decision log and decision counters.
+//
+// Reload semantics. reload() compiles first and swaps only a complete bundle: a failed compile
+// keeps the bundle in use and returns the diagnostics. A decision made before a swap keeps its
+// policy alive (Decision::keep_alive), so hosts may hold decisions across reloads. Each thread
+// decides with a snapshot of the engine's state it refreshes after every swap.
+//
+// The read path takes no lock and writes nothing shared. A swap bumps an atomic generation
+// counter; decide() compares it (one acquire load) with the generation of its thread's cached
+// snapshot and uses the snapshot when they agree. Only the first decide() on a thread after a
+// swap (or the first ever) takes the engine's mutex, once, to copy the new snapshot. A
+// std::atomic_load of a shared_ptr is not used: libstdc++ implements it with a mutex pool. Cost
+// of the choice: a thread keeps its last snapshot (and so the previous bundle) alive until it
+// decides again or exits, also after the Engine is gone.
+//
+// Thread-safety: every member function may be called from any thread at any time.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "recourse/policy.hpp"
+
+namespace recourse {
+
+/// One decision with its inputs, as the decision log receives it. All three references are
+/// valid only during the log callback; copy what must outlive it.
+struct DecisionRecord {
+  const Envelope& envelope;  ///< as read (malformed fields dropped, their warnings kept)
+  const Context& context;    ///< as decided (with whatever Workflow and Health filled in)
+  const Decision& decision;  ///< what the engine decided
+};
+
+/// The record as one line of JSON (no newline), the decision log's schema (docs/embedding.md):
+/// {"policy", "policyHash", "rule", "route", "traceId", "tool", "input": {"envelope", "context"},
+/// "result": <to_json(decision, envelope)>}. "input.context" uses read_context()'s keys, plus
+/// "idempotencyKeyPinned".
+std::string to_json(const DecisionRecord& record);
+
+/// The decision's trace id: the envelope's traceId, else the one minted ("local-%016x").
+std::string trace_id(const Decision& decision, const Envelope& envelope);
+
+/// The context as JSON with read_context()'s camelCase keys (absent optionals left out), plus
+/// "idempotencyKeyPinned"; read_context() reads it back to an equal context.
+std::string to_json(const Context& context);
+
+/// Receives each decision on the thread that made it, before decide() returns. It must be
+/// thread-safe when the engine decides on several threads; an exception it throws is caught and
+/// dropped (decide() never throws).
+using DecisionLog = std::function<void(const DecisionRecord&)>;
+
+/// Decision counts since the engine was made, summed over the threads that decided.
+struct DecisionCounters {
+  std::uint64_t decisions = 0;                  ///< decide() and unreadable() calls
+  std::map<std::string, std::uint64_t> routes;  ///< "retry", "stop", ...
+  /// policy name ("" without a policy) -> rule (or "default", or a guard such as
+  /// "budget:attempts") -> decisions
+  std::map<std::string, std::map<std::string, std::uint64_t>> rules;
+  std::map<std::string, std::uint64_t> exhausted;  ///< budget name ("attempts", ...) -> decisions
+};
+
+/// The counters as JSON: {"decisions", "routes": {route: n}, "rules": {policy: {rule: n}},
+/// "exhausted": {budget: n}}.
+std::string to_json(const DecisionCounters& counters);
+
+/// What reload() did: `ok` when the new bundle is in use; `generation` counts the swaps so far
+/// (unchanged on failure). Diagnostics include warnings of a successful compile.
+struct ReloadResult {
+  bool ok = false;                      ///< the new bundle is in use
+  std::uint64_t generation = 0;         ///< Engine::generation() after the call
+  std::vector<Diagnostic> diagnostics;  ///< errors (ok false) or warnings
+};
+
+/// Options fixed for the engine's life.
+struct EngineOptions {
+  /// Count decisions per route, rule and exhausted budget (counters()). Opt-in: each count
+  /// locks the calling thread's own counter shard, a mutex no other thread takes except
+  /// counters() while it reads; off, decide() touches nothing but its snapshot.
+  bool count = false;
+};
+
+/// The current bundle of a host, reloadable while other threads decide. Not copyable.
+class Engine {
+ public:
+  /// An engine deciding with `bundle` (default: no policies, every decision is stop with
+  /// kNoPolicy).
+  explicit Engine(Bundle bundle = {}, EngineOptions options = {});
+  ~Engine();
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+
+  /// Compiles `sources` and, when they compile, swaps the result in. Never throws.
+  ReloadResult reload(const std::vector<Source>& sources, const CompileOptions& options = {});
+  /// Compiles files and directories (as compile_paths()) and swaps the result in. Never throws.
+  ReloadResult reload_paths(const std::vector<std::string>& paths,
+                            const CompileOptions& options = {});
+  /// Swaps in an already compiled bundle; returns the new generation.
+  std::uint64_t swap(Bundle bundle);
+  /// Sets (or, with an empty function, removes) the decision log; takes effect like a swap (and
+  /// counts as one in generation()). Returns the new generation.
+  std::uint64_t set_log(DecisionLog log);
+
+  /// Decides with the current bundle (Bundle::decide), logs and counts. Never throws; no lock
+  /// and no shared write unless a swap happened since this thread's last call (or `count`).
+  Decision decide(const Envelope& envelope, const Context& context) const noexcept;
+  /// Bundle::unreadable() with the current bundle, logged and counted like decide().
+  Decision unreadable(const Context& context) const noexcept;
+
+  /// The bundle in use (for find(), Health, explain()); kept alive by the pointer.
+  std::shared_ptr<const Bundle> bundle() const;
+  /// Swaps so far (swap(), successful reloads, set_log()): 0 for the constructor's state.
+  std::uint64_t generation() const noexcept;
+  /// A sum of every thread's counters (all zero unless EngineOptions::count).
+  DecisionCounters counters() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace recourse

@@ -1,0 +1,228 @@
+/* recourse C API: compile policies, decide how to recover from a failed tool call, reload, log.
+ *
+ * Library: librecourse_c.so (CMake target recourse_c); it exports only the recourse_* symbols.
+ * Every function catches every C++ exception: none crosses this boundary. Errors come back as a
+ * recourse_status, and, where a function takes `char** error`, a message the caller frees with
+ * recourse_string_free (pass NULL to skip it). Strings in are UTF-8, NUL-terminated unless a
+ * length is given; strings out are NUL-terminated and owned by the caller (recourse_string_free)
+ * unless said otherwise.
+ *
+ * Versioning: recourse_abi_version() returns RECOURSE_ABI_VERSION of the library; a caller built
+ * against another major ABI version must not use it. Structs passed in or out start with
+ * `size`, set by the caller to sizeof(the struct) as it was compiled: the library reads and
+ * writes only that many bytes, so fields appended in later versions keep old callers working.
+ *
+ * Thread-safety: a recourse_engine may be used from any number of threads at once; decisions
+ * made while another thread reloads use the bundle in use when they started (see
+ * docs/embedding.md, and recourse/engine.hpp for the lock-free read path).
+ */
+#ifndef RECOURSE_RECOURSE_H
+#define RECOURSE_RECOURSE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#if defined(RECOURSE_C_BUILD)
+#define RECOURSE_API __attribute__((visibility("default")))
+#else
+#define RECOURSE_API
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** The ABI version this header describes. */
+#define RECOURSE_ABI_VERSION 1
+
+/** Outcome of a call. */
+typedef enum recourse_status {
+  RECOURSE_OK = 0,
+  RECOURSE_INVALID_ARGUMENT = 1, /**< a NULL handle or pointer, or a struct size too small */
+  RECOURSE_COMPILE_FAILED = 2,   /**< the policies did not compile; the old bundle stays */
+  RECOURSE_BAD_INPUT = 3,        /**< an envelope that is not a JSON object, or a bad context */
+  RECOURSE_NO_MEMORY = 4,
+  RECOURSE_INTERNAL = 5 /**< an unexpected failure inside the library */
+} recourse_status;
+
+/** What to do next (recourse::Route). */
+typedef enum recourse_route {
+  RECOURSE_RETRY = 0,
+  RECOURSE_REPAIR = 1,
+  RECOURSE_AUTHORIZE = 2,
+  RECOURSE_REPLACE = 3,
+  RECOURSE_DEGRADE = 4,
+  RECOURSE_ESCALATE = 5,
+  RECOURSE_STOP = 6
+} recourse_route;
+
+/** Side-effect state of the failed call; UNSET reads as UNKNOWN with a warning. */
+typedef enum recourse_side_effect {
+  RECOURSE_SIDE_EFFECT_UNSET = 0,
+  RECOURSE_SIDE_EFFECT_NONE = 1,
+  RECOURSE_SIDE_EFFECT_UNKNOWN = 2,
+  RECOURSE_SIDE_EFFECT_COMMITTED = 3
+} recourse_side_effect;
+
+/** Circuit state of the tool (recourse::Health fills it in C++ hosts). */
+typedef enum recourse_circuit {
+  RECOURSE_CIRCUIT_CLOSED = 0,
+  RECOURSE_CIRCUIT_OPEN = 1,
+  RECOURSE_CIRCUIT_HALF_OPEN = 2
+} recourse_circuit;
+
+/** A tri-state boolean for optional flags. */
+#define RECOURSE_UNSET (-1)
+/** An absent optional integer field (ms or counts). */
+#define RECOURSE_ABSENT INT64_MIN
+
+/** The ABI version of the loaded library (RECOURSE_ABI_VERSION when it was built). */
+RECOURSE_API uint32_t recourse_abi_version(void);
+/** The library version, "major.minor.patch"; static storage, do not free. */
+RECOURSE_API const char* recourse_version(void);
+/** A sentence for a status, e.g. "the policies did not compile"; static storage. */
+RECOURSE_API const char* recourse_status_string(recourse_status status);
+/** Frees a string the library returned; NULL is ignored. */
+RECOURSE_API void recourse_string_free(char* string);
+
+/** An engine: the current bundle of compiled policies, reloadable while others decide. */
+typedef struct recourse_engine recourse_engine;
+
+/** One policy source: a path for diagnostics and the text (`text_len` bytes). */
+typedef struct recourse_source {
+  const char* path;
+  const char* text;
+  size_t text_len;
+} recourse_source;
+
+/** Options of recourse_engine_new. */
+typedef struct recourse_engine_options {
+  size_t size; /**< sizeof(recourse_engine_options) */
+  int count;   /**< non-zero: count decisions per route, rule and budget (counters_json) */
+} recourse_engine_options;
+
+/** A new engine with no policies (every decision is stop, warning no_policy), or NULL without
+ * memory. `options` may be NULL. Free with recourse_engine_free. */
+RECOURSE_API recourse_engine* recourse_engine_new(const recourse_engine_options* options);
+/** Frees the engine; NULL is ignored. No other thread may use it any more. Decisions it made
+ * stay valid until released. */
+RECOURSE_API void recourse_engine_free(recourse_engine* engine);
+
+/** Compiles `count` sources as one bundle and, when they compile, swaps it in. `diagnostics`
+ * (may be NULL) receives every diagnostic as a JSON array of {severity, code, file, line,
+ * column, message, help}, warnings of a successful compile included. RECOURSE_COMPILE_FAILED
+ * keeps the bundle in use. */
+RECOURSE_API recourse_status recourse_engine_load_sources(recourse_engine* engine,
+                                                          const recourse_source* sources,
+                                                          size_t count, char** diagnostics);
+/** The same for files and directories (every *.recourse file below, sorted by path). */
+RECOURSE_API recourse_status recourse_engine_load_paths(recourse_engine* engine,
+                                                        const char* const* paths, size_t count,
+                                                        char** diagnostics);
+/** Swaps so far (successful loads and log changes). */
+RECOURSE_API uint64_t recourse_engine_generation(const recourse_engine* engine);
+
+/** Decides from JSON: the envelope (untrusted; malformed fields read as absent with a warning)
+ * and the context (trusted, read strictly; NULL or "" is an empty context). On RECOURSE_OK
+ * `decision` receives the decision's JSON (docs/schema/decision.schema.json). An envelope that
+ * is not a JSON object is still decided (stop, warning unreadable_envelope) and returns OK; a
+ * malformed context returns RECOURSE_BAD_INPUT with the reason in `error`. */
+RECOURSE_API recourse_status recourse_engine_decide_json(
+    const recourse_engine* engine, const char* envelope_json, size_t envelope_len,
+    const char* context_json, size_t context_len, char** decision, char** error);
+
+/** An envelope the host has read: NULL strings and RECOURSE_UNSET / RECOURSE_ABSENT values are
+ * absent. A negative retry_after_ms other than RECOURSE_ABSENT is read as absent. */
+typedef struct recourse_envelope {
+  size_t size; /**< sizeof(recourse_envelope) */
+  const char* code;
+  const char* message;
+  int retryable; /**< 0, 1 or RECOURSE_UNSET */
+  const char* field;
+  const char* suggestion;
+  int64_t retry_after_ms; /**< ms >= 0, or RECOURSE_ABSENT */
+  const char* trace_id;
+} recourse_envelope;
+
+/** What the host knows about the failed call (recourse::Context). Start from
+ * recourse_context_init(); NULL strings are empty. */
+typedef struct recourse_context {
+  size_t size; /**< sizeof(recourse_context) */
+  const char* tool;
+  int idempotent;                   /**< 0, 1 or RECOURSE_UNSET (the tool block's default) */
+  recourse_side_effect side_effect; /**< UNSET reads as UNKNOWN */
+  int64_t attempt;                  /**< calls made for this operation, >= 1 */
+  int64_t repairs;                  /**< repaired calls so far, >= 0 */
+  int64_t elapsed_ms;               /**< ms spent on the operation, >= 0 */
+  const char* const* arguments;     /**< argument names, or NULL (the tool block's list) */
+  size_t argument_count;
+  int64_t max_attempts;     /**< >= 1, or RECOURSE_ABSENT */
+  int64_t deadline_ms;      /**< ms >= 0, or RECOURSE_ABSENT */
+  const char* operation_id; /**< keys jitter */
+  const char* workflow_id;
+  int64_t lower_retries;       /**< >= 0 */
+  int64_t repeats;             /**< >= 0 */
+  int64_t cost_spent;          /**< >= 0 */
+  const char* idempotency_key; /**< the key the call carried, or NULL */
+  int idempotency_key_pinned;  /**< non-zero: the key is pinned to the operation */
+  recourse_circuit circuit;
+  int retry_throttled; /**< non-zero: retry tokens at or below half */
+  int64_t now_ms;      /**< ms since the epoch, or RECOURSE_ABSENT */
+  const char* args_hash;
+} recourse_context;
+
+/** Fills `context` with the defaults (attempt 1, absent optionals) and its size. */
+RECOURSE_API void recourse_context_init(recourse_context* context);
+
+/** One decision. Its strings are NUL-terminated and valid until recourse_decision_release. */
+typedef struct recourse_decision {
+  size_t size; /**< set by the caller: sizeof(recourse_decision) */
+  recourse_route route;
+  int64_t delay_ms;   /**< wait before the next call (retry), ms */
+  int64_t jitter_ms;  /**< the random part of delay_ms, ms */
+  const char* rule;   /**< the rule or guard that decided */
+  const char* reason; /**< "" when none */
+  const char* target; /**< replace/degrade target tool, "" when none */
+  const char* policy; /**< "" without a policy */
+  const char* policy_hash;
+  const char* exhausted; /**< the budget that ran out, "" when none */
+  const char* trace_id;  /**< the envelope's, or the minted "local-..." one */
+  int64_t attempt;
+  int64_t attempts_left;
+  int64_t repairs_left;
+  int64_t retry_after_ms; /**< the server's valid hint, or RECOURSE_ABSENT */
+  int64_t retry_at_ms;    /**< with now_ms: when to send the retry, or RECOURSE_ABSENT */
+  int64_t timeout_ms;     /**< per-try timeout of the next call, or RECOURSE_ABSENT */
+  uint32_t warnings;      /**< recourse::DecisionWarning bits */
+  void* internal;         /**< owned by the library */
+} recourse_decision;
+
+/** Decides from structs. `decision->size` must be set; release the result with
+ * recourse_decision_release. RECOURSE_BAD_INPUT (and `error`) for a context out of range. */
+RECOURSE_API recourse_status recourse_engine_decide(const recourse_engine* engine,
+                                                    const recourse_envelope* envelope,
+                                                    const recourse_context* context,
+                                                    recourse_decision* decision, char** error);
+/** Frees what a decision holds (its strings); the struct may be reused. NULL is ignored. */
+RECOURSE_API void recourse_decision_release(recourse_decision* decision);
+/** The decision as JSON, as recourse_engine_decide_json returns it. */
+RECOURSE_API char* recourse_decision_json(const recourse_decision* decision);
+/** "retry", "repair", ... ; static storage. */
+RECOURSE_API const char* recourse_route_string(recourse_route route);
+
+/** Receives each decision's log record (one JSON object, `len` bytes, NUL-terminated; valid
+ * during the call) on the deciding thread. Must be thread-safe when several threads decide. */
+typedef void (*recourse_log_fn)(void* user, const char* record, size_t len);
+/** Sets (or, with NULL, removes) the decision log; takes effect for decisions that start after
+ * it returns. */
+RECOURSE_API recourse_status recourse_engine_set_log(recourse_engine* engine, recourse_log_fn fn,
+                                                     void* user);
+/** The counters as JSON {"decisions", "routes", "rules", "exhausted"} (zero unless the engine
+ * was made with count set), or NULL without memory. */
+RECOURSE_API char* recourse_engine_counters_json(const recourse_engine* engine);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* RECOURSE_RECOURSE_H */
