@@ -183,9 +183,12 @@ int run_diff(const Options& o) {
                                action(c.before_route, c.before_target), c.before_rule,
                                action(c.after_route, c.after_target), c.after_rule,
                                c.example.empty() ? "(no concrete input found)" : c.example);
-    std::cout << fmt::format("{} region{} of inputs change decision, {} setting{} changed\n",
-                             r.changes.size(), r.changes.size() == 1 ? "" : "s", r.settings.size(),
-                             r.settings.size() == 1 ? "" : "s");
+    std::cout << fmt::format("{} region{} of inputs change decision{}\n", r.changes.size(),
+                             r.changes.size() == 1 ? "" : "s",
+                             r.settings.empty()
+                                 ? std::string()
+                                 : fmt::format(", {} setting{} changed", r.settings.size(),
+                                               r.settings.size() == 1 ? "" : "s"));
   }
   return r.changes.empty() && r.settings.empty() ? 0 : 1;
 }
