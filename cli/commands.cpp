@@ -167,19 +167,30 @@ int run_diff(const Options& o) {
                            {"route", to_string(c.after_route)},
                            {"target", c.after_target}}},
                          {"example", c.example}});
-    std::cout << json{{"changes", changes}}.dump(2) << "\n";
-  } else if (r.changes.empty()) {
+    json settings = json::array();
+    for (const auto& s : r.settings)
+      settings.push_back({{"setting", s.setting}, {"before", s.before}, {"after", s.after}});
+    std::cout << json{{"changes", changes}, {"settings", settings}}.dump(2) << "\n";
+  } else if (r.changes.empty() && r.settings.empty()) {
     std::cout << "no decision changes\n";
   } else {
+    for (const auto& s : r.settings)
+      std::cout << fmt::format("setting {}: {} -> {}\n", s.setting, s.before, s.after);
+    if (!r.settings.empty())
+      std::cout << "    (settings move budgets, delays and guards: decisions near them change)\n";
     for (const auto& c : r.changes)
       std::cout << fmt::format("{} ({}) -> {} ({})\n    e.g. {}\n",
                                action(c.before_route, c.before_target), c.before_rule,
                                action(c.after_route, c.after_target), c.after_rule,
                                c.example.empty() ? "(no concrete input found)" : c.example);
-    std::cout << fmt::format("{} region{} of inputs change decision\n", r.changes.size(),
-                             r.changes.size() == 1 ? "" : "s");
+    std::cout << fmt::format("{} region{} of inputs change decision{}\n", r.changes.size(),
+                             r.changes.size() == 1 ? "" : "s",
+                             r.settings.empty()
+                                 ? std::string()
+                                 : fmt::format(", {} setting{} changed", r.settings.size(),
+                                               r.settings.size() == 1 ? "" : "s"));
   }
-  return r.changes.empty() ? 0 : 1;
+  return r.changes.empty() && r.settings.empty() ? 0 : 1;
 }
 
 }  // namespace recourse::cli

@@ -1,4 +1,7 @@
 // recourse diff: every region whose decision changes, with examples both versions reproduce.
+#include <unistd.h>
+
+#include <filesystem>
 #include <fstream>
 
 #include "support.hpp"
@@ -77,4 +80,59 @@ TEST_CASE("cli: recourse diff exits 1 when decisions change, 0 when none do", "[
   auto none = test::run(test::cli() + " diff " + a + " " + a);
   CHECK(none.status == 0);
   CHECK_THAT(none.out, Catch::Contains("no decision changes"));
+}
+
+TEST_CASE("diff: settings that move budgets and delays are named", "[diff]") {
+  const std::string before = R"(policy "p" {
+  limits { attempts = 3 }
+  backoff exponential base 100ms max 2s
+  rule t when code == TRANSIENT -> retry
+  default -> stop
+})";
+  std::string after = before;
+  after.replace(after.find("attempts = 3"), 12, "attempts = 4");
+  after.replace(after.find("max 2s"), 6, "max 3s");
+  const auto r = recourse::diff({"a.recourse", before}, {"b.recourse", after});
+  REQUIRE(r.ok);
+  // No route changes in the table, yet the third call of a transient failure now retries.
+  CHECK(r.changes.empty());
+  REQUIRE(r.settings.size() == 2);
+  CHECK(r.settings[0].setting == "limits.attempts");
+  CHECK(r.settings[0].before == "3");
+  CHECK(r.settings[0].after == "4");
+  CHECK(r.settings[1].setting == "backoff.max");
+  CHECK(r.settings[1].before == "2000ms");
+  CHECK(r.settings[1].after == "3000ms");
+  const auto third =
+      test::context(R"({"tool":"p","sideEffect":"none","idempotent":true,"attempt":3})");
+  const auto transient = test::envelope(R"({"code":"TRANSIENT"})");
+  CHECK(test::policy(before).decide(transient, third).route == recourse::Route::Stop);
+  CHECK(test::policy(after).decide(transient, third).route == recourse::Route::Retry);
+}
+
+TEST_CASE("diff: a version that extends a base is compared with its base", "[diff]") {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("recourse-diff-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  std::ofstream(dir / "base.recourse") << "policy \"base\" {\n  rule transient when code == "
+                                          "TIMEOUT -> retry\n  default -> stop\n}\n";
+  const std::string own = "policy \"c\" extends \"base\" {\n  tool { idempotent = true }\n";
+  const auto r = recourse::diff(
+      {(dir / "c.recourse").string(), own + "  rule slow when code == TIMEOUT -> escalate\n}\n"},
+      {(dir / "c.recourse").string(), own + "}\n"});
+  REQUIRE(r.ok);
+  bool to_base_rule = false;
+  for (const auto& c : r.changes)
+    to_base_rule = to_base_rule || (c.before_rule == "slow" && c.after_rule == "transient" &&
+                                    c.after_route == recourse::Route::Retry);
+  CHECK(to_base_rule);
+
+  const auto missing =
+      recourse::diff({(dir / "c.recourse").string(), "policy \"c\" extends \"nope\" {\n}\n"},
+                     {(dir / "c.recourse").string(), own + "}\n"});
+  CHECK_FALSE(missing.ok);
+  REQUIRE_FALSE(missing.diagnostics.empty());
+  CHECK(missing.diagnostics[0].code == "E026");
+  fs::remove_all(dir);
 }

@@ -18,6 +18,7 @@
 #include "inherit.hpp"
 #include "parse.hpp"
 #include "recourse/adapters.hpp"
+#include "sources.hpp"
 
 namespace recourse {
 
@@ -61,39 +62,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-bool over_limit(const Source& src, const CompileOptions& options, std::vector<Diagnostic>& out) {
-  if (src.text.size() <= options.max_source_bytes) return false;
-  Diagnostic d;
-  d.code = "E090";
-  d.file = src.path;
-  d.message =
-      fmt::format("file is {} bytes; the limit is {}", src.text.size(), options.max_source_bytes);
-  d.help = "raise CompileOptions::max_source_bytes";
-  out.push_back(std::move(d));
-  return true;
-}
-
-// Reads a file, at most one byte past the source limit (enough to report E090; /dev/zero cannot
-// exhaust memory). nullopt when it cannot be read.
-std::optional<std::string> read_bounded(const fs::path& p, const CompileOptions& options) {
-  std::ifstream in(p, std::ios::binary);
-  if (!in) return std::nullopt;
-  std::string text(options.max_source_bytes + 1, '\0');
-  in.read(text.data(), static_cast<std::streamsize>(text.size()));
-  text.resize(static_cast<std::size_t>(in.gcount()));
-  return text;
-}
-
-// Where compile_paths() looks for a base no given file defines: NAME.recourse beside the file
-// that extends it. Names that could leave that directory are never looked up.
-std::optional<fs::path> base_path(std::string_view name, std::string_view from) {
-  constexpr std::string_view allowed =
-      "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-";
-  if (name.empty() || name.front() == '.' || name.find_first_not_of(allowed) != name.npos)
-    return std::nullopt;
-  return (fs::path(from).parent_path() / (std::string(name) + ".recourse")).lexically_normal();
-}
-
 // Drops repeated diagnostics: a base's findings reappear when a policy extending it is checked.
 void drop_repeats(std::vector<Diagnostic>& diagnostics) {
   std::vector<Diagnostic> kept;
@@ -106,8 +74,8 @@ void drop_repeats(std::vector<Diagnostic>& diagnostics) {
   diagnostics = std::move(kept);
 }
 
-// The pipeline: parse every source, resolve `extends` (asking `read` for base files when it is
-// set), check, compile and analyse every policy. All or nothing.
+// The pipeline: parse every source, resolve `extends` (reading base files beside the extending
+// file with `load_bases`), check, compile and analyse every policy. All or nothing.
 CompileResult compile_all(const std::vector<Source>& given, const CompileOptions& options,
                           bool load_bases) {
   CompileResult out;
@@ -116,7 +84,7 @@ CompileResult compile_all(const std::vector<Source>& given, const CompileOptions
     std::deque<Source> loaded;  // base files read on demand; a deque keeps their addresses
     std::vector<ast::File> files;
     auto add = [&](const Source& src) -> std::optional<ast::File> {
-      if (over_limit(src, options, out.diagnostics)) return std::nullopt;
+      if (detail::over_limit(src, options, out.diagnostics)) return std::nullopt;
       const auto index = static_cast<std::uint32_t>(refs.size());
       refs.push_back({src.path, src.text});
       return grammar::parse(src.path, src.text, options.max_depth, out.diagnostics, index);
@@ -124,17 +92,11 @@ CompileResult compile_all(const std::vector<Source>& given, const CompileOptions
     for (const Source& src : given)
       if (auto f = add(src)) files.push_back(std::move(*f));
     detail::BaseLoader load;
-    if (load_bases)
-      load = [&](std::string_view name, std::string_view from) -> std::optional<ast::File> {
-        const auto path = base_path(name, from);
-        if (!path) return std::nullopt;
-        for (const auto& r : refs)
-          if (fs::path(r.path).lexically_normal() == *path) return std::nullopt;
-        auto text = read_bounded(*path, options);
-        if (!text) return std::nullopt;
-        loaded.push_back({path->string(), std::move(*text)});
-        return add(loaded.back());
-      };
+    if (load_bases) {
+      std::vector<std::string> paths;
+      for (const Source& src : given) paths.push_back(src.path);
+      load = detail::file_loader(refs, loaded, options, out.diagnostics, paths);
+    }
     detail::inherit(files, refs, load, out.diagnostics);
 
     std::vector<Policy> policies;
@@ -193,7 +155,7 @@ CompileResult compile_paths(const std::vector<std::string>& paths, const Compile
     const fs::path canonical = fs::weakly_canonical(p, ec);
     if (std::find(seen.begin(), seen.end(), canonical) != seen.end()) return;  // named twice
     seen.push_back(canonical);
-    auto text = read_bounded(p, options);
+    auto text = detail::read_bounded(p, options);
     if (!text) return unreadable_path(p.string(), "cannot read file");
     sources.push_back({p.string(), std::move(*text)});
   };

@@ -7,23 +7,33 @@
 // cube algebra as the analysis, and each region's example is realized and checked by deciding it.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <map>
+#include <sstream>
 
 #include "analyze.hpp"
 #include "check.hpp"
 #include "compile.hpp"
 #include "parse.hpp"
+#include "sources.hpp"
+#include "table.hpp"
 
 namespace recourse {
 namespace {
 
-std::optional<detail::PolicySpec> spec_of(const grammar::Sources& sources, std::uint32_t index,
-                                          std::string_view name, const CompileOptions& options,
+// One version: parsed, its bases (NAME.recourse beside it) merged in as compile_paths() does,
+// then checked.
+std::optional<detail::PolicySpec> spec_of(grammar::Sources& sources, std::deque<Source>& loaded,
+                                          std::uint32_t index, std::string_view name,
+                                          const CompileOptions& options,
                                           std::vector<Diagnostic>& out) {
-  const grammar::SourceRef& src = sources[index];
+  const grammar::SourceRef src = sources[index];
   auto file = grammar::parse(src.path, src.text, options.max_depth, out, index);
   if (!file) return std::nullopt;
-  auto specs = detail::check(*file, sources, options, out);
+  std::vector<ast::File> files{std::move(*file)};
+  detail::inherit(files, sources,
+                  detail::file_loader(sources, loaded, options, out, {std::string(src.path)}), out);
+  auto specs = detail::check(files.front(), sources, options, out);
   if (has_errors(out)) return std::nullopt;
   for (auto& s : specs)
     if (name.empty() ? specs.size() == 1 : s.name == name) return std::move(s);
@@ -36,15 +46,70 @@ std::optional<detail::PolicySpec> spec_of(const grammar::Sources& sources, std::
   return std::nullopt;
 }
 
+// The settings header of a table dump (the lines before "strategy") as "section.key" -> value:
+// `limits attempts=3 ...` gives limits.attempts = 3; `backoff exponential ...` backoff.kind;
+// `hit first` hit. Values may hold quoted strings and lists, never split inside them.
+std::vector<std::pair<std::string, std::string>> settings_of(const std::string& dump) {
+  std::vector<std::pair<std::string, std::string>> out;
+  std::istringstream in(dump);
+  std::string line;
+  std::getline(in, line);  // policy "name"
+  while (std::getline(in, line) && line.rfind("strategy", 0) != 0) {
+    std::vector<std::string> words(1);
+    bool quoted = false;
+    int depth = 0;
+    for (char c : line) {
+      if (c == '"') quoted = !quoted;
+      if (!quoted && (c == '[' || c == ']')) depth += c == '[' ? 1 : -1;
+      if (c == ' ' && !quoted && depth == 0) {
+        words.emplace_back();
+        continue;
+      }
+      words.back() += c;
+    }
+    const std::string& section = words.front();
+    if (words.size() == 2 && words[1].find('=') == std::string::npos) {
+      out.push_back({section, words[1]});
+      continue;
+    }
+    for (std::size_t i = 1; i < words.size(); ++i) {
+      const auto eq = words[i].find('=');
+      if (eq == std::string::npos)
+        out.push_back({section + ".kind", words[i]});
+      else
+        out.push_back({section + "." + words[i].substr(0, eq), words[i].substr(eq + 1)});
+    }
+  }
+  return out;
+}
+
+std::vector<SettingChange> setting_changes(const std::string& before, const std::string& after) {
+  const auto a = settings_of(before), b = settings_of(after);
+  auto value = [](const auto& list, const std::string& key) -> std::string {
+    for (const auto& [k, v] : list)
+      if (k == key) return v;
+    return "absent";
+  };
+  std::vector<SettingChange> out;
+  std::vector<std::string> keys;
+  for (const auto* list : {&a, &b})
+    for (const auto& [k, v] : *list)
+      if (std::find(keys.begin(), keys.end(), k) == keys.end()) keys.push_back(k);
+  for (const auto& k : keys)
+    if (value(a, k) != value(b, k)) out.push_back({k, value(a, k), value(b, k)});
+  return out;
+}
+
 }  // namespace
 
 DiffResult diff(const Source& before, const Source& after, std::string_view policy,
                 const CompileOptions& options) {
   DiffResult result;
   try {
-    const grammar::Sources sources{{before.path, before.text}, {after.path, after.text}};
-    auto a = spec_of(sources, 0, policy, options, result.diagnostics);
-    auto b = spec_of(sources, 1, policy, options, result.diagnostics);
+    grammar::Sources sources{{before.path, before.text}, {after.path, after.text}};
+    std::deque<Source> bases;
+    auto a = spec_of(sources, bases, 0, policy, options, result.diagnostics);
+    auto b = spec_of(sources, bases, 1, policy, options, result.diagnostics);
     if (!a || !b) return result;
     if (a->codes != b->codes) {
       Diagnostic d;
@@ -62,6 +127,8 @@ DiffResult diff(const Source& before, const Source& after, std::string_view poli
         detail::Compiled::make(std::move(*a), std::move(*ta), options.attempt_ceiling);
     const auto new_policy =
         detail::Compiled::make(std::move(*b), std::move(*tb), options.attempt_ceiling);
+    result.settings = setting_changes(detail::dump(old_policy->table, old_policy->spec, false),
+                                      detail::dump(new_policy->table, new_policy->spec, false));
     const detail::Table& told = old_policy->table;
     const detail::Table& tnew = new_policy->table;
     std::map<std::pair<std::string, std::string>, bool> seen;

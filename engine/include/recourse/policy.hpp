@@ -251,16 +251,28 @@ struct DecisionChange {
   std::string example;                      ///< `envelope {...} context {...}` in the region
 };
 
+/// A setting that differs between the two versions (`limits.attempts`, `backoff.max`,
+/// `tool.idempotent`, `breaker.failures`, `hit`, ...). Settings move budgets, delays and guards
+/// for inputs the comparison of the tables cannot single out (a guard tests attempts_left, whose
+/// meaning the setting changes), so diff() names each one instead.
+struct SettingChange {
+  std::string setting;
+  std::string before, after;  ///< as the table dump prints them ("absent" when not set)
+};
+
 /// What diff() found: `ok` when both versions compiled and were compared.
 struct DiffResult {
   bool ok = false;
   std::vector<Diagnostic> diagnostics;
   std::vector<DecisionChange> changes;  ///< one per pair of deciding rules, in table order
+  std::vector<SettingChange> settings;  ///< in the dump's order
 };
 
 /// Compares two versions of one policy: every region of inputs whose route or target changes,
 /// grouped by the rule (or guard) that decides before and after, each with an example input
-/// that `recourse decide` reproduces. `policy` names the policy when a source holds several.
+/// that `recourse decide` reproduces, and every setting that differs. A version that extends a
+/// base is compiled with it (BASE.recourse beside the version's path, as compile_paths() finds
+/// it). `policy` names the policy when a source holds several.
 /// Both versions must declare the same codes (E040). Decided by cube algebra over the two tables
 /// compiled into one cell space; nothing enumerates the inputs. Never throws.
 DiffResult diff(const Source& before, const Source& after, std::string_view policy = {},
