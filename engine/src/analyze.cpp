@@ -29,20 +29,14 @@ constexpr std::size_t kMaxSplits = 200000;
 }  // namespace
 
 bool intersects(const Cube& a, const Cube& b) {
-  for (std::size_t c = 0; c < a.size(); ++c) {
-    CellSet both = a[c];
-    both &= b[c];
-    if (both.empty()) return false;
-  }
+  for (std::size_t c = 0; c < a.size(); ++c)
+    if (!a[c].intersects(b[c])) return false;
   return true;
 }
 
 bool contains(const Cube& outer, const Cube& inner) {
-  for (std::size_t c = 0; c < outer.size(); ++c) {
-    CellSet rest = inner[c];
-    rest &= outer[c].complement();
-    if (!rest.empty()) return false;
-  }
+  for (std::size_t c = 0; c < outer.size(); ++c)
+    if (!inner[c].subset_of(outer[c])) return false;
   return true;
 }
 
@@ -62,7 +56,7 @@ std::optional<Cube> uncovered(const std::vector<const Cube*>& rows, Cube x) {
     if (++splits > kMaxSplits) throw Open{};
     for (std::size_t c = 0; c < cube.size(); ++c) {
       CellSet outside = cube[c];
-      outside &= row[c].complement();
+      outside -= row[c];
       if (outside.empty()) continue;
       Cube out = cube;  // disjoint from row j on column c
       out[c] = std::move(outside);
@@ -76,9 +70,23 @@ std::optional<Cube> uncovered(const std::vector<const Cube*>& rows, Cube x) {
 }
 
 std::optional<Cube> uncovered(const Table& t, Cube x, std::size_t limit) {
+  // Only rows that meet x can cover part of it; the matcher's bitsets name them at once (per
+  // column, the rows accepting any cell of x), so a question costs no pass over every row.
+  const std::size_t words = (limit + 63) / 64;
+  std::vector<std::uint64_t> meet(words, ~std::uint64_t{0}), any(words);
+  if (limit % 64 && words) meet.back() = (std::uint64_t{1} << (limit % 64)) - 1;
+  for (std::size_t c = 0; c < x.size(); ++c) {
+    if (x[c].full()) continue;  // every row accepts some cell of a full column
+    std::fill(any.begin(), any.end(), 0);
+    for (std::size_t k = 0; k < x[c].size(); ++k)
+      if (x[c].test(k))
+        for (std::size_t w = 0; w < words; ++w) any[w] |= t.bits[c][k][w];
+    for (std::size_t w = 0; w < words; ++w) meet[w] &= any[w];
+  }
   std::vector<const Cube*> rows;
-  rows.reserve(limit);
-  for (std::size_t r = 0; r < limit; ++r) rows.push_back(&t.rows[r].cube);
+  for (std::size_t w = 0; w < words; ++w)
+    for (std::uint64_t bits = meet[w]; bits; bits &= bits - 1)
+      rows.push_back(&t.rows[w * 64 + static_cast<std::size_t>(__builtin_ctzll(bits))].cube);
   return uncovered(rows, std::move(x));
 }
 

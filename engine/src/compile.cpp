@@ -131,6 +131,7 @@ class Compiler {
         default:
           col.cuts.assign(cuts_[i].begin(), cuts_[i].end());
           col.values = col.cuts.size() + 1;
+          col.numeric = true;
       }
       col.cells = col.values + (info(a).untrusted ? 1 : 0);
       column_of_[i] = static_cast<int>(table_.columns.size());
