@@ -41,6 +41,13 @@ void decide(benchmark::State& state, const Case& c) {
   });
 }
 
+// decide_unpinned(): the same decision with no shared write (no reference count).
+void decide_unpinned(benchmark::State& state, const Case& c) {
+  cycle(state, [&](std::size_t i) {
+    benchmark::DoNotOptimize(c.policy->decide_unpinned(c.envelopes[i], c.contexts[i]));
+  });
+}
+
 // The routing step alone: attributes already computed, table lookup to a row.
 void match(benchmark::State& state, const Case& c) {
   const detail::Compiled& p = compiled(*c.policy);
@@ -180,12 +187,20 @@ void register_all() {
       compile_checked(s, n);
     })->Unit(benchmark::kMillisecond);
   }
-  for (std::size_t n : {std::size_t{10}, std::size_t{1000}})
+  RegisterBenchmark("decide_unpinned/seed",
+                    [](benchmark::State& s) { decide_unpinned(s, seed_case()); });
+  for (std::size_t n : {std::size_t{10}, std::size_t{1000}}) {
     RegisterBenchmark(("threads/decide/gen/" + std::to_string(n)).c_str(),
                       [n](benchmark::State& s) { decide(s, generated_case(n)); })
         ->Threads(1)
         ->Threads(2)
         ->UseRealTime();
+    RegisterBenchmark(("threads/decide_unpinned/gen/" + std::to_string(n)).c_str(),
+                      [n](benchmark::State& s) { decide_unpinned(s, generated_case(n)); })
+        ->Threads(1)
+        ->Threads(2)
+        ->UseRealTime();
+  }
 }
 
 }  // namespace

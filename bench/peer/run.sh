@@ -15,7 +15,7 @@ if [ ! -x cpp/bench ] || [ cpp/bench.cpp -nt cpp/bench ]; then
   g++ -O2 -std=c++17 -Wall -o cpp/bench cpp/bench.cpp
 fi
 
-DEFAULT="recourse:decide cpp:lut-inline cpp:lut cpp:ifchain-inline cpp:ifchain cpp:ifchain-str native-js \
+DEFAULT="recourse:decide recourse:unpinned cpp:lut-inline cpp:lut cpp:ifchain-inline cpp:ifchain cpp:ifchain-str native-js \
 cel-marcbachmann cel-bufbuild json-logic json-rules-engine cedar-hostmin cedar-exclusive"
 mkdir -p results
 OUT="results/run-$(date +%Y%m%d-%H%M%S).jsonl"

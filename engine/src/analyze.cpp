@@ -25,6 +25,9 @@ namespace {
 
 // Work limit for one coverage question (splits); beyond it the question is left open (W109).
 constexpr std::size_t kMaxSplits = 200000;
+// Work limit for all the coverage questions of one analysis (rows tested), about a second; beyond
+// it the questions left are open (W109).
+constexpr std::size_t kMaxWork = std::size_t{1} << 26;
 
 }  // namespace
 
@@ -40,7 +43,7 @@ bool contains(const Cube& outer, const Cube& inner) {
   return true;
 }
 
-std::optional<Cube> uncovered(const std::vector<const Cube*>& rows, Cube x) {
+std::optional<Cube> uncovered(const std::vector<const Cube*>& rows, Cube x, std::size_t* work) {
   for (const auto& set : x)
     if (set.empty()) return std::nullopt;  // an empty cube holds no input
   const std::size_t limit = rows.size();
@@ -49,7 +52,9 @@ std::optional<Cube> uncovered(const std::vector<const Cube*>& rows, Cube x) {
   while (!stack.empty()) {
     auto [cube, j] = std::move(stack.back());
     stack.pop_back();
+    const std::size_t from = j;
     while (j < limit && !intersects(*rows[j], cube)) ++j;
+    if (work && (*work += j - from + 1) > kMaxWork) throw Open{};
     if (j == limit) return cube;
     const Cube& row = *rows[j];
     if (contains(row, cube)) continue;
@@ -69,9 +74,8 @@ std::optional<Cube> uncovered(const std::vector<const Cube*>& rows, Cube x) {
   return std::nullopt;
 }
 
-std::optional<Cube> uncovered(const Table& t, Cube x, std::size_t limit) {
-  // Only rows that meet x can cover part of it; the matcher's bitsets name them at once (per
-  // column, the rows accepting any cell of x), so a question costs no pass over every row.
+std::vector<std::size_t> meeting(const Table& t, const Cube& x, std::size_t limit) {
+  // Per column, the rows accepting any cell of x (the matcher's bitsets), intersected.
   const std::size_t words = (limit + 63) / 64;
   std::vector<std::uint64_t> meet(words, ~std::uint64_t{0}), any(words);
   if (limit % 64 && words) meet.back() = (std::uint64_t{1} << (limit % 64)) - 1;
@@ -83,11 +87,18 @@ std::optional<Cube> uncovered(const Table& t, Cube x, std::size_t limit) {
         for (std::size_t w = 0; w < words; ++w) any[w] |= t.bits[c][k][w];
     for (std::size_t w = 0; w < words; ++w) meet[w] &= any[w];
   }
-  std::vector<const Cube*> rows;
+  std::vector<std::size_t> rows;
   for (std::size_t w = 0; w < words; ++w)
     for (std::uint64_t bits = meet[w]; bits; bits &= bits - 1)
-      rows.push_back(&t.rows[w * 64 + static_cast<std::size_t>(__builtin_ctzll(bits))].cube);
-  return uncovered(rows, std::move(x));
+      rows.push_back(w * 64 + static_cast<std::size_t>(__builtin_ctzll(bits)));
+  return rows;
+}
+
+std::optional<Cube> uncovered(const Table& t, Cube x, std::size_t limit, std::size_t* work) {
+  // Only rows that meet x can cover part of it, so a question costs no pass over every row.
+  std::vector<const Cube*> rows;
+  for (std::size_t r : meeting(t, x, limit)) rows.push_back(&t.rows[r].cube);
+  return uncovered(rows, std::move(x), work);
 }
 
 Cube intersect(const Cube& a, const Cube& b) {
@@ -331,7 +342,7 @@ class Analyzer {
 
   // The first input of `x` reaching row `r`, realized; or nullopt. Throws Open.
   std::optional<std::pair<Cube, std::optional<Input>>> reach(const Cube& x, std::size_t r) {
-    auto rest = uncovered(t_, x, r);
+    auto rest = uncovered(t_, x, r, &work_);
     if (!rest) return std::nullopt;
     return std::make_pair(*rest, realize(p_, *rest));
   }
@@ -402,7 +413,7 @@ class Analyzer {
         }
         std::optional<Cube> gap;
         for (std::size_t r = first; r < end && !gap; ++r)
-          gap = uncovered(t_, t_.rows[r].cube, first);
+          gap = uncovered(t_, t_.rows[r].cube, first, &work_);
         const bool reachable = gap.has_value();
         if (spec.name == "default" && p_.spec.implicit_default) {
           if (reachable) {
@@ -417,13 +428,14 @@ class Analyzer {
           continue;
         }
         if (!reachable) {
+          std::vector<std::size_t> meets;
+          for (std::size_t k = first; k < end; ++k)
+            for (std::size_t r : meeting(t_, t_.rows[k].cube, first)) meets.push_back(r);
+          std::sort(meets.begin(), meets.end());
           std::vector<std::string> by;
-          for (std::size_t r = 0; r < first; ++r) {
+          for (std::size_t r : meets) {
             const std::string& name = p_.spec.rules[t_.actions[t_.rows[r].action].rule].name;
-            bool meets = false;
-            for (std::size_t k = first; k < end && !meets; ++k)
-              meets = intersects(t_.rows[r].cube, t_.rows[k].cube);
-            if (meets && std::find(by.begin(), by.end(), name) == by.end()) by.push_back(name);
+            if (std::find(by.begin(), by.end(), name) == by.end()) by.push_back(name);
           }
           std::string names;
           for (const auto& n : by) names += (names.empty() ? "'" : ", '") + n + "'";
@@ -526,6 +538,7 @@ class Analyzer {
   const Table& t_;
   std::string_view text_;
   std::vector<Diagnostic>& out_;
+  std::size_t work_ = 0;  // rows tested by all coverage questions so far (kMaxWork)
   std::set<std::uint32_t> reported_;
 };
 

@@ -3,7 +3,8 @@
 // run. Inputs are converted to an envelope and a context before timing, as the CEL engines get
 // theirs as BigInts; maxAttempts is the per-call override (Context::max_attempts).
 // Usage: recourse_peer <variant> <inputs.bin> <domain.bin> [policy]
-//   variant: decide   Policy::decide(), the full decision (delay, budgets, key directive)
+//   variant: decide    Policy::decide(), the full decision (delay, budgets, key directive)
+//            unpinned  Policy::decide_unpinned(): the same without the shared reference count
 #include <chrono>
 #include <string>
 #include <vector>
@@ -90,6 +91,13 @@ int main(int argc, char** argv) {
         "recourse", prepare, calls, exp, domain, dexp,
         [&](const Call& c) { return peer_route(policy.decide(c.envelope, c.context).route); }, reps,
         target);
+  } else if (variant == "unpinned") {
+    run(
+        "recourse-unpinned", prepare, calls, exp, domain, dexp,
+        [&](const Call& c) {
+          return peer_route(policy.decide_unpinned(c.envelope, c.context).route);
+        },
+        reps, target);
   } else {
     std::fprintf(stderr, "unknown variant %s\n", variant.c_str());
     return 2;
