@@ -1,12 +1,16 @@
 // recourse_bench: decide() against its baselines, envelope JSON to decision, compile time and
 // table memory against rule count, and decide() on two threads (bench/README.md has a run).
 //
+// `recourse_bench --write-generated DIR` writes the generated policies, for `recourse check`.
+//
 // Every case first checks that the engine and its baselines agree on all its inputs; the run
 // exits 1 on any disagreement, so `recourse_bench --benchmark_min_time=0.0001` under ctest is a
 // correctness smoke. Timings are only reported, never asserted.
 #include <benchmark/benchmark.h>
 
 #include <fmt/format.h>
+
+#include <fstream>
 
 #include "cases.hpp"
 #include "check.hpp"
@@ -15,9 +19,9 @@
 #include "parse.hpp"
 
 namespace recourse::bench {
-namespace {
-
 constexpr std::size_t kSizes[] = {10, 100, 1000, 10000};
+
+namespace {
 
 const detail::Compiled& compiled(const Policy& policy) {
   static const Context context;  // the compiled form's only public handle is a decision's
@@ -80,6 +84,16 @@ void seed_if_chain(benchmark::State& state) {
   });
 }
 
+void peer_if_chain(benchmark::State& state) {
+  const Case& c = peer_case();
+  cycle(state, [&](std::size_t i) { benchmark::DoNotOptimize(bench::peer_if_chain(c.peer[i])); });
+}
+
+void peer_lookup(benchmark::State& state) {
+  const Case& c = peer_case();
+  cycle(state, [&](std::size_t i) { benchmark::DoNotOptimize(c.peer_lookup.route(c.peer[i])); });
+}
+
 void gen_if_chain(benchmark::State& state, const Case& c) {
   cycle(state, [&](std::size_t i) {
     std::size_t rule = 0;
@@ -98,8 +112,9 @@ void json_to_decision(benchmark::State& state) {
   for (std::size_t i = 0; i < 64; ++i) {
     Envelope e = c.envelopes[i];
     e.message =
-        "upstream returned 503 Service Unavailable while creating the invoice; the "
-        "request was not applied";
+        "upstream returned 503 Service Unavailable while creating the invoice for customer "
+        "cus_4f2a9c; the request was not applied, retry after the indicated delay (see the "
+        "status page)";
     e.trace_id = fmt::format("req_{:016x}_{:04}", i * 0x9e3779b97f4a7c15ull, i);
     texts.push_back(to_json(e));
   }
@@ -165,6 +180,13 @@ void register_all() {
   RegisterBenchmark("route/seed", [](benchmark::State& s) { route(s, seed_case()); });
   RegisterBenchmark("match/seed", [](benchmark::State& s) { match(s, seed_case()); });
   RegisterBenchmark("json_to_decision/seed", json_to_decision);
+  RegisterBenchmark("decide/peer", [](benchmark::State& s) { decide(s, peer_case()); });
+  RegisterBenchmark("decide_unpinned/peer",
+                    [](benchmark::State& s) { decide_unpinned(s, peer_case()); });
+  RegisterBenchmark("ifchain/peer", peer_if_chain);
+  RegisterBenchmark("lookup/peer", peer_lookup);
+  RegisterBenchmark("route/peer", [](benchmark::State& s) { route(s, peer_case()); });
+  RegisterBenchmark("match/peer", [](benchmark::State& s) { match(s, peer_case()); });
   for (const std::string& file : example_files())
     RegisterBenchmark(("decide/examples/" + file).c_str(),
                       [file](benchmark::State& s) { decide(s, example_case(file)); });
@@ -207,6 +229,13 @@ void register_all() {
 }  // namespace recourse::bench
 
 int main(int argc, char** argv) {
+  if (argc == 3 && std::string(argv[1]) == "--write-generated") {  // gen{10..10000}.recourse
+    for (std::size_t n : recourse::bench::kSizes) {
+      const std::string path = std::string(argv[2]) + "/gen" + std::to_string(n) + ".recourse";
+      std::ofstream(path, std::ios::binary) << recourse::bench::generate(n, 8).text;
+    }
+    return 0;
+  }
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 2;
   recourse::bench::register_all();

@@ -95,6 +95,74 @@ Route seed_if_chain(const Envelope& e, const Context& c) noexcept {
   return r;
 }
 
+Route peer_if_chain(const PeerPlain& e) noexcept {
+  enum : std::uint8_t { kTransient, kValidation, kPermission, kNotFound, kConflict, kRateLimited };
+  if (e.side_effect == 2 && !e.idempotent) return Route::Stop;                         // 1
+  if (e.attempt >= e.max_attempts) return Route::Stop;                                 // 2
+  if (e.code == kTransient && e.retryable) return Route::Retry;                        // 3
+  if (e.code == kRateLimited) return Route::Retry;                                     // 4
+  if (e.code == kValidation && e.has_field && e.has_suggestion) return Route::Repair;  // 5
+  if (e.code == kValidation) return Route::Escalate;                                   // 6
+  if (e.code == kPermission) return Route::Authorize;                                  // 7
+  if (e.code == kNotFound) return Route::Replace;                                      // 8
+  if (e.code == kConflict && e.idempotent) return Route::Retry;                        // 9
+  return Route::Stop;                                                                  // 10
+}
+
+PeerLookup::PeerLookup() {
+  for (std::uint8_t c = 0; c < 8; ++c)
+    for (std::uint8_t bits = 0; bits < 16; ++bits)
+      for (std::uint8_t side = 0; side < 3; ++side)
+        for (std::uint8_t spent = 0; spent < 2; ++spent) {
+          const PeerPlain e{c,    std::uint8_t(bits & 1),      std::uint8_t(bits >> 1 & 1),
+                            side, std::uint8_t(bits >> 2 & 1), std::uint8_t(bits >> 3 & 1),
+                            1,    std::uint8_t(spent ? 1 : 2)};
+          routes_[index(e)] = static_cast<std::uint8_t>(peer_if_chain(e));
+        }
+}
+
+const Case& peer_case() {
+  static std::map<int, std::unique_ptr<Case>> cache;
+  return cached(cache, 0, [] {
+    static constexpr const char* kCodes[] = {"TRANSIENT", "VALIDATION",   "PERMISSION", "NOT_FOUND",
+                                             "CONFLICT",  "RATE_LIMITED", "INTERNAL",   "UNKNOWN"};
+    auto c = std::make_unique<Case>();
+    c->name = "peer";
+    c->bundle = compile_or_die(
+        {{"peer.recourse", read_file(source_dir() + "/bench/peer/recourse/peer.recourse")}});
+    c->policy = &c->bundle.policies().front();
+    c->envelopes.resize(kInputs);
+    c->contexts.resize(kInputs);
+    for (const Plain& p : draw_inputs(kInputs, kSeed)) {  // reshaped to the peer's domain
+      const std::uint8_t r = p[1] + 3 * p[6];
+      c->peer.push_back(PeerPlain{std::uint8_t(p[0] % 8), std::uint8_t(r & 1), std::uint8_t(p[3]),
+                                  p[2], std::uint8_t(r >> 1 & 1), std::uint8_t(r >> 2 & 1),
+                                  std::uint8_t(1 + (p[4] + 6 * p[8]) % 10),
+                                  std::uint8_t(1 + (p[5] + 5 * p[7]) % 10)});
+    }
+    for (std::size_t i = 0; i < kInputs; ++i) {
+      const PeerPlain& e = c->peer[i];
+      Envelope& env = c->envelopes[i];
+      Context& ctx = c->contexts[i];
+      env.code = kCodes[e.code];
+      env.retryable = e.retryable == 1;
+      if (e.has_field) env.field = "amount";
+      if (e.has_suggestion) env.suggestion = "12.50";
+      env.trace_id = "trace-0001";
+      ctx.tool = "peer";
+      ctx.operation_id = "op-0001";
+      ctx.idempotent = e.idempotent == 1;
+      ctx.side_effect = static_cast<SideEffect>(e.side_effect);
+      ctx.attempt = e.attempt;
+      ctx.max_attempts = e.max_attempts;
+      const Route chain = peer_if_chain(e);
+      if (c->policy->decide(env, ctx).route != chain) disagree(*c, i, "if-chain");
+      if (c->peer_lookup.route(e) != chain) disagree(*c, i, "direct lookup");
+    }
+    return c;
+  });
+}
+
 const Case& seed_case() {
   static std::map<int, std::unique_ptr<Case>> cache;
   return cached(cache, 0, [] {
