@@ -53,6 +53,7 @@ class Compiler {
     size_check(rows_bytes() + bitset_bytes);
     build_bitsets();
     build_direct();
+    table_.build_probes();
     return std::move(table_);
   }
 

@@ -126,17 +126,47 @@ std::uint32_t Table::match_cells(const std::size_t* cells) const noexcept {
   return static_cast<std::uint32_t>(rows.size() - 1);  // unreachable: the default row matches all
 }
 
-std::uint32_t Table::match(const Point& point) const noexcept {
-  constexpr std::size_t kMaxColumns = kAttrCount;
-  std::size_t cells[kMaxColumns];
-  for (std::size_t c = 0; c < columns.size(); ++c)
-    cells[c] = columns[c].cell_of(point[static_cast<std::size_t>(columns[c].attr)]);
-  if (strategy == Strategy::Direct) {
-    std::size_t index = 0;
-    for (std::size_t c = 0; c < columns.size(); ++c) index += cells[c] * strides[c];
-    return entries[index];
+void Table::build_probes() {
+  probes.clear();
+  probe_cuts.clear();
+  for (std::size_t c = 0; c < columns.size(); ++c) {
+    const Column& col = columns[c];
+    Probe p;
+    p.attr = static_cast<std::uint32_t>(col.attr);
+    p.absent = static_cast<std::uint32_t>(col.cells - 1);
+    p.stride = strategy == Strategy::Direct ? strides[c] : 0;
+    if (col.numeric && col.cuts.size() <= 8) {
+      p.kind = 1;
+      p.first = static_cast<std::uint32_t>(probe_cuts.size());
+      p.count = static_cast<std::uint32_t>(col.cuts.size());
+      probe_cuts.insert(probe_cuts.end(), col.cuts.begin(), col.cuts.end());
+    } else if (col.numeric || info(col.attr).type == Type::String) {
+      p.kind = 2;
+    }
+    probes.push_back(p);
   }
-  return match_cells(cells);
+}
+
+std::uint32_t Table::match(const Point& point) const noexcept {
+  std::size_t cells[kAttrCount];
+  std::size_t index = 0;
+  for (std::size_t c = 0; c < probes.size(); ++c) {
+    const Probe& p = probes[c];
+    const Slot& slot = point[p.attr];
+    std::size_t cell = 0;
+    if (!slot.present) {
+      cell = p.absent;
+    } else if (p.kind == 0) {
+      cell = static_cast<std::size_t>(slot.num);
+    } else if (p.kind == 1) {
+      for (std::uint32_t k = 0; k < p.count; ++k) cell += slot.num >= probe_cuts[p.first + k];
+    } else {
+      cell = columns[c].cell_of(slot);
+    }
+    cells[c] = cell;
+    index += cell * p.stride;
+  }
+  return strategy == Strategy::Direct ? entries[index] : match_cells(cells);
 }
 
 std::string dump(const Table& table, const PolicySpec& spec, bool with_positions) {

@@ -96,6 +96,15 @@ struct Row {
 
 enum class Strategy : std::uint8_t { Direct, Bitset };
 
+/// A column as match() reads it: small and side by side, so a lookup touches little memory.
+struct Probe {
+  std::uint32_t attr = 0;    ///< the attribute, an index into the Point
+  std::uint32_t kind = 0;    ///< 0: the value is the cell; 1: count cut points; 2: Column::cell_of
+  std::uint32_t absent = 0;  ///< the absent cell
+  std::uint32_t first = 0, count = 0;  ///< kind 1: the cut points probe_cuts[first, first + count)
+  std::size_t stride = 0;              ///< direct strategy: the column's stride (else 0)
+};
+
 struct Table {
   std::vector<Column> columns;
   std::vector<Row> rows;
@@ -109,6 +118,12 @@ struct Table {
   // Direct matcher: entries[sum(cell_c * stride_c)] is the first matching row.
   std::vector<std::size_t> strides;
   std::vector<std::uint32_t> entries;
+  // What match() reads, one probe per column (build_probes(), after the strategy is chosen).
+  std::vector<Probe> probes;
+  std::vector<std::int64_t> probe_cuts;
+
+  /// Fills probes and probe_cuts from the columns (and the strides of a direct table).
+  void build_probes();
 
   /// The first row matching the point. Allocates nothing.
   std::uint32_t match(const Point& point) const noexcept;
