@@ -14,6 +14,7 @@ std::vector<Sample> sample_inputs(const Policy& policy, std::size_t n, std::uint
   const detail::Table& table = compiled->table;
   std::vector<Sample> out;
   std::uint64_t state = seed;
+  std::size_t work = 0;  // one analysis' budget for all the draws; beyond it, whole rows
   auto draw = [&](std::size_t below) {
     state = detail::splitmix64(state);
     return static_cast<std::size_t>(state % below);
@@ -24,7 +25,7 @@ std::vector<Sample> sample_inputs(const Policy& policy, std::size_t n, std::uint
     const std::size_t row = draw(table.rows.size());
     std::optional<detail::Cube> reached;
     try {
-      reached = detail::uncovered(table, table.rows[row].cube, row);
+      reached = detail::uncovered(table, table.rows[row].cube, row, &work);
     } catch (const detail::Open&) {
       reached = table.rows[row].cube;  // too large to tell: any input of the row
     }
