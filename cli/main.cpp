@@ -1,6 +1,7 @@
 // recourse: check, explain and run tool-failure recovery policies from the command line.
 #include <CLI/CLI.hpp>
 
+#include "bench.hpp"
 #include "cli.hpp"
 #include "simulate.hpp"
 
@@ -109,6 +110,11 @@ int main(int argc, char** argv) {
   common(simulate);
   recourse::cli::add_simulate_options(*simulate, o);
 
+  recourse::cli::BenchOptions bench_options;
+  auto* bench =
+      app.add_subcommand("bench", "nanoseconds per decision over inputs across the domain");
+  recourse::cli::add_bench_options(*bench, bench_options);
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -127,6 +133,7 @@ int main(int argc, char** argv) {
     if (*test) return recourse::cli::run_test(o);
     if (*fuzz) return recourse::cli::run_fuzz(o);
     if (*simulate) return recourse::cli::run_simulate(o);
+    if (*bench) return recourse::cli::run_bench(bench_options);
   } catch (const std::exception& e) {
     std::cerr << "error: " << e.what() << "\n";
     return 1;

@@ -25,28 +25,25 @@ namespace {
 
 // Work limit for one coverage question (splits); beyond it the question is left open (W109).
 constexpr std::size_t kMaxSplits = 200000;
+// Work limit for all the coverage questions of one analysis (rows tested), about a second; beyond
+// it the questions left are open (W109).
+constexpr std::size_t kMaxWork = std::size_t{1} << 26;
 
 }  // namespace
 
 bool intersects(const Cube& a, const Cube& b) {
-  for (std::size_t c = 0; c < a.size(); ++c) {
-    CellSet both = a[c];
-    both &= b[c];
-    if (both.empty()) return false;
-  }
+  for (std::size_t c = 0; c < a.size(); ++c)
+    if (!a[c].intersects(b[c])) return false;
   return true;
 }
 
 bool contains(const Cube& outer, const Cube& inner) {
-  for (std::size_t c = 0; c < outer.size(); ++c) {
-    CellSet rest = inner[c];
-    rest &= outer[c].complement();
-    if (!rest.empty()) return false;
-  }
+  for (std::size_t c = 0; c < outer.size(); ++c)
+    if (!inner[c].subset_of(outer[c])) return false;
   return true;
 }
 
-std::optional<Cube> uncovered(const std::vector<const Cube*>& rows, Cube x) {
+std::optional<Cube> uncovered(const std::vector<const Cube*>& rows, Cube x, std::size_t* work) {
   for (const auto& set : x)
     if (set.empty()) return std::nullopt;  // an empty cube holds no input
   const std::size_t limit = rows.size();
@@ -55,14 +52,16 @@ std::optional<Cube> uncovered(const std::vector<const Cube*>& rows, Cube x) {
   while (!stack.empty()) {
     auto [cube, j] = std::move(stack.back());
     stack.pop_back();
+    const std::size_t from = j;
     while (j < limit && !intersects(*rows[j], cube)) ++j;
+    if (work && (*work += j - from + 1) > kMaxWork) throw Open{};
     if (j == limit) return cube;
     const Cube& row = *rows[j];
     if (contains(row, cube)) continue;
     if (++splits > kMaxSplits) throw Open{};
     for (std::size_t c = 0; c < cube.size(); ++c) {
       CellSet outside = cube[c];
-      outside &= row[c].complement();
+      outside -= row[c];
       if (outside.empty()) continue;
       Cube out = cube;  // disjoint from row j on column c
       out[c] = std::move(outside);
@@ -75,11 +74,31 @@ std::optional<Cube> uncovered(const std::vector<const Cube*>& rows, Cube x) {
   return std::nullopt;
 }
 
-std::optional<Cube> uncovered(const Table& t, Cube x, std::size_t limit) {
+std::vector<std::size_t> meeting(const Table& t, const Cube& x, std::size_t limit) {
+  // Per column, the rows accepting any cell of x (the matcher's bitsets), intersected.
+  const std::size_t words = (limit + 63) / 64;
+  std::vector<std::uint64_t> meet(words, ~std::uint64_t{0}), any(words);
+  if (limit % 64 && words) meet.back() = (std::uint64_t{1} << (limit % 64)) - 1;
+  for (std::size_t c = 0; c < x.size(); ++c) {
+    if (x[c].full()) continue;  // every row accepts some cell of a full column
+    std::fill(any.begin(), any.end(), 0);
+    for (std::size_t k = 0; k < x[c].size(); ++k)
+      if (x[c].test(k))
+        for (std::size_t w = 0; w < words; ++w) any[w] |= t.bits[c][k][w];
+    for (std::size_t w = 0; w < words; ++w) meet[w] &= any[w];
+  }
+  std::vector<std::size_t> rows;
+  for (std::size_t w = 0; w < words; ++w)
+    for (std::uint64_t bits = meet[w]; bits; bits &= bits - 1)
+      rows.push_back(w * 64 + static_cast<std::size_t>(__builtin_ctzll(bits)));
+  return rows;
+}
+
+std::optional<Cube> uncovered(const Table& t, Cube x, std::size_t limit, std::size_t* work) {
+  // Only rows that meet x can cover part of it, so a question costs no pass over every row.
   std::vector<const Cube*> rows;
-  rows.reserve(limit);
-  for (std::size_t r = 0; r < limit; ++r) rows.push_back(&t.rows[r].cube);
-  return uncovered(rows, std::move(x));
+  for (std::size_t r : meeting(t, x, limit)) rows.push_back(&t.rows[r].cube);
+  return uncovered(rows, std::move(x), work);
 }
 
 Cube intersect(const Cube& a, const Cube& b) {
@@ -320,7 +339,7 @@ class Analyzer {
 
   // The first input of `x` reaching row `r`, realized; or nullopt. Throws Open.
   std::optional<std::pair<Cube, std::optional<Input>>> reach(const Cube& x, std::size_t r) {
-    auto rest = uncovered(t_, x, r);
+    auto rest = uncovered(t_, x, r, &work_);
     if (!rest) return std::nullopt;
     return std::make_pair(*rest, realize(p_, *rest));
   }
@@ -391,7 +410,7 @@ class Analyzer {
         }
         std::optional<Cube> gap;
         for (std::size_t r = first; r < end && !gap; ++r)
-          gap = uncovered(t_, t_.rows[r].cube, first);
+          gap = uncovered(t_, t_.rows[r].cube, first, &work_);
         const bool reachable = gap.has_value();
         if (spec.name == "default" && p_.spec.implicit_default) {
           if (reachable) {
@@ -406,13 +425,14 @@ class Analyzer {
           continue;
         }
         if (!reachable) {
+          std::vector<std::size_t> meets;
+          for (std::size_t k = first; k < end; ++k)
+            for (std::size_t r : meeting(t_, t_.rows[k].cube, first)) meets.push_back(r);
+          std::sort(meets.begin(), meets.end());
           std::vector<std::string> by;
-          for (std::size_t r = 0; r < first; ++r) {
+          for (std::size_t r : meets) {
             const std::string& name = p_.spec.rules[t_.actions[t_.rows[r].action].rule].name;
-            bool meets = false;
-            for (std::size_t k = first; k < end && !meets; ++k)
-              meets = intersects(t_.rows[r].cube, t_.rows[k].cube);
-            if (meets && std::find(by.begin(), by.end(), name) == by.end()) by.push_back(name);
+            if (std::find(by.begin(), by.end(), name) == by.end()) by.push_back(name);
           }
           std::string names;
           for (const auto& n : by) names += (names.empty() ? "'" : ", '") + n + "'";
@@ -515,6 +535,7 @@ class Analyzer {
   const Table& t_;
   const grammar::Sources& sources_;
   std::vector<Diagnostic>& out_;
+  std::size_t work_ = 0;  // rows tested by all coverage questions so far (kMaxWork)
   std::set<std::uint32_t> reported_;
 };
 

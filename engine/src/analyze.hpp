@@ -22,9 +22,14 @@ Cube intersect(const Cube& a, const Cube& b);
 
 /// A non-empty part of `x` that no row in [0, limit) of `t` covers, or nullopt when they cover
 /// all of it (recursive splitting; throws Open beyond 200,000 splits).
-std::optional<Cube> uncovered(const Table& t, Cube x, std::size_t limit);
+/// `work`, when given, is charged the rows tested; beyond about a second's work in all, Open.
+std::optional<Cube> uncovered(const Table& t, Cube x, std::size_t limit,
+                              std::size_t* work = nullptr);
 /// The same against any list of cubes (the earlier rows of two tables, for diff).
-std::optional<Cube> uncovered(const std::vector<const Cube*>& rows, Cube x);
+std::optional<Cube> uncovered(const std::vector<const Cube*>& rows, Cube x,
+                              std::size_t* work = nullptr);
+/// The rows in [0, limit) of `t` that meet `x`, in order (from the matcher's bitsets).
+std::vector<std::size_t> meeting(const Table& t, const Cube& x, std::size_t limit);
 
 /// A concrete envelope and context.
 struct Input {

@@ -53,6 +53,7 @@ class Compiler {
     size_check(rows_bytes() + bitset_bytes);
     build_bitsets();
     build_direct();
+    table_.build_probes();
     return std::move(table_);
   }
 
@@ -131,6 +132,7 @@ class Compiler {
         default:
           col.cuts.assign(cuts_[i].begin(), cuts_[i].end());
           col.values = col.cuts.size() + 1;
+          col.numeric = true;
       }
       col.cells = col.values + (info(a).untrusted ? 1 : 0);
       column_of_[i] = static_cast<int>(table_.columns.size());

@@ -3,17 +3,50 @@
 #pragma once
 
 #include <string>
-#include <unordered_map>
+#include <string_view>
+#include <vector>
 
 #include "table.hpp"
 
 namespace recourse::detail {
 
+/// The policy's codes by name, for decide(): open addressing over a hash of the length and three
+/// bytes, then one comparison. Allocates nothing on lookup (a std::unordered_map hashes every
+/// byte and divides by a prime).
+class CodeIndex {
+ public:
+  /// Adds `name` (a view into the policy's code table) with its id.
+  void emplace(std::string_view name, std::int64_t id);
+  /// The id of `name`, or -1.
+  std::int64_t find(std::string_view name) const noexcept {
+    if (slots_.empty()) return -1;
+    for (std::size_t i = hash(name) & (slots_.size() - 1);; i = (i + 1) & (slots_.size() - 1)) {
+      if (slots_[i].id < 0) return -1;
+      if (slots_[i].name == name) return slots_[i].id;
+    }
+  }
+
+ private:
+  static std::size_t hash(std::string_view s) noexcept {
+    if (s.empty()) return 0;
+    const auto at = [&](std::size_t i) {
+      return static_cast<std::size_t>(static_cast<unsigned char>(s[i]));
+    };
+    return (s.size() * 0x9e37u) ^ (at(0) * 0x85ebu) ^ (at(s.size() / 2) * 0xc2b2u) ^
+           (at(s.size() - 1) * 0x27d4u);
+  }
+  struct Slot {
+    std::string_view name;
+    std::int64_t id = -1;
+  };
+  std::vector<Slot> entries_, slots_;  // slots_: a power of two, at most a quarter full
+};
+
 struct Compiled {
   PolicySpec spec;
   Table table;
-  std::string hash;  ///< "sha256:<hex>" of the dump without positions: same table, same hash
-  std::unordered_map<std::string_view, std::int64_t> code_ids;  ///< views into spec.codes
+  std::string hash;        ///< "sha256:<hex>" of the dump without positions: same table, same hash
+  CodeIndex code_ids;      ///< views into spec.codes
   std::uint64_t seed = 0;  ///< jitter seed, from the policy's name
   std::int64_t attempt_ceiling = 10;
 

@@ -27,6 +27,18 @@ const char* to_string(KeyDirective directive) noexcept {
 
 namespace detail {
 
+void CodeIndex::emplace(std::string_view name, std::int64_t id) {
+  entries_.push_back({name, id});
+  std::size_t size = 4;
+  while (size < entries_.size() * 4) size *= 2;
+  slots_.assign(size, Slot{});
+  for (const Slot& e : entries_) {
+    std::size_t i = hash(e.name) & (size - 1);
+    while (slots_[i].id >= 0) i = (i + 1) & (size - 1);
+    slots_[i] = e;
+  }
+}
+
 namespace {
 
 Slot number(std::int64_t v) {
@@ -65,9 +77,9 @@ Point make_point(const Compiled& p, const Envelope& e, const Context& c, std::ui
   Point point;
   auto at = [&](Attr a) -> Slot& { return point[static_cast<std::size_t>(a)]; };
   if (e.code) {
-    auto it = p.code_ids.find(std::string_view(*e.code));
-    if (it != p.code_ids.end()) {
-      at(Attr::Code) = number(it->second);
+    const std::int64_t id = p.code_ids.find(*e.code);
+    if (id >= 0) {
+      at(Attr::Code) = number(id);
     } else {
       at(Attr::Code) = number(kUnknownCodeId);
       warnings |= recourse::kUnknownCode;
@@ -179,13 +191,18 @@ void finish(const Compiled& p, const Action& a, std::string_view label, std::str
 
 }  // namespace detail
 
-Decision Policy::decide(const Envelope& envelope, const Context& context) const noexcept {
+Decision Policy::decide_unpinned(const Envelope& envelope, const Context& context) const noexcept {
   Decision d;
   const detail::Compiled& p = *impl_;
   const detail::Point point = detail::make_point(p, envelope, context, d.warnings, d.nearest_code);
   const std::uint32_t row = p.table.match(point);
   const detail::RowAction& a = p.table.actions[p.table.rows[row].action];
   detail::finish(p, a.action, a.label, a.exhausted, row, point, envelope, context, d);
+  return d;
+}
+
+Decision Policy::decide(const Envelope& envelope, const Context& context) const noexcept {
+  Decision d = decide_unpinned(envelope, context);
   d.keep_alive = impl_;
   return d;
 }

@@ -8,9 +8,9 @@
 
 namespace recourse::detail {
 
-CellSet::CellSet(std::size_t cells, bool full) : cells_(cells), words_((cells + 63) / 64, 0) {
-  if (full)
-    for (std::size_t c = 0; c < cells; ++c) set(c);
+CellSet::CellSet(std::size_t cells, bool full)
+    : cells_(cells), words_((cells + 63) / 64, full ? ~std::uint64_t{0} : 0) {
+  if (full && cells % 64) words_.back() = (std::uint64_t{1} << (cells % 64)) - 1;
 }
 
 bool CellSet::empty() const {
@@ -18,7 +18,10 @@ bool CellSet::empty() const {
 }
 
 bool CellSet::full() const {
-  return complement().empty();
+  const std::size_t whole = cells_ / 64;
+  for (std::size_t i = 0; i < whole; ++i)
+    if (words_[i] != ~std::uint64_t{0}) return false;
+  return cells_ % 64 == 0 || words_[whole] == (std::uint64_t{1} << (cells_ % 64)) - 1;
 }
 
 CellSet& CellSet::operator&=(const CellSet& other) {
@@ -31,10 +34,26 @@ CellSet& CellSet::operator|=(const CellSet& other) {
   return *this;
 }
 
+CellSet& CellSet::operator-=(const CellSet& other) {
+  for (std::size_t i = 0; i < words_.size(); ++i) words_[i] &= ~other.words_[i];
+  return *this;
+}
+
+bool CellSet::intersects(const CellSet& other) const {
+  for (std::size_t i = 0; i < words_.size(); ++i)
+    if (words_[i] & other.words_[i]) return true;
+  return false;
+}
+
+bool CellSet::subset_of(const CellSet& other) const {
+  for (std::size_t i = 0; i < words_.size(); ++i)
+    if (words_[i] & ~other.words_[i]) return false;
+  return true;
+}
+
 CellSet CellSet::complement() const {
-  CellSet out(cells_, false);
-  for (std::size_t c = 0; c < cells_; ++c)
-    if (!test(c)) out.set(c);
+  CellSet out(cells_, true);
+  out -= *this;
   return out;
 }
 
@@ -43,20 +62,8 @@ std::string quote(std::string_view s) {
       .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
-std::size_t Column::cell_of(const Slot& slot) const noexcept {
-  if (!slot.present) return cells - 1;  // only untrusted columns reach here without a value
-  switch (info(attr).type) {
-    case Type::Duration:
-    case Type::Count:
-      return static_cast<std::size_t>(std::upper_bound(cuts.begin(), cuts.end(), slot.num) -
-                                      cuts.begin());
-    case Type::String:
-      for (std::size_t i = 0; i < strings.size(); ++i)
-        if (strings[i] == slot.str) return i;
-      return strings.size();
-    default:
-      return static_cast<std::size_t>(slot.num);
-  }
+std::size_t Column::cut_cell(std::int64_t num) const noexcept {
+  return static_cast<std::size_t>(std::upper_bound(cuts.begin(), cuts.end(), num) - cuts.begin());
 }
 
 Slot Column::representative(std::size_t cell, std::string& scratch) const {
@@ -119,17 +126,47 @@ std::uint32_t Table::match_cells(const std::size_t* cells) const noexcept {
   return static_cast<std::uint32_t>(rows.size() - 1);  // unreachable: the default row matches all
 }
 
-std::uint32_t Table::match(const Point& point) const noexcept {
-  constexpr std::size_t kMaxColumns = kAttrCount;
-  std::size_t cells[kMaxColumns];
-  for (std::size_t c = 0; c < columns.size(); ++c)
-    cells[c] = columns[c].cell_of(point[static_cast<std::size_t>(columns[c].attr)]);
-  if (strategy == Strategy::Direct) {
-    std::size_t index = 0;
-    for (std::size_t c = 0; c < columns.size(); ++c) index += cells[c] * strides[c];
-    return entries[index];
+void Table::build_probes() {
+  probes.clear();
+  probe_cuts.clear();
+  for (std::size_t c = 0; c < columns.size(); ++c) {
+    const Column& col = columns[c];
+    Probe p;
+    p.attr = static_cast<std::uint32_t>(col.attr);
+    p.absent = static_cast<std::uint32_t>(col.cells - 1);
+    p.stride = strategy == Strategy::Direct ? strides[c] : 0;
+    if (col.numeric && col.cuts.size() <= 8) {
+      p.kind = 1;
+      p.first = static_cast<std::uint32_t>(probe_cuts.size());
+      p.count = static_cast<std::uint32_t>(col.cuts.size());
+      probe_cuts.insert(probe_cuts.end(), col.cuts.begin(), col.cuts.end());
+    } else if (col.numeric || info(col.attr).type == Type::String) {
+      p.kind = 2;
+    }
+    probes.push_back(p);
   }
-  return match_cells(cells);
+}
+
+std::uint32_t Table::match(const Point& point) const noexcept {
+  std::size_t cells[kAttrCount];
+  std::size_t index = 0;
+  for (std::size_t c = 0; c < probes.size(); ++c) {
+    const Probe& p = probes[c];
+    const Slot& slot = point[p.attr];
+    std::size_t cell = 0;
+    if (!slot.present) {
+      cell = p.absent;
+    } else if (p.kind == 0) {
+      cell = static_cast<std::size_t>(slot.num);
+    } else if (p.kind == 1) {
+      for (std::uint32_t k = 0; k < p.count; ++k) cell += slot.num >= probe_cuts[p.first + k];
+    } else {
+      cell = columns[c].cell_of(slot);
+    }
+    cells[c] = cell;
+    index += cell * p.stride;
+  }
+  return strategy == Strategy::Direct ? entries[index] : match_cells(cells);
 }
 
 std::string dump(const Table& table, const PolicySpec& spec, bool with_positions) {

@@ -35,6 +35,12 @@ class CellSet {
   CellSet& operator|=(const CellSet& other);
   const std::vector<std::uint64_t>& words() const { return words_; }
   CellSet complement() const;
+  /// Whether the two sets share a cell; allocates nothing.
+  bool intersects(const CellSet& other) const;
+  /// Whether every cell of this set is in `other`; allocates nothing.
+  bool subset_of(const CellSet& other) const;
+  /// Removes the cells of `other`.
+  CellSet& operator-=(const CellSet& other);
   bool operator==(const CellSet& other) const { return words_ == other.words_; }
 
  private:
@@ -50,9 +56,24 @@ struct Column {
   std::vector<std::string> strings;     ///< String: the constants the rules use
   std::vector<std::string> code_names;  ///< Code: names, for dumps
   std::size_t cells = 0;                ///< including `absent` when the attribute is untrusted
+  bool numeric = false;                 ///< Duration/Count: cells are intervals between cuts
 
   /// The cell of a value. Allocates nothing.
-  std::size_t cell_of(const Slot& slot) const noexcept;
+  std::size_t cell_of(const Slot& slot) const noexcept {
+    if (!slot.present) return cells - 1;  // only untrusted columns reach here without a value
+    if (numeric) {
+      if (cuts.size() > 8) return cut_cell(slot.num);
+      std::size_t cell = 0;  // a few cuts: count those at or below the value, without branches
+      for (std::int64_t cut : cuts) cell += slot.num >= cut;
+      return cell;
+    }
+    if (info(attr).type != Type::String) return static_cast<std::size_t>(slot.num);
+    for (std::size_t i = 0; i < strings.size(); ++i)
+      if (strings[i] == slot.str) return i;
+    return strings.size();
+  }
+  /// The cell of a number among many cuts (binary search).
+  std::size_t cut_cell(std::int64_t num) const noexcept;
   /// A value that falls into `cell` (absent for the absent cell), to evaluate tests on.
   Slot representative(std::size_t cell, std::string& scratch) const;
   /// The cell's name in dumps: a code, `true`, `[0, 3)`, `"x"`, `other`, `absent`.
@@ -75,6 +96,15 @@ struct Row {
 
 enum class Strategy : std::uint8_t { Direct, Bitset };
 
+/// A column as match() reads it: small and side by side, so a lookup touches little memory.
+struct Probe {
+  std::uint32_t attr = 0;    ///< the attribute, an index into the Point
+  std::uint32_t kind = 0;    ///< 0: the value is the cell; 1: count cut points; 2: Column::cell_of
+  std::uint32_t absent = 0;  ///< the absent cell
+  std::uint32_t first = 0, count = 0;  ///< kind 1: the cut points probe_cuts[first, first + count)
+  std::size_t stride = 0;              ///< direct strategy: the column's stride (else 0)
+};
+
 struct Table {
   std::vector<Column> columns;
   std::vector<Row> rows;
@@ -88,6 +118,12 @@ struct Table {
   // Direct matcher: entries[sum(cell_c * stride_c)] is the first matching row.
   std::vector<std::size_t> strides;
   std::vector<std::uint32_t> entries;
+  // What match() reads, one probe per column (build_probes(), after the strategy is chosen).
+  std::vector<Probe> probes;
+  std::vector<std::int64_t> probe_cuts;
+
+  /// Fills probes and probe_cuts from the columns (and the strides of a direct table).
+  void build_probes();
 
   /// The first row matching the point. Allocates nothing.
   std::uint32_t match(const Point& point) const noexcept;

@@ -176,6 +176,11 @@ class Policy {
  public:
   /// Decides the route for one failed call. Never throws; allocates nothing.
   Decision decide(const Envelope& envelope, const Context& context) const noexcept;
+  /// The same decision without `keep_alive`, so no write to memory shared between threads
+  /// (copying the shared pointer updates one reference count from every thread): the path for
+  /// many threads deciding at once. Its string views stay valid while this Policy, a copy of it
+  /// or its Bundle lives. Never throws; allocates nothing.
+  Decision decide_unpinned(const Envelope& envelope, const Context& context) const noexcept;
   /// The same decision, with each rule's tests and values, from the reference interpreter.
   Explanation explain(const Envelope& envelope, const Context& context) const;
   /// The decision the reference interpreter gives (walks the AST; used to check the table).
