@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs the Debian packages recourse builds with, when they are missing.
 set -euo pipefail
-packages=(cmake g++ make tao-pegtl-dev nlohmann-json3-dev libfmt-dev catch2 libcli11-dev libssl-dev)
+packages=(cmake g++ make pkg-config tao-pegtl-dev nlohmann-json3-dev libfmt-dev catch2 libcli11-dev libssl-dev
+  libsqlite3-dev libhiredis-dev redis-server)
 missing=()
 for p in "${packages[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

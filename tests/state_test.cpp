@@ -171,7 +171,7 @@ TEST_CASE("state: a workflow counts attempts, repairs, repeats, cost and time", 
   CHECK(copy.to_json() == wf.to_json());  // a failed restore changes nothing
 
   wf.record_success(base);
-  CHECK(wf.find("op") == nullptr);
+  CHECK_FALSE(wf.find("op"));
 }
 
 TEST_CASE("state: health survives a JSON round trip", "[state]") {

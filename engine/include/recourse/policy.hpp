@@ -53,7 +53,8 @@ enum DecisionWarning : std::uint32_t {
   kNoPolicy = 1u << 1,           ///< no policy for the tool and no "*" fallback: route is stop
   kSideEffectAssumed = 1u << 2,  ///< the context gave no sideEffect: read as unknown
   kTraceIdMinted = 1u << 3,      ///< the envelope had no traceId: Decision::minted_trace_id
-  kUnreadableEnvelope = 1u << 4  ///< the envelope was not JSON: conservative stop
+  kUnreadableEnvelope = 1u << 4,  ///< the envelope was not JSON: conservative stop
+  kStoreUnavailable = 1u << 5     ///< the state store could not answer: local, conservative state
 };
 
 /// No limit: a budget the policy does not set (no deadline, no cost cap).
