@@ -498,10 +498,15 @@ class Checker {
     Breaker& b = spec.breaker;
     b.enabled = true;
     settings(
-        p.breaker, {"failures", "ratio", "window", "min_calls", "cooldown"}, "breaker",
+        p.breaker, {"failures", "ratio", "window", "min_calls", "cooldown", "scope"}, "breaker",
         [&](const ast::Setting& s) {
           const ast::Value& v = s.values[0];
-          if (s.key == "cooldown") {
+          if (s.key == "scope") {
+            if (v.kind == Kind::Ident && (v.text == "local" || v.text == "shared"))
+              b.shared = v.text == "shared";
+            else
+              error("E019", v.pos, "scope must be local or shared, got '" + v.text + v.unit + "'");
+          } else if (s.key == "cooldown") {
             auto ms = duration(v);
             if (ms && *ms <= 0)
               error("E019", v.pos, "cooldown must be positive");
