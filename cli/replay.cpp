@@ -103,8 +103,10 @@ int run_replay(const Options& o) {
   auto text = read_text(o.paths.front(), kMaxTraceBytes, error);
   if (!text) return std::cerr << "error: " << error << "\n", 1;
 
+  std::shared_ptr<Store> store;  // --state: shared with other processes (default: this run's)
+  if (!o.state.empty() && !(store = open_state(o.state))) return 1;
   std::map<std::string, Workflow> workflows;
-  Health health;
+  Health health(store);
   Summary sum;
   json rows = json::array();
   if (o.format == Format::Text)
@@ -121,26 +123,19 @@ int run_replay(const Options& o) {
     }
     Context& c = line->context;
     const Policy* policy = bundle->find(c.tool);
-    Workflow* wf = c.workflow_id.empty() ? nullptr : &workflows[c.workflow_id];
+    Workflow* wf = c.workflow_id.empty()
+                       ? nullptr
+                       : &workflows.try_emplace(c.workflow_id, store, c.workflow_id).first->second;
     if (line->success) {
       ++sum.successes;
       if (wf) wf->record_success(c);
       if (wf && policy) health.record_success(*policy, c, line->now_ms);
       continue;
     }
-    if (wf && policy) {
-      wf->record_attempt(c, policy->call_cost(), line->now_ms);
-      wf->record_failure(c, line->envelope);
-      wf->apply(c, line->now_ms);
-      health.record_failure(*policy, c, line->now_ms);  // the outcome of the call that failed
-      health.prepare(*policy, c, line->now_ms);         // the state for the next call
-    }
+    if (wf && policy) before_decision(wf, health, *policy, c, line->envelope, line->now_ms);
     const Decision d =
         line->envelope_ok ? bundle->decide(line->envelope, c) : bundle->unreadable(c);
-    if (wf && policy) {
-      wf->record_decision(c, d);
-      health.record_decision(*policy, c, d);
-    }
+    if (wf && policy) after_decision(wf, health, *policy, c, d);
     ++sum.decisions;
     const json out = json::parse(to_json(d, line->envelope));
     ++sum.routes[out["route"].get<std::string>()];

@@ -29,6 +29,15 @@ void conformance(const Backend& backend);
 std::vector<int> concurrently(const Backend& backend, int n, const std::function<int(int)>& fn,
                               int timeout_ms = 10000);
 
+/// A fresh directory under the system's temp directory, removed with everything in it at the end.
+struct TempDir {
+  std::string path;
+  TempDir();
+  ~TempDir();
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+};
+
 /// Wall-clock ms since the epoch (for stores that take the caller's time).
 std::int64_t now_ms();
 /// Sleeps `ms` milliseconds.

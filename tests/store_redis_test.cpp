@@ -20,16 +20,8 @@ namespace {
 
 class RedisServer {
  public:
-  explicit RedisServer(const char* appendfsync = "always") : fsync_(appendfsync) {
-    std::string pattern = (std::filesystem::temp_directory_path() / "recourse-XXXXXX").string();
-    REQUIRE(mkdtemp(pattern.data()) != nullptr);
-    dir_ = pattern;
-    start();
-  }
-  ~RedisServer() {
-    stop(SIGKILL);
-    std::filesystem::remove_all(dir_);
-  }
+  explicit RedisServer(const char* appendfsync = "always") : fsync_(appendfsync) { start(); }
+  ~RedisServer() { stop(SIGKILL); }
   std::string url() const { return "redis+unix://" + dir_ + "/redis.sock"; }
   pid_t pid() const { return pid_; }
 
@@ -80,7 +72,8 @@ class RedisServer {
 
  private:
   const char* fsync_;
-  std::string dir_;
+  test::TempDir temp_;
+  const std::string& dir_ = temp_.path;
   pid_t pid_ = -1;
 };
 

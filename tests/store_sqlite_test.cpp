@@ -7,7 +7,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <filesystem>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -16,17 +15,6 @@
 #include "support.hpp"
 
 namespace {
-
-// A fresh directory under the system's temp directory, removed at the end of the test.
-struct TempDir {
-  std::string path;
-  TempDir() {
-    std::string pattern = (std::filesystem::temp_directory_path() / "recourse-XXXXXX").string();
-    REQUIRE(mkdtemp(pattern.data()) != nullptr);
-    path = pattern;
-  }
-  ~TempDir() { std::filesystem::remove_all(path); }
-};
 
 std::shared_ptr<recourse::Store> open(const std::string& path, const recourse::StoreOptions& o) {
   auto r = recourse::open_store("sqlite:" + path, o);
@@ -38,7 +26,7 @@ std::shared_ptr<recourse::Store> open(const std::string& path, const recourse::S
 
 TEST_CASE("store: the sqlite store conforms, with clients in separate processes",
           "[store][sqlite]") {
-  TempDir dir;
+  test::TempDir dir;
   const std::string path = dir.path + "/state.db";
   test::conformance(
       {"sqlite", [&](const recourse::StoreOptions& o) { return open(path, o); }, true});
@@ -46,7 +34,7 @@ TEST_CASE("store: the sqlite store conforms, with clients in separate processes"
 
 TEST_CASE("store: sqlite writers killed with SIGKILL lose no acknowledged ledger entry",
           "[store][sqlite]") {
-  TempDir dir;
+  test::TempDir dir;
   const std::string path = dir.path + "/ledger.db";
   REQUIRE(open(path, {}));  // creates the schema before the writers race
   constexpr int kWriters = 4;

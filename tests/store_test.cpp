@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <filesystem>
 #include <thread>
 
 #include "support.hpp"
@@ -24,6 +25,16 @@ std::int64_t now_ms() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
              std::chrono::system_clock::now().time_since_epoch())
       .count();
+}
+
+TempDir::TempDir() {
+  std::string pattern = (std::filesystem::temp_directory_path() / "recourse-XXXXXX").string();
+  REQUIRE(mkdtemp(pattern.data()) != nullptr);
+  path = pattern;
+}
+
+TempDir::~TempDir() {
+  std::filesystem::remove_all(path);
 }
 
 void sleep_ms(std::int64_t ms) {

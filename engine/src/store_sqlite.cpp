@@ -6,7 +6,7 @@
 // Tool and operation state are JSON rows of `state` on a connection with synchronous=NORMAL
 // (lost on power loss, never on a crash); the ledger has its own table and connection with
 // synchronous=FULL, so a committed claim survives power loss too. Rows carry expires_ms (the
-// TTL): expired rows read as absent and are purged when the store opens. The store applies the
+// TTL): expired rows read as absent and are purged now and then. The store applies the
 // rules of store_logic.hpp to the row it loaded.
 #include <sqlite3.h>
 
@@ -126,8 +126,12 @@ class SqliteStore final : public Store {
     return column(s, 0);
   }
 
-  void save(const char* kind, std::string_view key, const std::string& value,
+  // Saves a row; every 1024th save also purges the rows expired by the caller's clock (the one
+  // their expiry was computed with: wall clock, or a replayed trace's).
+  void save(const char* kind, std::string_view key, const std::string& value, std::int64_t now,
             std::int64_t expires) {
+    if (++saves_ % 1024 == 0)
+      state_.step(state_.bind("DELETE FROM state WHERE expires_ms <= ?", now));
     state_.step(
         state_.bind("INSERT INTO state VALUES (?, ?, ?, ?) ON CONFLICT(kind, key) DO UPDATE SET "
                     "value = excluded.value, expires_ms = excluded.expires_ms",
@@ -142,7 +146,7 @@ class SqliteStore final : public Store {
         auto text = load("tool", tool, now);
         ToolHealth h = text ? tool_from_json(*text) : ToolHealth{};
         auto [changed, result] = f(h);
-        if (changed) save("tool", tool, tool_to_json(h), now + options_.state_ttl_ms);
+        if (changed) save("tool", tool, tool_to_json(h), now, now + options_.state_ttl_ms);
         return result;
       });
     });
@@ -172,6 +176,8 @@ class SqliteStore final : public Store {
         LedgerEntry e = ledger_.step(s) ? entry(s) : LedgerEntry{};
         e.operation = std::string(operation);
         const auto [changed, claimed] = f(e);
+        if (changed && ++saves_ % 1024 == 0)
+          ledger_.step(ledger_.bind("DELETE FROM ledger WHERE expires_ms <= ?", now));
         if (changed)
           ledger_.step(ledger_.bind("INSERT OR REPLACE INTO ledger VALUES (?, ?, ?, ?, ?, ?)",
                                     operation, std::string_view(to_string(e.state)),
@@ -195,9 +201,6 @@ class SqliteStore final : public Store {
           "CREATE TABLE IF NOT EXISTS ledger(operation TEXT PRIMARY KEY, state TEXT NOT NULL, "
           "idempotency_key TEXT NOT NULL, updated_ms INTEGER NOT NULL, lease_until_ms INTEGER "
           "NOT NULL, expires_ms INTEGER NOT NULL) WITHOUT ROWID");
-      const std::int64_t now = wall_ms();
-      state_.step(state_.bind("DELETE FROM state WHERE expires_ms <= ?", now));
-      state_.step(state_.bind("DELETE FROM ledger WHERE expires_ms <= ?", now));
       return 0;
     });
   }
@@ -238,7 +241,7 @@ class SqliteStore final : public Store {
           state_.step(
               state_.bind("DELETE FROM state WHERE kind = 'operation' AND key = ?", operation));
         else if (write)
-          save("operation", operation, operation_to_json(op), now + options_.state_ttl_ms);
+          save("operation", operation, operation_to_json(op), now, now + options_.state_ttl_ms);
         return op;
       });
     });
@@ -282,6 +285,7 @@ class SqliteStore final : public Store {
   std::mutex mutex_;
   Connection state_, ledger_;
   std::int64_t down_until_ = 0;
+  std::uint64_t saves_ = 0;
 };
 
 }  // namespace
