@@ -155,6 +155,26 @@ void one_probe(const Backend& backend, recourse::Store& s) {
   CHECK(std::count(results.begin(), results.end(), 0) == 7);
 }
 
+void no_lost_update(const Backend& backend, recourse::Store& s) {
+  INFO("no update lost among concurrent clients");
+  const std::string tool = key("contended");
+  const BucketSpec spec{1000000, 100};
+  const std::int64_t start = now_ms() + 300;  // once every client is up
+  const auto results = concurrently(backend, 4, [&](int) {
+    auto client = backend.open({});
+    if (!client) return 3;
+    sleep_ms(std::max<std::int64_t>(0, start - now_ms()));
+    for (int i = 0; i < 100; ++i) {
+      if (!client->bucket(tool, BucketEvent::Retry, spec, now_ms())) return 4;
+      if (!client->count(tool, {CountEvent::Attempt, 1}, now_ms())) return 4;
+    }
+    return 0;
+  });
+  CHECK(results == std::vector<int>(4, 0));
+  CHECK(s.bucket(tool, BucketEvent::Read, spec, now_ms()) == 1000000 - 400 * 1000);
+  CHECK(s.count(tool, {CountEvent::Read}, now_ms())->attempts == 400);
+}
+
 void counts(recourse::Store& s) {
   INFO("attempt and repeat counting");
   const std::string op = key("count");
@@ -251,6 +271,7 @@ void conformance(const Backend& backend) {
   tokens(*s);
   breaker(*s);
   one_probe(backend, *s);
+  no_lost_update(backend, *s);
   counts(*s);
   ledger(*s);
   ttl(backend);

@@ -73,15 +73,22 @@ class Connection {
     exec(write ? "BEGIN IMMEDIATE" : "BEGIN");
     try {
       auto result = body();
+      reset_all();
       exec("COMMIT");
       return result;
     } catch (...) {
+      reset_all();
       sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
       throw;
     }
   }
 
  private:
+  // A statement stepped to a row and never reset keeps its read snapshot past COMMIT; the next
+  // BEGIN IMMEDIATE would then fail at once with SQLITE_BUSY(_SNAPSHOT) instead of waiting.
+  void reset_all() {
+    for (auto& [sql, stmt] : statements_) sqlite3_reset(stmt);
+  }
   void bind_one(sqlite3_stmt* s, int i, std::string_view v) {
     sqlite3_bind_text(s, i, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT);
   }
