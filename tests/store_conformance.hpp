@@ -1,7 +1,7 @@
 // The store conformance suite, written once (store_test.cpp) and run against every store: gRFC
 // A6 token arithmetic, breaker transitions, exactly one probe among concurrent clients, no update
-// lost among them, counting, TTL expiry and ledger transitions. Times are real (short cooldowns and TTLs), since the Redis
-// store reads its server's clock.
+// lost among them, counting, TTL expiry and ledger transitions. Times are real (short cooldowns and
+// TTLs), since the Redis store reads its server's clock.
 #pragma once
 
 #include <functional>

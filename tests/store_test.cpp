@@ -103,7 +103,7 @@ void tokens(recourse::Store& s) {
 void breaker(recourse::Store& s) {
   INFO("breaker transitions");
   const std::string tool = key("breaker");
-  const BreakerSpec spec{3, 0, 20, 10, 300};
+  const BreakerSpec spec{3, 0, 20, 10, 500};
   auto fail = [&](const char* op) { return s.outcome(tool, op, true, spec, now_ms()); };
   auto probe = [&](const char* op) { return s.probe(tool, op, spec, now_ms()); };
   CHECK(probe("op-0") == CircuitState::Closed);
@@ -112,7 +112,7 @@ void breaker(recourse::Store& s) {
   CHECK(fail("op-3") == CircuitState::Open);  // the third consecutive failure opens it
   CHECK(s.tool(tool, now_ms())->consecutive_failures == 3);
   CHECK(probe("op-4") == CircuitState::Open);
-  sleep_ms(350);
+  sleep_ms(600);
   CHECK(fail("op-1") == CircuitState::Open);       // in flight while open: no new cooldown
   CHECK(probe("op-5") == CircuitState::HalfOpen);  // the cooldown is over: op-5 probes
   CHECK(probe("op-6") == CircuitState::Open);      // the probe is out; others wait
@@ -120,9 +120,9 @@ void breaker(recourse::Store& s) {
   CHECK(fail("op-6") == CircuitState::Open);       // not the probe: changes nothing
   CHECK(fail("op-5") == CircuitState::Open);       // the probe failed: another cooldown
   CHECK(probe("op-7") == CircuitState::Open);
-  sleep_ms(350);
+  sleep_ms(600);
   CHECK(probe("op-7") == CircuitState::HalfOpen);
-  sleep_ms(350);  // op-7's lease ran out without an outcome: another caller may probe
+  sleep_ms(600);  // op-7's lease ran out without an outcome: another caller may probe
   CHECK(probe("op-8") == CircuitState::HalfOpen);
   CHECK(s.outcome(tool, "op-8", false, spec, now_ms()) == CircuitState::Closed);
   CHECK(probe("op-7") == CircuitState::Closed);
@@ -141,9 +141,9 @@ void breaker(recourse::Store& s) {
 void one_probe(const Backend& backend, recourse::Store& s) {
   INFO("exactly one probe among concurrent clients");
   const std::string tool = key("probe");
-  const BreakerSpec spec{1, 0, 20, 10, 200};
+  const BreakerSpec spec{1, 0, 20, 10, 1000};
   REQUIRE(s.outcome(tool, "opener", true, spec, now_ms()) == CircuitState::Open);
-  const std::int64_t start = now_ms() + 400;  // past the cooldown, once every client is up
+  const std::int64_t start = now_ms() + 1100;  // past the cooldown, once every client is up
   const auto results = concurrently(backend, 8, [&](int i) {
     auto client = backend.open({});
     if (!client) return 3;
@@ -244,8 +244,8 @@ void ledger(recourse::Store& s) {
 void ttl(const Backend& backend) {
   INFO("TTL expiry");
   recourse::StoreOptions o;
-  o.state_ttl_ms = 300;
-  o.ledger_ttl_ms = 300;
+  o.state_ttl_ms = 500;
+  o.ledger_ttl_ms = 500;
   auto s = backend.open(o);
   REQUIRE(s);
   const std::string op = key("ttl");
@@ -256,7 +256,7 @@ void ttl(const Backend& backend) {
   CHECK(s->count(op, {CountEvent::Read}, now_ms())->recorded());
   CHECK(s->bucket(op, BucketEvent::Read, spec, now_ms()) == 9000);
   CHECK(s->read(op, now_ms())->state == LedgerState::Pending);
-  sleep_ms(500);
+  sleep_ms(700);
   CHECK_FALSE(s->count(op, {CountEvent::Read}, now_ms())->recorded());
   CHECK(s->bucket(op, BucketEvent::Read, spec, now_ms()) == 10000);
   CHECK(s->read(op, now_ms())->state == LedgerState::Absent);
