@@ -210,6 +210,10 @@ struct DownStore final : recourse::Store {
                                     const recourse::BreakerSpec&, std::int64_t) noexcept override {
     return std::nullopt;
   }
+  std::optional<std::int64_t> vote(std::string_view, std::string_view, bool, std::int64_t,
+                                   std::int64_t) noexcept override {
+    return std::nullopt;
+  }
   std::optional<recourse::ToolHealth> tool(std::string_view, std::int64_t) noexcept override {
     return std::nullopt;
   }
@@ -285,7 +289,35 @@ TEST_CASE("state: a shared breaker is seen by every process, a local one by its 
   CHECK(c.circuit == CircuitState::Open);
   CHECK(test::diagnostics(R"(policy "x" { breaker { scope = fleet } default -> stop })")
             .front()
-            .message == "scope must be local or shared, got 'fleet'");
+            .message == "scope must be local, shared or quorum, got 'fleet'");
+  CHECK(test::diagnostics(R"(policy "x" { breaker { quorum = 2 } default -> stop })")
+            .front()
+            .message == "quorum needs scope = quorum");
+}
+
+TEST_CASE("state: a quorum breaker opens for all only when enough processes see it open",
+          "[state]") {
+  auto text = std::string(kThrottled);
+  text.replace(text.find("cooldown = 1m"), 13, "cooldown = 1m scope = quorum quorum = 2");
+  const auto p = test::policy(text);
+  auto store = std::make_shared<recourse::MemoryStore>();
+  recourse::Health a(store), b(store), c(store);
+  auto circuit = [&](recourse::Health& h, std::int64_t now) {
+    recourse::Context x = test::context(R"({"tool":"t","operationId":"op"})");
+    h.prepare(p, x, now);
+    return x.circuit;
+  };
+  recourse::Context x = test::context(R"({"tool":"t","operationId":"op"})");
+  a.record_failure(p, x, 0);  // a's own breaker opens: one vote of two
+  CHECK(circuit(a, 1) == CircuitState::Closed);
+  CHECK(circuit(c, 1) == CircuitState::Closed);
+  b.record_failure(p, x, 0);  // b's too: the quorum is reached, for everyone
+  CHECK(circuit(b, 2) == CircuitState::Open);
+  CHECK(circuit(c, 2) == CircuitState::Open);
+  CHECK(circuit(a, 2) == CircuitState::Open);
+  b.record_success(p, x, 3);  // b's breaker closes: its vote is withdrawn
+  CHECK(circuit(b, 4) == CircuitState::Closed);
+  CHECK(circuit(c, 4) == CircuitState::Closed);
 }
 
 TEST_CASE("state: while the store is down, decisions are conservative and flagged", "[state]") {

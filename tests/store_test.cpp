@@ -175,6 +175,16 @@ void no_lost_update(const Backend& backend, recourse::Store& s) {
   CHECK(s.count(tool, {CountEvent::Read}, now_ms())->attempts == 400);
 }
 
+void votes(recourse::Store& s) {
+  INFO("quorum votes");
+  const std::string tool = key("votes");
+  CHECK(s.vote(tool, "worker-a", true, 60000, now_ms()) == 1);
+  CHECK(s.vote(tool, "worker-b", true, 60000, now_ms()) == 2);
+  CHECK(s.vote(tool, "worker-b", true, 60000, now_ms()) == 2);  // one vote per worker
+  CHECK(s.vote(tool, "worker-c", false, 60000, now_ms()) == 2);
+  CHECK(s.vote(tool, "worker-a", false, 60000, now_ms()) == 1);  // withdrawn
+}
+
 void counts(recourse::Store& s) {
   INFO("attempt and repeat counting");
   const std::string op = key("count");
@@ -253,6 +263,8 @@ void ttl(const Backend& backend) {
   s->count(op, {CountEvent::Attempt, 1}, now_ms());
   s->bucket(op, BucketEvent::Retry, spec, now_ms());
   s->claim(op, "k", 60000, now_ms());
+  CHECK(s->vote(op, "worker-a", true, 500, now_ms()) == 1);
+  CHECK(s->vote(op, "worker-b", true, 60000, now_ms()) == 2);
   CHECK(s->count(op, {CountEvent::Read}, now_ms())->recorded());
   CHECK(s->bucket(op, BucketEvent::Read, spec, now_ms()) == 9000);
   CHECK(s->read(op, now_ms())->state == LedgerState::Pending);
@@ -260,6 +272,7 @@ void ttl(const Backend& backend) {
   CHECK_FALSE(s->count(op, {CountEvent::Read}, now_ms())->recorded());
   CHECK(s->bucket(op, BucketEvent::Read, spec, now_ms()) == 10000);
   CHECK(s->read(op, now_ms())->state == LedgerState::Absent);
+  CHECK(s->vote(op, "worker-c", false, 500, now_ms()) == 0);  // a's vote ran out, b's too (TTL)
 }
 
 }  // namespace
@@ -272,6 +285,7 @@ void conformance(const Backend& backend) {
   breaker(*s);
   one_probe(backend, *s);
   no_lost_update(backend, *s);
+  votes(*s);
   counts(*s);
   ledger(*s);
   ttl(backend);

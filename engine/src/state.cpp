@@ -3,6 +3,9 @@
 // store_logic.cpp for the arithmetic (gRFC A6 tokens, breaker transitions).
 #include "recourse/state.hpp"
 
+#include <fmt/format.h>
+#include <unistd.h>
+
 #include "backoff.hpp"
 #include "compiled.hpp"
 
@@ -110,7 +113,13 @@ Health::Health(std::shared_ptr<Store> store, HealthOptions options)
     : local_(std::make_shared<MemoryStore>()),
       store_(store ? std::move(store) : local_),
       options_(options),
-      fallback_milli_(options.fallback_tokens * 1000) {}
+      fallback_milli_(options.fallback_tokens * 1000) {
+  if (options_.worker.empty()) {
+    char host[256] = {};
+    gethostname(host, sizeof host - 1);
+    options_.worker = fmt::format("{}:{}:{}", host, getpid(), static_cast<const void*>(this));
+  }
+}
 
 Store& Health::breakers(const Policy& policy) const {
   return policy.impl_->spec.breaker.shared ? *store_ : *local_;
@@ -139,6 +148,15 @@ void Health::prepare(const Policy& policy, Context& c, std::int64_t now_ms) {
       circuit = local_->probe(c.tool, c.operation_id, b, now_ms);
     }
     c.circuit = circuit.value_or(CircuitState::Closed);
+    if (spec.breaker.by_quorum) {  // this process's breaker votes; the votes decide
+      const bool open = c.circuit != CircuitState::Closed;
+      if (auto live = store_->vote(c.tool, options_.worker, open, b.cooldown_ms, now_ms))
+        c.circuit = *live < spec.breaker.quorum ? CircuitState::Closed
+                    : open                      ? c.circuit
+                                                : CircuitState::Open;
+      else
+        down = true;  // the process's own breaker decides
+    }
   }
   if (spec.throttle.enabled) {
     const BucketSpec t = bucket_spec(spec.throttle);

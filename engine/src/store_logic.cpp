@@ -110,6 +110,17 @@ CircuitState apply_probe(ToolHealth& h, std::string_view operation, const Breake
   return CircuitState::Open;
 }
 
+std::int64_t apply_vote(std::map<std::string, std::int64_t>& votes, std::string_view worker,
+                        bool open, std::int64_t vote_ms, std::int64_t now_ms) {
+  if (open)
+    votes[std::string(worker)] = now_ms + vote_ms;
+  else
+    votes.erase(std::string(worker));
+  for (auto it = votes.begin(); it != votes.end();)
+    it = it->second > now_ms ? std::next(it) : votes.erase(it);
+  return static_cast<std::int64_t>(votes.size());
+}
+
 void apply_count(OperationState& op, const CountEvent& e, std::int64_t now_ms) {
   switch (e.kind) {
     case CountEvent::Attempt:
@@ -192,6 +203,14 @@ ToolHealth tool_from_json(std::string_view text) {
   read(t, "probeUntilMs", h.probe_until_ms);
   read(t, "milliTokens", h.milli_tokens);
   return h;
+}
+
+std::string votes_to_json(const std::map<std::string, std::int64_t>& votes) {
+  return json(votes).dump();
+}
+
+std::map<std::string, std::int64_t> votes_from_json(std::string_view text) {
+  return json::parse(text).get<std::map<std::string, std::int64_t>>();
 }
 
 std::string operation_to_json(const OperationState& op) {

@@ -19,6 +19,9 @@ CircuitState apply_outcome(ToolHealth& h, std::string_view operation, bool faile
 /// The circuit as `operation` sees it, taking the half-open lease when it is free (Store::probe).
 CircuitState apply_probe(ToolHealth& h, std::string_view operation, const BreakerSpec& spec,
                          std::int64_t now_ms);
+/// Store::vote on one tool's votes (worker -> until ms): returns the live ones, dropping others.
+std::int64_t apply_vote(std::map<std::string, std::int64_t>& votes, std::string_view worker,
+                        bool open, std::int64_t vote_ms, std::int64_t now_ms);
 /// Applies a counting event (Success resets `op` to a default, unrecorded state).
 void apply_count(OperationState& op, const CountEvent& event, std::int64_t now_ms);
 /// Store::claim on `e` (state Absent when there is none): true when the entry changed.
@@ -31,6 +34,8 @@ LedgerEntry view(LedgerEntry e, std::int64_t now_ms);
 /// JSON of one record (Health's and the SQLite store's format); the readers throw on bad input.
 std::string tool_to_json(const ToolHealth& h);
 ToolHealth tool_from_json(std::string_view json);
+std::string votes_to_json(const std::map<std::string, std::int64_t>& votes);
+std::map<std::string, std::int64_t> votes_from_json(std::string_view json);
 std::string operation_to_json(const OperationState& op);
 OperationState operation_from_json(std::string_view json);
 /// "pending", ... -> the state (throws std::invalid_argument on others).

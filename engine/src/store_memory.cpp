@@ -57,6 +57,16 @@ std::optional<CircuitState> MemoryStore::probe(std::string_view tool, std::strin
   });
 }
 
+std::optional<std::int64_t> MemoryStore::vote(std::string_view tool, std::string_view worker,
+                                              bool open, std::int64_t vote_ms,
+                                              std::int64_t now_ms) noexcept {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return update(votes_, tool, now_ms, options_.state_ttl_ms,
+                [&](std::map<std::string, std::int64_t>& votes) {
+                  return std::pair(true, detail::apply_vote(votes, worker, open, vote_ms, now_ms));
+                });
+}
+
 std::optional<ToolHealth> MemoryStore::tool(std::string_view tool, std::int64_t now_ms) noexcept {
   std::lock_guard<std::mutex> lock(mutex_);
   return update(tools_, tool, now_ms, 0, [](ToolHealth& h) { return std::pair(false, h); });

@@ -53,10 +53,22 @@ local function view(h, now, claimed)
 end
 )lua";
 
-enum Script { kBucket, kOutcome, kProbe, kTool, kCount, kClaim, kTransition, kRead, kScripts };
+enum Script {
+  kBucket,
+  kOutcome,
+  kProbe,
+  kVote,
+  kTool,
+  kCount,
+  kClaim,
+  kTransition,
+  kRead,
+  kScripts
+};
 
 // ARGV per script: bucket (event 0 read|1 retry|2 success, max, ratio, ttl); outcome (operation,
-// failed 0|1, failures, ratio, window, min_calls, ttl); probe (operation, cooldown, ttl); count
+// failed 0|1, failures, ratio, window, min_calls, ttl); probe (operation, cooldown, ttl); vote
+// (worker, open 0|1, vote_ms, ttl); count
 // (kind 0 read|1 attempt|2 failure|3 decision|4 success, cost, failure hash, repair 0|1, ttl);
 // claim (key, lease, ttl); transition (to, ttl).
 constexpr const char* kBodies[kScripts] = {
@@ -103,6 +115,17 @@ if not live and now - num(h, 'opened', 0) >= tonumber(ARGV[2]) then
   return 2
 end
 return 1
+)lua",
+    R"lua(
+local now = now_ms()
+if ARGV[2] == '1' then redis.call('HSET', KEYS[1], ARGV[1], now + tonumber(ARGV[3]))
+else redis.call('HDEL', KEYS[1], ARGV[1]) end
+local raw, live = redis.call('HGETALL', KEYS[1]), 0
+for i = 1, #raw, 2 do
+  if tonumber(raw[i + 1]) > now then live = live + 1 else redis.call('HDEL', KEYS[1], raw[i]) end
+end
+redis.call('PEXPIRE', KEYS[1], ARGV[4])
+return live
 )lua",
     R"lua(
 local h = load(KEYS[1])
@@ -393,6 +416,11 @@ class RedisStore final : public Store {
                                     const BreakerSpec& b, std::int64_t) noexcept override {
     return call(kProbe, key("tool", tool),
                 {std::string(operation), std::to_string(b.cooldown_ms), ttl()}, circuit);
+  }
+  std::optional<std::int64_t> vote(std::string_view tool, std::string_view worker, bool open,
+                                   std::int64_t vote_ms, std::int64_t) noexcept override {
+    return call(kVote, key("quorum", tool),
+                {std::string(worker), open ? "1" : "0", std::to_string(vote_ms), ttl()}, integer);
   }
   std::optional<ToolHealth> tool(std::string_view tool, std::int64_t) noexcept override {
     return call(kTool, key("tool", tool), {}, [](const redisReply* r) {

@@ -233,6 +233,18 @@ class SqliteStore final : public Store {
       return std::pair(h.probe_until_ms != lease, c);
     });
   }
+  std::optional<std::int64_t> vote(std::string_view tool, std::string_view worker, bool open,
+                                   std::int64_t vote_ms, std::int64_t now) noexcept override {
+    return guarded([&] {
+      return state_.transaction(true, [&] {
+        auto text = load("quorum", tool, now);
+        auto votes = text ? votes_from_json(*text) : std::map<std::string, std::int64_t>{};
+        const std::int64_t live = apply_vote(votes, worker, open, vote_ms, now);
+        save("quorum", tool, votes_to_json(votes), now, now + options_.state_ttl_ms);
+        return live;
+      });
+    });
+  }
   std::optional<ToolHealth> tool(std::string_view tool, std::int64_t now) noexcept override {
     return update_tool(tool, now, false, [](ToolHealth& h) { return std::pair(false, h); });
   }

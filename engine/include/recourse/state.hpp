@@ -11,7 +11,9 @@
 //    half-open probe), a retry token bucket with gRFC A6 arithmetic, and the side-effect ledger's
 //    answer when the host gives no side effect.
 // A shared store (SQLite, Redis) shares the counters, the retry tokens, the ledger and, for
-// policies whose breaker says `scope = shared`, the breaker; other breakers stay in the process.
+// policies whose breaker says `scope = shared`, the breaker; other breakers stay in the process
+// (`scope = quorum`: each process's breaker votes, and the circuit opens for all while `quorum`
+// processes see their own open).
 // When the store cannot answer, both fall back to this process's own state, conservatively:
 // counters to what this process recorded, retry tokens to a local bucket of
 // HealthOptions::fallback_tokens (default 0: no retries), breakers to local ones, the ledger to
@@ -81,6 +83,8 @@ struct HealthOptions {
   std::int64_t fallback_tokens = 0;
   /// Opt-in: during an outage retry tokens do not throttle at all.
   bool fail_open = false;
+  /// This worker's name in quorum votes (breakers of scope quorum); empty: host, pid, instance.
+  std::string worker;
 };
 
 /// Per-process tool health, shared between threads (never on the decide() path).

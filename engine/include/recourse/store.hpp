@@ -4,6 +4,7 @@
 // and writes one record in one step, so processes sharing a store never lose an update:
 //  - bucket:     a gRFC A6 retry-token event on a tool (integer milli-tokens);
 //  - outcome:    a call's success or failure on a tool's circuit breaker;
+//  - vote:       one worker's view of its own breaker, for breakers of scope quorum(N);
 //  - probe:      the circuit as one operation sees it, taking the half-open probe (a lease that
 //                expires after the cooldown, so only one worker probes and a dead one is replaced);
 //  - count:      an attempt, failure, decision or success of one operation (attempts, repairs,
@@ -138,6 +139,11 @@ class Store {
   virtual std::optional<CircuitState> probe(std::string_view tool, std::string_view operation,
                                             const BreakerSpec& spec,
                                             std::int64_t now_ms) noexcept = 0;
+  /// Records whether `worker`'s own breaker for `tool` is open (a vote that lasts vote_ms, or
+  /// withdrawn) and returns how many workers' votes are live: open and not expired.
+  virtual std::optional<std::int64_t> vote(std::string_view tool, std::string_view worker,
+                                           bool open, std::int64_t vote_ms,
+                                           std::int64_t now_ms) noexcept = 0;
   /// A copy of one tool's health (default when never recorded or expired).
   virtual std::optional<ToolHealth> tool(std::string_view tool, std::int64_t now_ms) noexcept = 0;
   /// Applies a counting event to `operation`; returns its counters after (not recorded() when
@@ -175,6 +181,8 @@ class MemoryStore final : public Store {
                                       std::int64_t now_ms) noexcept override;
   std::optional<CircuitState> probe(std::string_view tool, std::string_view operation,
                                     const BreakerSpec& spec, std::int64_t now_ms) noexcept override;
+  std::optional<std::int64_t> vote(std::string_view tool, std::string_view worker, bool open,
+                                   std::int64_t vote_ms, std::int64_t now_ms) noexcept override;
   std::optional<ToolHealth> tool(std::string_view tool, std::int64_t now_ms) noexcept override;
   std::optional<OperationState> count(std::string_view operation, const CountEvent& event,
                                       std::int64_t now_ms) noexcept override;
@@ -205,6 +213,7 @@ class MemoryStore final : public Store {
   std::map<std::string, Expiring<ToolHealth>, std::less<>> tools_;
   std::map<std::string, Expiring<OperationState>, std::less<>> operations_;
   std::map<std::string, Expiring<LedgerEntry>, std::less<>> ledger_;
+  std::map<std::string, Expiring<std::map<std::string, std::int64_t>>, std::less<>> votes_;
 };
 
 /// The result of open_store(): a store, or why there is none.
