@@ -16,7 +16,8 @@
 
 namespace {
 
-std::shared_ptr<recourse::Store> open(const std::string& path, const recourse::StoreOptions& o) {
+std::shared_ptr<recourse::Store> open(const std::string& path, recourse::StoreOptions o) {
+  o.busy_ms = 5000;  // a loaded machine's fsyncs (the ledger's synchronous=FULL)
   auto r = recourse::open_store("sqlite:" + path, o);
   INFO(r.error);
   return r.store;

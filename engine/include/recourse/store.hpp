@@ -114,7 +114,7 @@ struct StoreOptions {
   std::int64_t state_ttl_ms = 24 * 3600 * 1000;       ///< tool and operation state, after a change
   std::int64_t ledger_ttl_ms = 7 * 24 * 3600 * 1000;  ///< ledger entries, after a change
   std::int64_t timeout_ms = 50;                       ///< Redis: connect and each command
-  std::int64_t busy_ms = 2000;  ///< SQLite: busy timeout (waits for another writer)
+  std::int64_t busy_ms = 200;   ///< SQLite: busy timeout (waits for another writer)
   std::int64_t down_ms = 1000;  ///< the store's own breaker: after a failed call, fail fast
 };
 
