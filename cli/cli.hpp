@@ -30,6 +30,8 @@ struct Options {
   std::string name;                 // diff: the policy to compare
   std::string before;               // diff: the file before the change
   std::string after;                // diff: the file after the change
+  std::string state;                // --state memory|sqlite:PATH|redis://HOST:PORT (empty: none)
+  std::size_t limit = 1000;         // ledger: entries listed at most
   std::string log;                  // --log FILE (decide, replay): the decision log, JSONL
   // fuzz
   double seconds = 10;          // time limit per run (without --sequences)
@@ -100,6 +102,21 @@ int run_diff(const Options& options);
 
 // fmt.cpp
 int run_fmt(const Options& options);
+
+// state.cpp
+/// Wall-clock ms since the epoch (for decisions whose context gives no nowMs).
+std::int64_t wall_ms();
+/// Opens the --state store, printing its warnings and, on failure, the error (nullptr).
+std::shared_ptr<Store> open_state(const std::string& spec);
+/// Before deciding on a failed call: counts it in `workflow` (may be null), records the failure
+/// on the tool's breaker and fills the context from the state (Workflow::apply, Health::prepare).
+void before_decision(Workflow* workflow, Health& health, const Policy& policy, Context& context,
+                     const Envelope& envelope, std::int64_t now_ms);
+/// After deciding: records the decision (a repair's next call, a retry's token).
+void after_decision(Workflow* workflow, Health& health, const Policy& policy,
+                    const Context& context, const Decision& decision);
+/// `recourse ledger --state SPEC [OPERATION...]`: the ledger's entries (all, or those named).
+int run_ledger(const Options& options);
 
 // fuzz.cpp
 /// `recourse fuzz POLICY`: adversarial sequences of failures through the policies; exit 1 when

@@ -82,10 +82,23 @@ int run_decide(const Options& o, bool explain) {
   Envelope envelope;
   Context context;
   if (!read_inputs(o, *bundle, envelope, context)) return 1;
+  // --state: the call is counted, and the decision made and recorded, against the shared state.
+  std::shared_ptr<Store> store;
+  if (!o.state.empty() && !(store = open_state(o.state))) return 1;
+  std::optional<Workflow> workflow;
+  std::optional<Health> health;
+  const Policy* stateful = store ? bundle->find(context.tool) : nullptr;
+  if (stateful) {
+    if (!context.operation_id.empty()) workflow.emplace(store, context.workflow_id);
+    health.emplace(store);
+    before_decision(workflow ? &*workflow : nullptr, *health, *stateful, context, envelope,
+                    context.now_ms.value_or(wall_ms()));
+  }
   if (!explain) {
     DecisionLogFile log;
     if (!log.open(o.log)) return 1;
     const Decision d = bundle->decide(envelope, context);
+    if (stateful) after_decision(workflow ? &*workflow : nullptr, *health, *stateful, context, d);
     std::cout << to_json(d, envelope) << "\n";
     log.write(envelope, context, d);
     return log.close() ? 0 : 1;

@@ -39,6 +39,8 @@ int main(int argc, char** argv) {
         ->type_name("FILE");
   };
   log(decide);
+  decide->add_option("--state", o.state, "shared state: memory, sqlite:PATH or redis://HOST:PORT")
+      ->type_name("SPEC");
 
   auto* explain = app.add_subcommand("explain", "show which rule matched and why");
   common(explain);
@@ -62,9 +64,19 @@ int main(int argc, char** argv) {
       app.add_subcommand("replay", "replay a JSONL trace of failed calls through the policies");
   common(replay);
   replay->add_option("--policy,-p", o.policies, "policy files or directories")->required();
+  replay->add_option("--state", o.state, "shared state: memory, sqlite:PATH or redis://HOST:PORT")
+      ->type_name("SPEC");
   replay->add_option("trace", o.paths, "trace file, one {\"tool\",\"envelope\",\"context\"} a line")
       ->required();
   log(replay);
+
+  auto* ledger = app.add_subcommand("ledger", "list or show side-effect ledger entries");
+  common(ledger);
+  ledger->add_option("--state", o.state, "the store: sqlite:PATH or redis://HOST:PORT")
+      ->required()
+      ->type_name("SPEC");
+  ledger->add_option("--limit", o.limit, "entries listed at most (default 1000)");
+  ledger->add_option("operations", o.paths, "operations to show (default: list every entry)");
 
   auto* compile =
       app.add_subcommand("compile", "compile policies; --dump prints the decision tables");
@@ -127,6 +139,7 @@ int main(int argc, char** argv) {
     if (*explain) return recourse::cli::run_decide(o, true);
     if (*envelope) return recourse::cli::run_envelope(o);
     if (*replay) return recourse::cli::run_replay(o);
+    if (*ledger) return recourse::cli::run_ledger(o);
     if (*compile) return recourse::cli::run_compile(o);
     if (*diff) return recourse::cli::run_diff(o);
     if (*format) return recourse::cli::run_fmt(o);

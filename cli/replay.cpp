@@ -43,7 +43,9 @@ int run_replay(const Options& o) {
 
   DecisionLogFile log;
   if (!log.open(o.log)) return 1;
-  TraceState state(*bundle);
+  std::shared_ptr<Store> store;  // --state: shared with other processes (default: this run's)
+  if (!o.state.empty() && !(store = open_state(o.state))) return 1;
+  TraceState state(*bundle, store);
   Summary sum;
   json rows = json::array();
   if (o.format == Format::Text)

@@ -159,7 +159,7 @@ class Runner {
 
   void run(std::uint64_t run) {
     const std::vector<Tool> tools = make_tools(s_, run);
-    Workflow workflow;
+    Workflow workflow(st_.store, fmt::format("{}/r{}", st_.scope, run));
     for (std::uint64_t op = 0; op < static_cast<std::uint64_t>(s_.ops); ++op)
       operation(tools, workflow, run, op);
   }

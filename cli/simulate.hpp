@@ -87,6 +87,8 @@ struct Strategy {
   EnvelopeKind envelope = EnvelopeKind::Full;
   Controller controller = Controller::Policy;
   std::optional<Bundle> bundle;  ///< with Controller::Policy
+  std::shared_ptr<Store> store;  ///< --state: where the workflows count (null: in memory)
+  std::string scope;             ///< with a store: the prefix of this strategy's operation keys
 };
 
 /// Parses "[generic:|code:|full:]PATH" or "[KIND:]@retry-all" / "@retryable" (the bundle is

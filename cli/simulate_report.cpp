@@ -464,8 +464,11 @@ std::string svg(const Scenario& s, const std::string& preset, const std::vector<
 
 }  // namespace
 
-void add_simulate_options(CLI::App& c, Options& /*options*/) {
+void add_simulate_options(CLI::App& c, Options& options) {
   Args& a = args();
+  c.add_option("--state", options.state,
+               "keep the workflows' counters in memory, sqlite:PATH or redis://HOST:PORT")
+      ->type_name("SPEC");
   c.add_option("--policy,-p", a.policies,
                "policy files: [generic:|code:|full:]PATH, or @retry-all / @retryable");
   c.add_option("--compare", a.compare,
@@ -528,6 +531,8 @@ int run_simulate(const Options& o) {
   std::vector<std::string> specs = a.policies;
   specs.insert(specs.end(), a.compare.begin(), a.compare.end());
   if (specs.empty()) return std::cerr << "error: simulate needs --policy or --compare\n", 2;
+  std::shared_ptr<Store> store;
+  if (!o.state.empty() && !(store = open_state(o.state))) return 1;
   std::vector<Row> rows;
   for (const auto& spec : specs) {
     std::string error;
@@ -536,6 +541,8 @@ int run_simulate(const Options& o) {
     if (strategy->controller == sim::Controller::Policy) {
       strategy->bundle = load({strategy->source}, o);
       if (!strategy->bundle) return 1;
+      strategy->store = store;  // keys unique to this invocation: a store may outlive it
+      strategy->scope = fmt::format("simulate-{}/{}", wall_ms(), strategy->name);
     }
     rows.push_back({std::move(*strategy), {}});
   }

@@ -67,29 +67,23 @@ std::optional<TraceLine> parse_trace_line(const std::string& text, const std::st
   return line;
 }
 
-TraceState::TraceState(const Bundle& bundle) : bundle_(bundle) {}
+TraceState::TraceState(const Bundle& bundle, std::shared_ptr<Store> store)
+    : bundle_(bundle), store_(store), health_(std::move(store)) {}
 
 std::optional<Decision> TraceState::step(TraceLine& line) {
   Context& c = line.context;
   const Policy* policy = bundle_.find(c.tool);
-  Workflow* wf = c.workflow_id.empty() ? nullptr : &workflows_[c.workflow_id];
+  Workflow* wf = c.workflow_id.empty()
+                     ? nullptr
+                     : &workflows_.try_emplace(c.workflow_id, store_, c.workflow_id).first->second;
   if (line.success) {
     if (wf) wf->record_success(c);
     if (wf && policy) health_.record_success(*policy, c, line.now_ms);
     return std::nullopt;
   }
-  if (wf && policy) {
-    wf->record_attempt(c, policy->call_cost(), line.now_ms);
-    wf->record_failure(c, line.envelope);
-    wf->apply(c, line.now_ms);
-    health_.record_failure(*policy, c, line.now_ms);  // the outcome of the call that failed
-    health_.prepare(*policy, c, line.now_ms);         // the state for the next call
-  }
+  if (wf && policy) before_decision(wf, health_, *policy, c, line.envelope, line.now_ms);
   Decision d = line.envelope_ok ? bundle_.decide(line.envelope, c) : bundle_.unreadable(c);
-  if (wf && policy) {
-    wf->record_decision(c, d);
-    health_.record_decision(*policy, c, d);
-  }
+  if (wf && policy) after_decision(wf, health_, *policy, c, d);
   return d;
 }
 

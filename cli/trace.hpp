@@ -29,7 +29,9 @@ std::optional<TraceLine> parse_trace_line(const std::string& text, const std::st
 /// The state of one trace: a Workflow per workflowId and one Health for the run.
 class TraceState {
  public:
-  explicit TraceState(const Bundle& bundle);
+  /// `store` keeps the workflows' counters and the tools' health (nullptr: this process's own
+  /// memory).
+  explicit TraceState(const Bundle& bundle, std::shared_ptr<Store> store = nullptr);
   /// Decides a failure line with the state filled in and records it (section 11's order); a
   /// success line is recorded and gives nullopt. Lines without a workflowId neither read nor
   /// change the state. The line's context is updated to what the decision saw.
@@ -37,6 +39,7 @@ class TraceState {
 
  private:
   const Bundle& bundle_;
+  std::shared_ptr<Store> store_;
   std::map<std::string, Workflow> workflows_;
   Health health_;
 };

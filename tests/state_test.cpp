@@ -171,7 +171,7 @@ TEST_CASE("state: a workflow counts attempts, repairs, repeats, cost and time", 
   CHECK(copy.to_json() == wf.to_json());  // a failed restore changes nothing
 
   wf.record_success(base);
-  CHECK(wf.find("op") == nullptr);
+  CHECK_FALSE(wf.find("op"));
 }
 
 TEST_CASE("state: health survives a JSON round trip", "[state]") {
@@ -191,4 +191,163 @@ TEST_CASE("state: health survives a JSON round trip", "[state]") {
   CHECK(copy.get("b").milli_tokens == 3000);
   CHECK_FALSE(copy.from_json(R"({"tools":{"b":{"circuit":"ajar"}}})", error));
   CHECK(error == "health state: unknown circuit state \"ajar\"");
+}
+
+namespace {
+
+// A store that never answers (an outage).
+struct DownStore final : recourse::Store {
+  std::optional<std::int64_t> bucket(std::string_view, recourse::BucketEvent,
+                                     const recourse::BucketSpec&, std::int64_t) noexcept override {
+    return std::nullopt;
+  }
+  std::optional<CircuitState> outcome(std::string_view, std::string_view, bool,
+                                      const recourse::BreakerSpec&,
+                                      std::int64_t) noexcept override {
+    return std::nullopt;
+  }
+  std::optional<CircuitState> probe(std::string_view, std::string_view,
+                                    const recourse::BreakerSpec&, std::int64_t) noexcept override {
+    return std::nullopt;
+  }
+  std::optional<std::int64_t> vote(std::string_view, std::string_view, bool, std::int64_t,
+                                   std::int64_t) noexcept override {
+    return std::nullopt;
+  }
+  std::optional<recourse::ToolHealth> tool(std::string_view, std::int64_t) noexcept override {
+    return std::nullopt;
+  }
+  std::optional<recourse::OperationState> count(std::string_view, const recourse::CountEvent&,
+                                                std::int64_t) noexcept override {
+    return std::nullopt;
+  }
+  std::optional<recourse::LedgerEntry> claim(std::string_view, std::string_view, std::int64_t,
+                                             std::int64_t) noexcept override {
+    return std::nullopt;
+  }
+  std::optional<recourse::LedgerEntry> transition(std::string_view, recourse::LedgerState,
+                                                  std::int64_t) noexcept override {
+    return std::nullopt;
+  }
+  std::optional<recourse::LedgerEntry> read(std::string_view, std::int64_t) noexcept override {
+    return std::nullopt;
+  }
+  std::optional<std::vector<recourse::LedgerEntry>> entries(std::size_t,
+                                                            std::int64_t) noexcept override {
+    return std::nullopt;
+  }
+  std::string name() const override { return "down"; }
+};
+
+const char* kThrottled = R"(policy "t" {
+  tool { idempotent = true }
+  limits { attempts = 9 on_exhausted = degrade }
+  breaker { failures = 1 cooldown = 1m }
+  throttle { max_tokens = 10 }
+  rule r when retryable and code != CONTEXT_OVERFLOW -> retry
+  default -> stop })";
+
+}  // namespace
+
+TEST_CASE("state: the engine reads side_effect from the ledger when the host gives none",
+          "[state]") {
+  const auto p = test::policy(kThrottled);
+  auto store = std::make_shared<recourse::MemoryStore>();
+  recourse::Health health(store);
+  const auto e = test::envelope(R"({"code":"TRANSIENT","retryable":true})");
+  auto decide = [&](const char* context) {
+    recourse::Context c = test::context(context);
+    health.prepare(p, c, 1000);
+    return std::pair(c.side_effect, p.decide(e, c));
+  };
+  const char* bare = R"({"tool":"t","operationId":"pay-1","idempotent":false})";
+  CHECK_FALSE(decide(bare).first);  // no ledger entry: absent, read as unknown
+  REQUIRE(store->claim("pay-1", "key-1", 5000, 1000)->claimed);
+  CHECK(decide(bare).first == recourse::SideEffect::Unknown);  // pending: it may have happened
+  store->transition("pay-1", recourse::LedgerState::Committed, 1000);
+  auto [side_effect, d] = decide(bare);
+  CHECK(side_effect == recourse::SideEffect::Committed);
+  CHECK(d.rule == "gate:committed");
+  // The host's own word wins.
+  CHECK(decide(R"({"tool":"t","operationId":"pay-1","sideEffect":"none"})").second.route ==
+        Route::Retry);
+}
+
+TEST_CASE("state: a shared breaker is seen by every process, a local one by its own", "[state]") {
+  const auto local = test::policy(kThrottled);
+  auto shared_text = std::string(kThrottled);
+  shared_text.replace(shared_text.find("cooldown = 1m"), 13, "cooldown = 1m scope = shared");
+  const auto shared = test::policy(shared_text);
+  auto store = std::make_shared<recourse::MemoryStore>();
+  recourse::Health a(store), b(store);
+  recourse::Context c = test::context(R"({"tool":"t","operationId":"op"})");
+  a.record_failure(local, c, 0);
+  b.prepare(local, c, 1);
+  CHECK(c.circuit == CircuitState::Closed);
+  a.record_failure(shared, c, 0);
+  b.prepare(shared, c, 1);
+  CHECK(c.circuit == CircuitState::Open);
+  CHECK(test::diagnostics(R"(policy "x" { breaker { scope = fleet } default -> stop })")
+            .front()
+            .message == "scope must be local, shared or quorum, got 'fleet'");
+  CHECK(test::diagnostics(R"(policy "x" { breaker { quorum = 2 } default -> stop })")
+            .front()
+            .message == "quorum needs scope = quorum");
+}
+
+TEST_CASE("state: a quorum breaker opens for all only when enough processes see it open",
+          "[state]") {
+  auto text = std::string(kThrottled);
+  text.replace(text.find("cooldown = 1m"), 13, "cooldown = 1m scope = quorum quorum = 2");
+  const auto p = test::policy(text);
+  auto store = std::make_shared<recourse::MemoryStore>();
+  recourse::Health a(store), b(store), c(store);
+  auto circuit = [&](recourse::Health& h, std::int64_t now) {
+    recourse::Context x = test::context(R"({"tool":"t","operationId":"op"})");
+    h.prepare(p, x, now);
+    return x.circuit;
+  };
+  recourse::Context x = test::context(R"({"tool":"t","operationId":"op"})");
+  a.record_failure(p, x, 0);  // a's own breaker opens: one vote of two
+  CHECK(circuit(a, 1) == CircuitState::Closed);
+  CHECK(circuit(c, 1) == CircuitState::Closed);
+  b.record_failure(p, x, 0);  // b's too: the quorum is reached, for everyone
+  CHECK(circuit(b, 2) == CircuitState::Open);
+  CHECK(circuit(c, 2) == CircuitState::Open);
+  CHECK(circuit(a, 2) == CircuitState::Open);
+  b.record_success(p, x, 3);  // b's breaker closes: its vote is withdrawn
+  CHECK(circuit(b, 4) == CircuitState::Closed);
+  CHECK(circuit(c, 4) == CircuitState::Closed);
+}
+
+TEST_CASE("state: while the store is down, decisions are conservative and flagged", "[state]") {
+  const auto p = test::policy(kThrottled);
+  const auto e = test::envelope(R"({"code":"TRANSIENT","retryable":true})");
+  auto store = std::make_shared<DownStore>();
+  recourse::Workflow wf(store);
+  auto decide = [&](recourse::Health& health) {
+    recourse::Context c = test::context(R"({"tool":"t","operationId":"op"})");
+    wf.record_attempt(c, 1, 0);
+    wf.apply(c, 0);
+    health.prepare(p, c, 0);
+    const auto d = p.decide(e, c);
+    health.record_decision(p, c, d);
+    return std::tuple(d, c.attempt, c.side_effect);
+  };
+  recourse::Health health(store);
+  auto [d, attempt, side_effect] = decide(health);
+  CHECK((d.warnings & recourse::kStoreUnavailable) != 0);
+  CHECK(d.rule == "budget:retry_tokens");               // fallback bucket of 0 tokens: no retries
+  CHECK(attempt == 1);                                  // the local counts apply
+  CHECK(side_effect == recourse::SideEffect::Unknown);  // an unreadable ledger reads as unknown
+  CHECK(std::get<1>(decide(health)) == 2);
+  CHECK(health.store_unavailable() == 2);
+  CHECK(to_json(d, e).find(R"("kind":"store_unavailable")") != std::string::npos);
+
+  recourse::Health some(store, {1, false, {}});  // one retry from the fallback bucket, then none
+  CHECK(std::get<0>(decide(some)).route == Route::Retry);
+  CHECK(std::get<0>(decide(some)).rule == "budget:retry_tokens");
+  recourse::Health open(store, {0, true, {}});  // failing open: an explicit opt-in
+  CHECK(std::get<0>(decide(open)).route == Route::Retry);
+  CHECK(std::get<0>(decide(open)).route == Route::Retry);
 }

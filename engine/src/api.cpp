@@ -229,6 +229,9 @@ std::string to_json(const Decision& d, const Envelope& e) {
     add("unreadable_envelope", "", "the envelope could not be read");
   if (d.warnings & kTraceIdMinted)
     add("trace_id_minted", "traceId", "envelope had no traceId; a local one was minted");
+  if (d.warnings & kStoreUnavailable)
+    add("store_unavailable", "",
+        "the state store could not answer; local, conservative state used");
   j["warnings"] = std::move(warnings);
   if (!d.nearest_code.empty()) j["nearestCode"] = std::string(d.nearest_code);
   j["traceId"] = e.trace_id ? *e.trace_id : fmt::format("local-{:016x}", d.minted_trace_id);

@@ -494,32 +494,46 @@ class Checker {
     if (!p.has_breaker) return;
     Breaker& b = spec.breaker;
     b.enabled = true;
-    settings(
-        p.breaker, {"failures", "ratio", "window", "min_calls", "cooldown"}, "breaker",
-        [&](const ast::Setting& s) {
-          const ast::Value& v = s.values[0];
-          if (s.key == "cooldown") {
-            auto ms = duration(v);
-            if (ms && *ms <= 0)
-              error("E019", v.pos, "cooldown must be positive");
-            else if (ms)
-              b.cooldown_ms = *ms;
-          } else if (s.key == "ratio") {
-            auto r = real(v);
-            if (r && !(*r > 0 && *r <= 1))
-              error("E019", v.pos, "ratio must be in (0, 1], got " + v.text);
-            else if (r)
-              b.ratio = *r;
-          } else {
-            auto n = count(v);
-            // The window is a 64-bit history (one bit per call): it holds at most 64 calls.
-            const std::int64_t most = s.key == "failures" ? 10000 : 64;
-            if (n && (*n < 1 || *n > most))
-              error("E019", v.pos, s.key + " must be in [1, " + std::to_string(most) + "]");
-            else if (n)
-              (s.key == "failures" ? b.failures : s.key == "window" ? b.window : b.min_calls) = *n;
-          }
-        });
+    const std::vector<std::string_view> keys = {"failures", "ratio", "window", "min_calls",
+                                                "cooldown", "scope", "quorum"};
+    settings(p.breaker, keys, "breaker", [&](const ast::Setting& s) {
+      const ast::Value& v = s.values[0];
+      if (s.key == "scope") {
+        if (v.kind == Kind::Ident &&
+            (v.text == "local" || v.text == "shared" || v.text == "quorum")) {
+          b.shared = v.text == "shared";
+          b.by_quorum = v.text == "quorum";
+        } else {
+          error("E019", v.pos,
+                "scope must be local, shared or quorum, got '" + v.text + v.unit + "'");
+        }
+      } else if (s.key == "cooldown") {
+        auto ms = duration(v);
+        if (ms && *ms <= 0)
+          error("E019", v.pos, "cooldown must be positive");
+        else if (ms)
+          b.cooldown_ms = *ms;
+      } else if (s.key == "ratio") {
+        auto r = real(v);
+        if (r && !(*r > 0 && *r <= 1))
+          error("E019", v.pos, "ratio must be in (0, 1], got " + v.text);
+        else if (r)
+          b.ratio = *r;
+      } else {
+        auto n = count(v);
+        // The window is a 64-bit history (one bit per call): it holds at most 64 calls.
+        const std::int64_t most = s.key == "failures" || s.key == "quorum" ? 10000 : 64;
+        if (n && (*n < 1 || *n > most))
+          error("E019", v.pos, s.key + " must be in [1, " + std::to_string(most) + "]");
+        else if (n)
+          (s.key == "failures" ? b.failures
+           : s.key == "quorum" ? b.quorum
+           : s.key == "window" ? b.window
+                               : b.min_calls) = *n;
+      }
+    });
+    for (const ast::Setting& s : p.breaker)
+      if (s.key == "quorum" && !b.by_quorum) error("E019", s.pos, "quorum needs scope = quorum");
     if (b.min_calls > b.window)
       error("E019", p.breaker.empty() ? p.pos : p.breaker.front().pos,
             "breaker min_calls (" + std::to_string(b.min_calls) + ") exceeds its window (" +

@@ -136,6 +136,7 @@ void finish(const Compiled& p, const Action& a, std::string_view label, std::str
   d.policy_hash = p.hash;
   d.attempt = c.attempt;
   d.retry_after_ms = e.retry_after_ms;
+  if (c.store_unavailable) d.warnings |= kStoreUnavailable;
   if (!e.trace_id) {
     d.warnings |= kTraceIdMinted;
     d.minted_trace_id = mint_trace_id(c, p.seed);

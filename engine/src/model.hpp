@@ -178,6 +178,9 @@ struct Breaker {
   std::int64_t window = 20;
   std::int64_t min_calls = 10;
   std::int64_t cooldown_ms = 30000;
+  bool shared = false;      ///< scope = shared: kept in the shared store (default: per process)
+  bool by_quorum = false;   ///< scope = quorum: per process, open when `quorum` processes see it
+  std::int64_t quorum = 2;  ///< quorum = N
 };
 
 /// Retry throttling (`throttle { }`), gRFC A6: tokens start at max_tokens; each failure the

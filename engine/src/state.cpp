@@ -1,20 +1,16 @@
-// Budget state: Workflow (per-operation counters) and Health (per-tool breaker and retry
-// tokens). See recourse/state.hpp for the contracts.
-//
-// The token bucket follows gRFC A6 ("gRPC Retry Design", retry throttling): tokens start at
-// max_tokens, a failure the engine decides to retry takes 1, a success gives token_ratio back
-// (capped at max_tokens), and retries are allowed only while tokens > max_tokens / 2. Tokens are
-// kept as integer thousandths, as a shared store will keep them.
-#include <nlohmann/json.hpp>
+// Budget state: Workflow (per-operation counters) and Health (per-tool breaker, retry tokens and
+// the ledger's side effect) over a Store. See recourse/state.hpp for the contracts and
+// store_logic.cpp for the arithmetic (gRFC A6 tokens, breaker transitions).
+#include "recourse/state.hpp"
+
+#include <fmt/format.h>
+#include <unistd.h>
 
 #include "backoff.hpp"
 #include "compiled.hpp"
-#include "recourse/state.hpp"
 
 namespace recourse {
 namespace {
-
-using json = nlohmann::json;
 
 std::uint64_t failure_key(const Context& c, const Envelope& e, std::string_view args_hash) {
   std::uint64_t h = detail::fnv1a(c.tool);
@@ -27,52 +23,67 @@ std::uint64_t failure_key(const Context& c, const Envelope& e, std::string_view 
   return detail::splitmix64(detail::fnv1a(args_hash, h ^ 0x3f));
 }
 
-std::int64_t full_tokens(const detail::Throttle& t) {
-  return static_cast<std::int64_t>(t.max_tokens * 1000.0 + 0.5);
+std::int64_t milli(double tokens) {
+  return static_cast<std::int64_t>(tokens * 1000.0 + 0.5);
 }
 
-template <typename T>
-bool read(const json& j, const char* key, T& out) {
-  auto it = j.find(key);
-  if (it == j.end()) return false;
-  out = it->get<T>();
-  return true;
+BucketSpec bucket_spec(const detail::Throttle& t) {
+  return {milli(t.max_tokens), milli(t.token_ratio)};
+}
+
+BreakerSpec breaker_spec(const detail::Breaker& b) {
+  return {b.failures, milli(b.ratio), b.window, b.min_calls, b.cooldown_ms};
+}
+
+// Restores `store` from JSON, prefixing errors with `what`.
+bool restore(MemoryStore& store, std::string_view json, std::string& error, const char* what) {
+  if (store.from_json(json, error)) return true;
+  error = std::string(what) + ": " + error;
+  return false;
 }
 
 }  // namespace
 
 // ---- Workflow -------------------------------------------------------------------------------
 
+Workflow::Workflow(std::shared_ptr<Store> store, std::string scope)
+    : local_(std::make_shared<MemoryStore>()),
+      store_(store ? std::move(store) : local_),
+      scope_(std::move(scope)) {}
+
+std::optional<OperationState> Workflow::count(const Context& c, const CountEvent& event,
+                                              std::int64_t now_ms) const {
+  const std::string key = scope_.empty() ? c.operation_id : scope_ + "/" + c.operation_id;
+  now_ms_ = std::max(now_ms_, now_ms);
+  if (store_ == local_) return local_->count(key, event, now_ms);
+  local_->count(key, event, now_ms);  // the mirror this process falls back to
+  return store_->count(key, event, now_ms);
+}
+
 void Workflow::record_attempt(const Context& c, std::int64_t cost, std::int64_t now_ms) {
-  auto [it, fresh] = operations_.try_emplace(c.operation_id);
-  OperationState& op = it->second;
-  if (fresh) op.started_ms = now_ms;
-  ++op.attempts;
-  if (op.repair_pending) ++op.repairs;
-  op.repair_pending = false;
-  op.cost += cost;
+  count(c, {CountEvent::Attempt, cost}, now_ms);
 }
 
 void Workflow::record_failure(const Context& c, const Envelope& e) {
-  OperationState& op = operations_[c.operation_id];
-  const std::uint64_t key = failure_key(c, e, c.args_hash);
-  op.repeats = op.repeats > 0 && op.last_failure == key ? op.repeats + 1 : 1;
-  op.last_failure = key;
+  count(c, {CountEvent::Failure, 0, failure_key(c, e, c.args_hash)}, now_ms_);
 }
 
 void Workflow::record_decision(const Context& c, const Decision& d) {
-  auto it = operations_.find(c.operation_id);
-  if (it != operations_.end()) it->second.repair_pending = d.route == Route::Repair;
+  count(c, {CountEvent::Decision, 0, 0, d.route == Route::Repair}, now_ms_);
 }
 
 void Workflow::record_success(const Context& c) {
-  auto it = operations_.find(c.operation_id);
-  if (it != operations_.end()) operations_.erase(it);
+  count(c, {CountEvent::Success}, now_ms_);
 }
 
 void Workflow::apply(Context& c, std::int64_t now_ms) const {
-  const OperationState* op = find(c.operation_id);
-  if (!op) return;
+  auto op = count(c, {CountEvent::Read}, now_ms);
+  if (!op) {
+    c.store_unavailable = true;
+    const std::string key = scope_.empty() ? c.operation_id : scope_ + "/" + c.operation_id;
+    op = local_->count(key, {CountEvent::Read}, now_ms);
+  }
+  if (!op || !op->recorded()) return;
   // The larger count wins: the host may have counted calls this workflow never saw.
   c.attempt = std::max(c.attempt, op->attempts);
   c.repairs = std::max(c.repairs, op->repairs);
@@ -81,180 +92,126 @@ void Workflow::apply(Context& c, std::int64_t now_ms) const {
   c.elapsed_ms = std::max(c.elapsed_ms, now_ms - op->started_ms);
 }
 
-const OperationState* Workflow::find(std::string_view operation_id) const {
-  auto it = operations_.find(operation_id);
-  return it == operations_.end() ? nullptr : &it->second;
+std::optional<OperationState> Workflow::find(std::string_view operation_id) const {
+  Context c;
+  c.operation_id = std::string(operation_id);
+  auto op = count(c, {CountEvent::Read}, now_ms_);
+  return op && op->recorded() ? op : std::nullopt;
 }
 
 std::string Workflow::to_json() const {
-  json ops = json::object();
-  for (const auto& [id, op] : operations_)
-    ops[id] = {{"attempts", op.attempts},
-               {"repairs", op.repairs},
-               {"repeats", op.repeats},
-               {"cost", op.cost},
-               {"startedMs", op.started_ms},
-               {"lastFailure", op.last_failure},
-               {"repairPending", op.repair_pending}};
-  return json{{"operations", ops}}.dump();
+  return local_->to_json();
 }
 
-bool Workflow::from_json(std::string_view text, std::string& error) {
-  try {
-    const json j = json::parse(text);
-    std::map<std::string, OperationState, std::less<>> ops;
-    for (const auto& [id, o] : j.at("operations").items()) {
-      OperationState op;
-      read(o, "attempts", op.attempts);
-      read(o, "repairs", op.repairs);
-      read(o, "repeats", op.repeats);
-      read(o, "cost", op.cost);
-      read(o, "startedMs", op.started_ms);
-      read(o, "lastFailure", op.last_failure);
-      read(o, "repairPending", op.repair_pending);
-      if (op.attempts < 0 || op.repairs < 0 || op.repeats < 0 || op.cost < 0)
-        throw std::invalid_argument("negative counter in operation " + id);
-      ops.emplace(id, op);
-    }
-    operations_ = std::move(ops);
-    return true;
-  } catch (const std::exception& e) {
-    error = std::string("workflow state: ") + e.what();
-    return false;
-  }
+bool Workflow::from_json(std::string_view json, std::string& error) {
+  return restore(*local_, json, error, "workflow state");
 }
 
 // ---- Health ---------------------------------------------------------------------------------
 
+Health::Health(std::shared_ptr<Store> store, HealthOptions options)
+    : local_(std::make_shared<MemoryStore>()),
+      store_(store ? std::move(store) : local_),
+      options_(options),
+      fallback_milli_(options.fallback_tokens * 1000) {
+  if (options_.worker.empty()) {
+    char host[256] = {};
+    gethostname(host, sizeof host - 1);
+    options_.worker = fmt::format("{}:{}:{}", host, getpid(), static_cast<const void*>(this));
+  }
+}
+
+Store& Health::breakers(const Policy& policy) const {
+  return policy.impl_->spec.breaker.shared ? *store_ : *local_;
+}
+
 void Health::record_failure(const Policy& policy, const Context& c, std::int64_t now_ms) {
   const detail::Breaker& b = policy.impl_->spec.breaker;
   if (!b.enabled) return;
-  std::lock_guard<std::mutex> lock(mutex_);
-  ToolHealth& h = tools_.try_emplace(c.tool).first->second;
-  if (h.circuit != CircuitState::Closed) {
-    if (h.probe_taken && c.operation_id == h.probe_operation) {  // the probe failed
-      h.opened_ms = now_ms;
-      h.probe_taken = false;
-      h.probe_operation.clear();
-    }
-    return;
-  }
-  ++h.consecutive_failures;
-  const std::int64_t width = std::min<std::int64_t>(b.window, 64);
-  h.window = (h.window << 1) | 1u;
-  if (width < 64) h.window &= (std::uint64_t{1} << width) - 1;
-  h.window_calls = std::min(width, h.window_calls + 1);
-  const double failed = static_cast<double>(__builtin_popcountll(h.window));
-  const bool by_ratio = b.ratio > 0 && h.window_calls >= b.min_calls &&
-                        failed >= b.ratio * static_cast<double>(h.window_calls);
-  if (h.consecutive_failures >= b.failures || by_ratio) {
-    h.circuit = CircuitState::Open;
-    h.opened_ms = now_ms;
-  }
+  now_ms_ = std::max(now_ms_.load(), now_ms);
+  Store& store = breakers(policy);
+  if (&store != local_.get()) store.outcome(c.tool, c.operation_id, true, breaker_spec(b), now_ms);
+  local_->outcome(c.tool, c.operation_id, true, breaker_spec(b), now_ms);
 }
 
 void Health::prepare(const Policy& policy, Context& c, std::int64_t now_ms) {
   const detail::PolicySpec& spec = policy.impl_->spec;
-  std::lock_guard<std::mutex> lock(mutex_);
+  now_ms_ = std::max(now_ms_.load(), now_ms);
   c.circuit = CircuitState::Closed;
   c.retry_throttled = false;
-  auto it = tools_.find(c.tool);
-  if (it == tools_.end()) return;
-  ToolHealth& h = it->second;
-  if (spec.breaker.enabled && h.circuit == CircuitState::Open) {
-    if (h.probe_taken && h.probe_operation == c.operation_id) {
-      c.circuit = CircuitState::HalfOpen;  // the probe's holder asks again
-    } else if (!h.probe_taken && now_ms - h.opened_ms >= spec.breaker.cooldown_ms) {
-      h.probe_taken = true;  // this caller's next call is the half-open probe
-      h.probe_operation = c.operation_id;
-      c.circuit = CircuitState::HalfOpen;
-    } else {
-      c.circuit = CircuitState::Open;
+  bool down = false;
+  if (spec.breaker.enabled) {
+    const BreakerSpec b = breaker_spec(spec.breaker);
+    auto circuit = breakers(policy).probe(c.tool, c.operation_id, b, now_ms);
+    if (!circuit) {
+      down = true;
+      circuit = local_->probe(c.tool, c.operation_id, b, now_ms);
+    }
+    c.circuit = circuit.value_or(CircuitState::Closed);
+    if (spec.breaker.by_quorum) {  // this process's breaker votes; the votes decide
+      const bool open = c.circuit != CircuitState::Closed;
+      if (auto live = store_->vote(c.tool, options_.worker, open, b.cooldown_ms, now_ms))
+        c.circuit = *live < spec.breaker.quorum ? CircuitState::Closed
+                    : open                      ? c.circuit
+                                                : CircuitState::Open;
+      else
+        down = true;  // the process's own breaker decides
     }
   }
-  const std::int64_t tokens = h.milli_tokens < 0 ? full_tokens(spec.throttle) : h.milli_tokens;
-  c.retry_throttled = spec.throttle.enabled && tokens * 2 <= full_tokens(spec.throttle);
+  if (spec.throttle.enabled) {
+    const BucketSpec t = bucket_spec(spec.throttle);
+    if (auto tokens = store_->bucket(c.tool, BucketEvent::Read, t, now_ms)) {
+      c.retry_throttled = *tokens * 2 <= t.max_milli;
+      fallback_milli_ = options_.fallback_tokens * 1000;  // the store answers: refill
+    } else {
+      down = true;
+      c.retry_throttled = !options_.fail_open && fallback_milli_.load() < 1000;
+    }
+  }
+  if (!c.side_effect && !c.operation_id.empty()) {
+    if (auto entry = store_->read(c.operation_id, now_ms)) {
+      c.side_effect = side_effect_of(entry->state);
+    } else {
+      down = true;
+      c.side_effect = SideEffect::Unknown;  // an unreadable ledger entry reads as unknown
+    }
+  }
+  if (down) c.store_unavailable = true;
+  if (c.store_unavailable) ++unavailable_;
 }
 
 void Health::record_decision(const Policy& policy, const Context& c, const Decision& d) {
   const detail::Throttle& t = policy.impl_->spec.throttle;
   if (!t.enabled || d.route != Route::Retry) return;
-  std::lock_guard<std::mutex> lock(mutex_);
-  ToolHealth& h = tools_.try_emplace(c.tool).first->second;
-  if (h.milli_tokens < 0) h.milli_tokens = full_tokens(t);
-  h.milli_tokens = std::max<std::int64_t>(0, h.milli_tokens - 1000);
+  if (!store_->bucket(c.tool, BucketEvent::Retry, bucket_spec(t), now_ms_))
+    fallback_milli_ = std::max<std::int64_t>(0, fallback_milli_.load() - 1000);
 }
 
-void Health::record_success(const Policy& policy, const Context& c, std::int64_t) {
+void Health::record_success(const Policy& policy, const Context& c, std::int64_t now_ms) {
   const detail::PolicySpec& spec = policy.impl_->spec;
-  std::lock_guard<std::mutex> lock(mutex_);
-  ToolHealth& h = tools_.try_emplace(c.tool).first->second;
-  if (spec.throttle.enabled && h.milli_tokens >= 0)
-    h.milli_tokens = std::min(
-        full_tokens(spec.throttle),
-        h.milli_tokens + static_cast<std::int64_t>(spec.throttle.token_ratio * 1000.0 + 0.5));
-  h.consecutive_failures = 0;
-  h.window <<= 1;
-  const std::int64_t width = std::min<std::int64_t>(spec.breaker.window, 64);
-  if (width < 64) h.window &= (std::uint64_t{1} << width) - 1;
-  h.window_calls = std::min(width, h.window_calls + 1);
-  h.circuit = CircuitState::Closed;
-  h.probe_taken = false;
-  h.probe_operation.clear();
+  now_ms_ = std::max(now_ms_.load(), now_ms);
+  if (spec.throttle.enabled)
+    store_->bucket(c.tool, BucketEvent::Success, bucket_spec(spec.throttle), now_ms);
+  if (!spec.breaker.enabled) return;
+  const BreakerSpec b = breaker_spec(spec.breaker);
+  Store& store = breakers(policy);
+  if (&store != local_.get()) store.outcome(c.tool, c.operation_id, false, b, now_ms);
+  local_->outcome(c.tool, c.operation_id, false, b, now_ms);
 }
 
 ToolHealth Health::get(std::string_view tool) const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  auto it = tools_.find(tool);
-  return it == tools_.end() ? ToolHealth{} : it->second;
+  ToolHealth h = local_->tool(tool, now_ms_).value_or(ToolHealth{});
+  if (store_ != local_)
+    if (auto shared = store_->tool(tool, now_ms_)) h.milli_tokens = shared->milli_tokens;
+  return h;
 }
 
 std::string Health::to_json() const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  static constexpr const char* circuits[] = {"closed", "open", "half_open"};
-  json tools = json::object();
-  for (const auto& [name, h] : tools_)
-    tools[name] = {{"circuit", circuits[static_cast<int>(h.circuit)]},
-                   {"consecutiveFailures", h.consecutive_failures},
-                   {"window", h.window},
-                   {"windowCalls", h.window_calls},
-                   {"openedMs", h.opened_ms},
-                   {"probeTaken", h.probe_taken},
-                   {"milliTokens", h.milli_tokens}};
-  return json{{"tools", tools}}.dump();
+  return local_->to_json();
 }
 
-bool Health::from_json(std::string_view text, std::string& error) {
-  try {
-    const json j = json::parse(text);
-    std::map<std::string, ToolHealth, std::less<>> tools;
-    for (const auto& [name, t] : j.at("tools").items()) {
-      ToolHealth h;
-      const std::string circuit = t.at("circuit").get<std::string>();
-      if (circuit == "closed")
-        h.circuit = CircuitState::Closed;
-      else if (circuit == "open")
-        h.circuit = CircuitState::Open;
-      else if (circuit == "half_open")
-        h.circuit = CircuitState::HalfOpen;
-      else
-        throw std::invalid_argument("unknown circuit state \"" + circuit + "\"");
-      read(t, "consecutiveFailures", h.consecutive_failures);
-      read(t, "window", h.window);
-      read(t, "windowCalls", h.window_calls);
-      read(t, "openedMs", h.opened_ms);
-      read(t, "probeTaken", h.probe_taken);
-      read(t, "probeOperation", h.probe_operation);
-      read(t, "milliTokens", h.milli_tokens);
-      tools.emplace(name, h);
-    }
-    std::lock_guard<std::mutex> lock(mutex_);
-    tools_ = std::move(tools);
-    return true;
-  } catch (const std::exception& e) {
-    error = std::string("health state: ") + e.what();
-    return false;
-  }
+bool Health::from_json(std::string_view json, std::string& error) {
+  return restore(*local_, json, error, "health state");
 }
 
 }  // namespace recourse

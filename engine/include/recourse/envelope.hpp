@@ -101,6 +101,7 @@ struct Context {
   std::optional<std::int64_t> now_ms;  ///< wall clock, ms since the epoch; gives retry_at_ms
   std::string
       args_hash;  ///< the host's hash of the call's arguments (Workflow counts repeats by it)
+  bool store_unavailable = false;  ///< the state store could not answer (state.hpp): flagged
 };
 
 /// The outcome of reading a context: errors are Diagnostics with codes C0xx and no position.

@@ -49,11 +49,12 @@ const char* to_string(KeyDirective directive) noexcept;
 
 /// Problems met while deciding, as bits of Decision::warnings.
 enum DecisionWarning : std::uint32_t {
-  kUnknownCode = 1u << 0,        ///< the code matched none; read as UNKNOWN (see nearest_code)
-  kNoPolicy = 1u << 1,           ///< no policy for the tool and no "*" fallback: route is stop
-  kSideEffectAssumed = 1u << 2,  ///< the context gave no sideEffect: read as unknown
-  kTraceIdMinted = 1u << 3,      ///< the envelope had no traceId: Decision::minted_trace_id
-  kUnreadableEnvelope = 1u << 4  ///< the envelope was not JSON: conservative stop
+  kUnknownCode = 1u << 0,         ///< the code matched none; read as UNKNOWN (see nearest_code)
+  kNoPolicy = 1u << 1,            ///< no policy for the tool and no "*" fallback: route is stop
+  kSideEffectAssumed = 1u << 2,   ///< the context gave no sideEffect: read as unknown
+  kTraceIdMinted = 1u << 3,       ///< the envelope had no traceId: Decision::minted_trace_id
+  kUnreadableEnvelope = 1u << 4,  ///< the envelope was not JSON: conservative stop
+  kStoreUnavailable = 1u << 5     ///< the state store could not answer: local, conservative state
 };
 
 /// No limit: a budget the policy does not set (no deadline, no cost cap).

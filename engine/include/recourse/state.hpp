@@ -1,43 +1,46 @@
 // Budget state: what decide() needs to know about earlier calls, kept outside the policy.
 //
 // decide() itself is pure: everything stateful reaches it through the Context. These two objects
-// keep that state and fill the Context from it:
+// keep that state in a Store (store.hpp; default: a MemoryStore of their own) and fill the
+// Context from it:
 //  - Workflow: per workflow (one agent loop; not thread-safe). Per operation it counts attempts,
 //    repairs, consecutive identical failures (repeats), cost units and the time since the first
 //    call, so a policy's budgets see the whole operation.
 //  - Health: per process, shared by workflows and thread-safe. Per tool, a circuit breaker
 //    (consecutive failures or a failure ratio over a window; open for a cooldown; then one
-//    half-open probe) and a retry token bucket with gRFC A6 arithmetic.
+//    half-open probe), a retry token bucket with gRFC A6 arithmetic, and the side-effect ledger's
+//    answer when the host gives no side effect.
+// A shared store (SQLite, Redis) shares the counters, the retry tokens, the ledger and, for
+// policies whose breaker says `scope = shared`, the breaker; other breakers stay in the process
+// (`scope = quorum`: each process's breaker votes, and the circuit opens for all while `quorum`
+// processes see their own open).
+// When the store cannot answer, both fall back to this process's own state, conservatively:
+// counters to what this process recorded, retry tokens to a local bucket of
+// HealthOptions::fallback_tokens (default 0: no retries), breakers to local ones, the ledger to
+// "unknown"; the context then says store_unavailable and the decision carries that warning.
 // Time is always a parameter (now_ms, ms since the epoch), never read from a clock, so a replay
-// gives the same decisions. Both serialise to JSON and restore.
+// gives the same decisions (a Redis store reads its server's clock instead). The local state
+// serialises to JSON and restores.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
-#include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
 
 #include "recourse/policy.hpp"
+#include "recourse/store.hpp"
 
 namespace recourse {
-
-/// Counters of one operation (a logical call, retried or repaired until it ends).
-struct OperationState {
-  std::int64_t attempts = 0;       ///< calls made, the first included
-  std::int64_t repairs = 0;        ///< calls made after a repair decision
-  std::int64_t repeats = 0;        ///< consecutive identical failures, the last included
-  std::int64_t cost = 0;           ///< cost units charged
-  std::int64_t started_ms = 0;     ///< now_ms of the first call
-  std::uint64_t last_failure = 0;  ///< hash of (tool, code, field, args hash) of the last failure
-  bool repair_pending = false;     ///< the last decision was a repair
-};
 
 /// Per-workflow budget state. Not thread-safe: one workflow is one loop.
 class Workflow {
  public:
+  /// Counters kept in `store` (nullptr: a MemoryStore of its own) under "<scope>/<operation id>"
+  /// (scope empty: the operation id alone), mirrored in a local MemoryStore for outages.
+  explicit Workflow(std::shared_ptr<Store> store = nullptr, std::string scope = {});
   /// Records a call of `context.operation_id` (made now): counts the attempt (a repair when the
   /// previous decision said repair), charges `cost` units, starts the clock at the first call.
   void record_attempt(const Context& context, std::int64_t cost, std::int64_t now_ms);
@@ -51,62 +54,82 @@ class Workflow {
   void record_success(const Context& context);
   /// Raises `context`'s counters to the operation's: attempt, repairs, repeats, cost_spent and
   /// elapsed_ms (now_ms - first call). A count the host already gave higher is kept (it may have
-  /// counted calls this workflow never saw). An operation never recorded changes nothing.
+  /// counted calls this workflow never saw). An operation never recorded changes nothing. When
+  /// the store cannot answer, the local counts apply and context.store_unavailable is set.
   void apply(Context& context, std::int64_t now_ms) const;
-  /// The counters of an operation, if recorded.
-  const OperationState* find(std::string_view operation_id) const;
+  /// The counters of an operation, if recorded (nullopt also when the store cannot answer).
+  std::optional<OperationState> find(std::string_view operation_id) const;
 
-  /// {"operations": {id: {attempts, repairs, repeats, cost, startedMs, lastFailure,
-  /// repairPending}}}
+  /// The local counters: {"operations": {id: {attempts, repairs, repeats, cost, startedMs,
+  /// lastFailure, repairPending}}, "tools": {}}
   std::string to_json() const;
-  /// Restores from to_json()'s form; false (and `error`) on malformed input, leaving *this as is.
+  /// Restores the local counters from to_json()'s form; false (and `error`) on malformed input,
+  /// leaving *this as is.
   bool from_json(std::string_view json, std::string& error);
 
  private:
-  std::map<std::string, OperationState, std::less<>> operations_;
+  std::optional<OperationState> count(const Context& context, const CountEvent& event,
+                                      std::int64_t now_ms) const;
+  std::shared_ptr<MemoryStore> local_;
+  std::shared_ptr<Store> store_;
+  std::string scope_;
+  mutable std::int64_t now_ms_ = 0;  ///< the latest time seen (for events that carry none)
 };
 
-/// One tool's health: breaker and retry tokens.
-struct ToolHealth {
-  CircuitState circuit = CircuitState::Closed;
-  std::int64_t consecutive_failures = 0;
-  std::uint64_t window = 0;       ///< the last outcomes, newest in bit 0 (1 = failure)
-  std::int64_t window_calls = 0;  ///< outcomes in `window` (at most the breaker's window)
-  std::int64_t opened_ms = 0;     ///< when the circuit last opened
-  bool probe_taken = false;       ///< half-open: the one probe is out
-  std::string probe_operation;    ///< half-open: the operation whose next call is the probe
-  /// Retry tokens x 1000 (integers, as a shared store keeps them); -1: full.
-  std::int64_t milli_tokens = -1;
+/// What Health does while its store cannot answer.
+struct HealthOptions {
+  /// Retries this process may still make during an outage, from a local bucket refilled when
+  /// the store answers again. 0 (the default): none.
+  std::int64_t fallback_tokens = 0;
+  /// Opt-in: during an outage retry tokens do not throttle at all.
+  bool fail_open = false;
+  /// This worker's name in quorum votes (breakers of scope quorum); empty: host, pid, instance.
+  std::string worker;
 };
 
-/// Per-process tool health, shared between threads (a mutex; never on the decide() path).
+/// Per-process tool health, shared between threads (never on the decide() path).
 class Health {
  public:
+  /// Shared state in `store` (nullptr: one MemoryStore for everything); local breakers in a
+  /// MemoryStore of its own.
+  explicit Health(std::shared_ptr<Store> store = nullptr, HealthOptions options = {});
   /// Records that a call of context.tool failed. A closed circuit counts it and may open; the
   /// failure of the half-open probe (a call of the operation that took it) reopens the circuit
   /// for another cooldown; other failures while open change nothing (they were in flight).
   void record_failure(const Policy& policy, const Context& context, std::int64_t now_ms);
-  /// Fills context.circuit and context.retry_throttled for the decision about the next call.
+  /// Fills context.circuit and context.retry_throttled for the decision about the next call, and
+  /// context.side_effect from the ledger when the host gave none and the ledger has an entry.
   /// When an open circuit's cooldown has passed, the first caller takes the one half-open probe
-  /// (its context says half_open; others still see open until the probe's outcome is recorded).
+  /// (its context says half_open; others still see open until the probe's outcome is recorded
+  /// or its lease, one cooldown long, ends). Sets context.store_unavailable when the store could
+  /// not answer (and counts the decision, with one Workflow::apply already set it).
   void prepare(const Policy& policy, Context& context, std::int64_t now_ms);
   /// Records the decision taken: a retry costs one retry token (gRFC A6's bucket, with tokens
   /// following the decided route, never the envelope's `retryable`).
   void record_decision(const Policy& policy, const Context& context, const Decision& decision);
   /// Records a success: gives token_ratio tokens back (up to max_tokens) and closes the circuit.
   void record_success(const Policy& policy, const Context& context, std::int64_t now_ms);
-  /// A copy of one tool's health (default when never recorded).
+  /// One tool's health: its breaker from where the policy keeps it, its tokens from the store
+  /// (default when never recorded or when the store cannot answer).
   ToolHealth get(std::string_view tool) const;
+  /// Decisions prepared while the store could not answer (store_unavailable).
+  std::int64_t store_unavailable() const noexcept { return unavailable_.load(); }
 
-  /// {"tools": {name: {circuit, consecutiveFailures, window, windowCalls, openedMs, probeTaken,
-  /// probeOperation, milliTokens}}}
+  /// The local state: {"tools": {name: {circuit, consecutiveFailures, window, windowCalls,
+  /// openedMs, probeTaken, probeOperation, probeUntilMs, milliTokens}}, "operations": {}}
   std::string to_json() const;
-  /// Restores from to_json()'s form; false (and `error`) on malformed input, leaving *this as is.
+  /// Restores the local state from to_json()'s form; false (and `error`) on malformed input,
+  /// leaving *this as is.
   bool from_json(std::string_view json, std::string& error);
 
  private:
-  mutable std::mutex mutex_;
-  std::map<std::string, ToolHealth, std::less<>> tools_;
+  Store& breakers(const Policy& policy) const;
+  std::shared_ptr<MemoryStore> local_;
+  std::shared_ptr<Store> store_;
+  HealthOptions options_;
+  std::atomic<std::int64_t> unavailable_{0};
+  std::atomic<std::int64_t> fallback_milli_;
+  std::atomic<std::int64_t> now_ms_{0};
 };
 
 }  // namespace recourse

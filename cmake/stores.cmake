@@ -1,0 +1,23 @@
+# The optional state stores (docs/state.md). Each is ON when its library is found; the core
+# library builds without either. RECOURSE_HAVE_SQLITE / RECOURSE_HAVE_REDIS tell the code.
+find_package(SQLite3 QUIET)
+option(RECOURSE_SQLITE "Build the SQLite state store (libsqlite3-dev)" ${SQLite3_FOUND})
+if(RECOURSE_SQLITE)
+  find_package(SQLite3 REQUIRED)
+  target_sources(recourse PRIVATE engine/src/store_sqlite.cpp)
+  target_link_libraries(recourse PRIVATE SQLite::SQLite3)
+  target_compile_definitions(recourse PUBLIC RECOURSE_HAVE_SQLITE=1)
+endif()
+
+find_package(PkgConfig QUIET)
+if(PkgConfig_FOUND)
+  pkg_check_modules(HIREDIS QUIET IMPORTED_TARGET hiredis)
+endif()
+option(RECOURSE_REDIS "Build the Redis state store (libhiredis-dev)" ${HIREDIS_FOUND})
+if(RECOURSE_REDIS)
+  find_package(PkgConfig REQUIRED)
+  pkg_check_modules(HIREDIS REQUIRED IMPORTED_TARGET hiredis)
+  target_sources(recourse PRIVATE engine/src/store_redis.cpp)
+  target_link_libraries(recourse PRIVATE PkgConfig::HIREDIS)
+  target_compile_definitions(recourse PUBLIC RECOURSE_HAVE_REDIS=1)
+endif()

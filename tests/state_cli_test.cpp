@@ -1,0 +1,78 @@
+// --state on replay and decide, and `recourse ledger`, against a SQLite file shared by the
+// command's processes and this test.
+#ifdef RECOURSE_HAVE_SQLITE
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "store_conformance.hpp"
+#include "support.hpp"
+
+namespace {
+
+struct Files : test::TempDir {
+  const std::string& dir = path;
+  std::string write(const std::string& name, const std::string& text) const {
+    std::ofstream(dir + "/" + name) << text;
+    return dir + "/" + name;
+  }
+};
+
+std::string recourse_cmd(const std::string& args) {
+  return test::cli() + " " + args;
+}
+
+}  // namespace
+
+TEST_CASE("cli: replay with a sqlite store decides as in memory", "[cli][state]") {
+  Files f;
+  const std::string policies = test::source_dir() + "/rules/examples";
+  const std::string trace = test::source_dir() + "/rules/traces/workflow.jsonl";
+  auto memory = test::run(recourse_cmd("replay --policy " + policies + " " + trace));
+  auto sqlite = test::run(recourse_cmd("replay --policy " + policies + " --state sqlite:" + f.dir +
+                                       "/state.db " + trace));
+  CHECK(sqlite.status == 0);
+  CHECK(sqlite.out == memory.out);
+  auto bad = test::run(
+      recourse_cmd("replay --policy " + policies + " --state mongo://x " + trace + " 2>&1"));
+  CHECK(bad.status == 1);
+  CHECK(bad.out.find("error: --state: unknown state store \"mongo://x\"") != std::string::npos);
+}
+
+TEST_CASE("cli: decide --state counts across processes and reads the ledger", "[cli][state]") {
+  Files f;
+  const std::string db = f.dir + "/state.db";
+  const std::string policies = test::source_dir() + "/rules/examples";
+  const auto envelope = f.write("e.json", R"({"code":"TRANSIENT","retryable":true})");
+  const auto context = f.write(
+      "c.json",
+      R"({"tool":"search.query","operationId":"q-1","workflowId":"w","sideEffect":"none","nowMs":1000})");
+  auto decide = [&](const std::string& ctx) {
+    auto r = test::run(recourse_cmd("decide -p " + policies + " -e " + envelope + " -c " + ctx +
+                                    " --state sqlite:" + db));
+    REQUIRE(r.status == 0);
+    return nlohmann::json::parse(r.out);
+  };
+  CHECK(decide(context)["attempt"] == 1);
+  CHECK(decide(context)["attempt"] == 2);  // another process, the same operation
+
+  auto store = recourse::open_store("sqlite:" + db).store;
+  REQUIRE(store);
+  store->claim("pay-1", "key-pay-1", 60000, test::now_ms());
+  store->transition("pay-1", recourse::LedgerState::Committed, test::now_ms());
+  const auto pay = f.write("p.json", R"({"tool":"payments.create","operationId":"pay-1"})");
+  auto d = decide(pay);                   // no sideEffect: the ledger says committed
+  CHECK(d["rule"] == "already_charged");  // the policy's own rule on a committed effect
+
+  auto list = test::run(recourse_cmd("ledger --format json --state sqlite:" + db));
+  REQUIRE(list.status == 0);
+  const auto entries = nlohmann::json::parse(list.out);
+  REQUIRE(entries.size() == 1);
+  CHECK(entries[0]["operation"] == "pay-1");
+  CHECK(entries[0]["state"] == "committed");
+  CHECK(entries[0]["idempotencyKey"] == "key-pay-1");
+  auto show = test::run(recourse_cmd("ledger --state sqlite:" + db + " pay-1 pay-2"));
+  CHECK(show.out.find("pay-1                            committed  key-pay-1") !=
+        std::string::npos);
+  CHECK(show.out.find("pay-2                            absent") != std::string::npos);
+}
+#endif

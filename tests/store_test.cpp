@@ -1,0 +1,312 @@
+// The store conformance suite (store_conformance.hpp), run here against the memory store; the
+// SQLite and Redis tests run it against theirs. Each part uses its own keys.
+#include "store_conformance.hpp"
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <thread>
+
+#include "support.hpp"
+
+namespace test {
+
+using recourse::BreakerSpec;
+using recourse::BucketEvent;
+using recourse::BucketSpec;
+using recourse::CircuitState;
+using recourse::CountEvent;
+using recourse::LedgerState;
+
+std::int64_t now_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+TempDir::TempDir() {
+  std::string pattern = (std::filesystem::temp_directory_path() / "recourse-XXXXXX").string();
+  REQUIRE(mkdtemp(pattern.data()) != nullptr);
+  path = pattern;
+}
+
+TempDir::~TempDir() {
+  std::filesystem::remove_all(path);
+}
+
+void sleep_ms(std::int64_t ms) {
+  std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+}
+
+std::vector<int> concurrently(const Backend& backend, int n, const std::function<int(int)>& fn,
+                              int timeout_ms) {
+  std::vector<int> results(n, -1);
+  if (!backend.processes) {
+    std::vector<std::thread> threads;
+    for (int i = 0; i < n; ++i) threads.emplace_back([&, i] { results[i] = fn(i); });
+    for (auto& t : threads) t.join();
+    return results;
+  }
+  std::vector<pid_t> pids;
+  for (int i = 0; i < n; ++i) {
+    const pid_t pid = fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) _exit(fn(i));
+    pids.push_back(pid);
+  }
+  const std::int64_t until = now_ms() + timeout_ms;
+  for (int i = 0; i < n; ++i) {
+    int status = 0;
+    while (waitpid(pids[i], &status, WNOHANG) == 0) {
+      if (now_ms() > until) {
+        kill(pids[i], SIGKILL);
+        waitpid(pids[i], &status, 0);
+        status = -1;
+        break;
+      }
+      sleep_ms(5);
+    }
+    results[i] = status != -1 && WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  }
+  return results;
+}
+
+namespace {
+
+// A key no other part (or earlier run against a persistent store) uses.
+std::string key(const std::string& what) {
+  return what + "-" + std::to_string(getpid()) + "-" + std::to_string(now_ms());
+}
+
+void tokens(recourse::Store& s) {
+  INFO("gRFC A6 token arithmetic");
+  const std::string tool = key("tokens");
+  const BucketSpec spec{10000, 500};
+  CHECK(s.bucket(tool, BucketEvent::Read, spec, now_ms()) == 10000);
+  CHECK(s.bucket(tool, BucketEvent::Success, spec, now_ms()) == 10000);  // full stays full
+  for (int i = 0; i < 4; ++i) s.bucket(tool, BucketEvent::Retry, spec, now_ms());
+  CHECK(s.bucket(tool, BucketEvent::Read, spec, now_ms()) == 6000);
+  CHECK(s.bucket(tool, BucketEvent::Retry, spec, now_ms()) == 5000);  // now throttled: <= max/2
+  CHECK(s.bucket(tool, BucketEvent::Success, spec, now_ms()) == 5500);
+  CHECK(s.tool(tool, now_ms())->milli_tokens == 5500);
+  for (int i = 0; i < 20; ++i) s.bucket(tool, BucketEvent::Success, spec, now_ms());
+  CHECK(s.bucket(tool, BucketEvent::Read, spec, now_ms()) == 10000);  // capped at max
+  for (int i = 0; i < 12; ++i) s.bucket(tool, BucketEvent::Retry, spec, now_ms());
+  CHECK(s.bucket(tool, BucketEvent::Read, spec, now_ms()) == 0);  // never below 0
+  // A fractional ratio stays exact in milli-tokens (0.1 token).
+  CHECK(s.bucket(tool, BucketEvent::Success, {10000, 100}, now_ms()) == 100);
+}
+
+void breaker(recourse::Store& s) {
+  INFO("breaker transitions");
+  const std::string tool = key("breaker");
+  const BreakerSpec spec{3, 0, 20, 10, 500};
+  auto fail = [&](const char* op) { return s.outcome(tool, op, true, spec, now_ms()); };
+  auto probe = [&](const char* op) { return s.probe(tool, op, spec, now_ms()); };
+  CHECK(probe("op-0") == CircuitState::Closed);
+  CHECK(fail("op-1") == CircuitState::Closed);
+  CHECK(fail("op-2") == CircuitState::Closed);
+  CHECK(fail("op-3") == CircuitState::Open);  // the third consecutive failure opens it
+  CHECK(s.tool(tool, now_ms())->consecutive_failures == 3);
+  CHECK(probe("op-4") == CircuitState::Open);
+  sleep_ms(600);
+  CHECK(fail("op-1") == CircuitState::Open);       // in flight while open: no new cooldown
+  CHECK(probe("op-5") == CircuitState::HalfOpen);  // the cooldown is over: op-5 probes
+  CHECK(probe("op-6") == CircuitState::Open);      // the probe is out; others wait
+  CHECK(probe("op-5") == CircuitState::HalfOpen);  // the holder may ask again
+  CHECK(fail("op-6") == CircuitState::Open);       // not the probe: changes nothing
+  CHECK(fail("op-5") == CircuitState::Open);       // the probe failed: another cooldown
+  CHECK(probe("op-7") == CircuitState::Open);
+  sleep_ms(600);
+  CHECK(probe("op-7") == CircuitState::HalfOpen);
+  sleep_ms(600);  // op-7's lease ran out without an outcome: another caller may probe
+  CHECK(probe("op-8") == CircuitState::HalfOpen);
+  CHECK(s.outcome(tool, "op-8", false, spec, now_ms()) == CircuitState::Closed);
+  CHECK(probe("op-7") == CircuitState::Closed);
+  CHECK(fail("op-9") == CircuitState::Closed);  // the consecutive count restarted
+
+  const std::string ratio = key("ratio");
+  const BreakerSpec by_ratio{100, 500, 4, 4, 300};
+  auto outcome = [&](bool failed) { return s.outcome(ratio, "op", failed, by_ratio, now_ms()); };
+  outcome(false);
+  outcome(true);
+  CHECK(outcome(false) == CircuitState::Closed);  // 3 calls: below min_calls
+  CHECK(outcome(true) == CircuitState::Open);     // 2 of 4 failed
+  CHECK(s.tool(ratio, now_ms())->window == 0b0101);
+}
+
+void one_probe(const Backend& backend, recourse::Store& s) {
+  INFO("exactly one probe among concurrent clients");
+  const std::string tool = key("probe");
+  const BreakerSpec spec{1, 0, 20, 10, 1000};
+  REQUIRE(s.outcome(tool, "opener", true, spec, now_ms()) == CircuitState::Open);
+  const std::int64_t start = now_ms() + 1100;  // past the cooldown, once every client is up
+  const auto results = concurrently(backend, 8, [&](int i) {
+    auto client = backend.open({});
+    if (!client) return 3;
+    sleep_ms(std::max<std::int64_t>(0, start - now_ms()));
+    auto c = client->probe(tool, "worker-" + std::to_string(i), spec, now_ms());
+    return !c ? 4 : *c == CircuitState::HalfOpen ? 1 : *c == CircuitState::Open ? 0 : 2;
+  });
+  CHECK(std::count(results.begin(), results.end(), 1) == 1);
+  CHECK(std::count(results.begin(), results.end(), 0) == 7);
+}
+
+void no_lost_update(const Backend& backend, recourse::Store& s) {
+  INFO("no update lost among concurrent clients");
+  const std::string tool = key("contended");
+  const BucketSpec spec{1000000, 100};
+  const std::int64_t start = now_ms() + 300;  // once every client is up
+  const auto results = concurrently(backend, 4, [&](int) {
+    auto client = backend.open({});
+    if (!client) return 3;
+    sleep_ms(std::max<std::int64_t>(0, start - now_ms()));
+    for (int i = 0; i < 100; ++i) {
+      if (!client->bucket(tool, BucketEvent::Retry, spec, now_ms())) return 4;
+      if (!client->count(tool, {CountEvent::Attempt, 1}, now_ms())) return 4;
+    }
+    return 0;
+  });
+  CHECK(results == std::vector<int>(4, 0));
+  CHECK(s.bucket(tool, BucketEvent::Read, spec, now_ms()) == 1000000 - 400 * 1000);
+  CHECK(s.count(tool, {CountEvent::Read}, now_ms())->attempts == 400);
+}
+
+void votes(recourse::Store& s) {
+  INFO("quorum votes");
+  const std::string tool = key("votes");
+  CHECK(s.vote(tool, "worker-a", true, 60000, now_ms()) == 1);
+  CHECK(s.vote(tool, "worker-b", true, 60000, now_ms()) == 2);
+  CHECK(s.vote(tool, "worker-b", true, 60000, now_ms()) == 2);  // one vote per worker
+  CHECK(s.vote(tool, "worker-c", false, 60000, now_ms()) == 2);
+  CHECK(s.vote(tool, "worker-a", false, 60000, now_ms()) == 1);  // withdrawn
+}
+
+void counts(recourse::Store& s) {
+  INFO("attempt and repeat counting");
+  const std::string op = key("count");
+  CHECK_FALSE(s.count(op, {CountEvent::Read}, now_ms())->recorded());
+  const std::int64_t first = now_ms();
+  s.count(op, {CountEvent::Attempt, 2}, first);
+  s.count(op, {CountEvent::Failure, 0, 7}, now_ms());
+  s.count(op, {CountEvent::Decision, 0, 0, true}, now_ms());
+  s.count(op, {CountEvent::Attempt, 2}, now_ms());
+  auto c = s.count(op, {CountEvent::Failure, 0, 7}, now_ms());
+  REQUIRE(c);
+  CHECK(c->attempts == 2);
+  CHECK(c->repairs == 1);
+  CHECK(c->repeats == 2);
+  CHECK(c->cost == 4);
+  CHECK(c->started_ms >= first - 1000);
+  CHECK(c->started_ms <= now_ms() + 1000);
+  CHECK(s.count(op, {CountEvent::Failure, 0, 8}, now_ms())->repeats == 1);  // another failure
+  CHECK_FALSE(s.count(op, {CountEvent::Success}, now_ms())->recorded());
+  CHECK_FALSE(s.count(op, {CountEvent::Read}, now_ms())->recorded());
+}
+
+void ledger(recourse::Store& s) {
+  INFO("ledger transitions");
+  const std::string op = key("ledger");
+  CHECK(s.read(op, now_ms())->state == LedgerState::Absent);
+  auto e = s.claim(op, "key-1", 60000, now_ms());
+  REQUIRE(e);
+  CHECK(e->claimed);
+  CHECK(e->state == LedgerState::Pending);
+  CHECK(e->idempotency_key == "key-1");
+  e = s.claim(op, "key-2", 60000, now_ms());  // a second worker: the claim is taken
+  CHECK_FALSE(e->claimed);
+  CHECK(e->state == LedgerState::Pending);
+  CHECK(e->idempotency_key == "key-1");
+  CHECK(s.transition(op, LedgerState::Committed, now_ms())->state == LedgerState::Committed);
+  CHECK(s.transition(op, LedgerState::Released, now_ms())->state == LedgerState::Committed);
+  e = s.claim(op, "key-3", 60000, now_ms());
+  CHECK_FALSE(e->claimed);
+  CHECK(e->state == LedgerState::Committed);
+
+  const std::string released = key("released");
+  s.claim(released, "key-a", 60000, now_ms());
+  CHECK(s.transition(released, LedgerState::Released, now_ms())->state == LedgerState::Released);
+  e = s.claim(released, "key-b", 60000, now_ms());  // nothing happened: claim again
+  CHECK(e->claimed);
+  CHECK(e->idempotency_key == "key-a");  // pinned to the operation
+
+  const std::string lost = key("lost");
+  CHECK(s.claim(lost, "key-x", 200, now_ms())->claimed);
+  sleep_ms(300);  // the worker died holding the claim: the outcome is unknown
+  CHECK(s.read(lost, now_ms())->state == LedgerState::Unknown);
+  e = s.claim(lost, "key-y", 60000, now_ms());
+  CHECK_FALSE(e->claimed);
+  CHECK(e->state == LedgerState::Unknown);
+  CHECK(s.transition(lost, LedgerState::Committed, now_ms())->state == LedgerState::Committed);
+  CHECK(s.read(lost, now_ms())->idempotency_key == "key-x");
+
+  auto all = s.entries(100000, now_ms());
+  REQUIRE(all);
+  int found = 0;
+  for (const auto& x : *all)
+    if (x.operation == op || x.operation == released || x.operation == lost) ++found;
+  CHECK(found == 3);
+}
+
+void ttl(const Backend& backend) {
+  INFO("TTL expiry");
+  recourse::StoreOptions o;
+  o.state_ttl_ms = 500;
+  o.ledger_ttl_ms = 500;
+  auto s = backend.open(o);
+  REQUIRE(s);
+  const std::string op = key("ttl");
+  const BucketSpec spec{10000, 100};
+  s->count(op, {CountEvent::Attempt, 1}, now_ms());
+  s->bucket(op, BucketEvent::Retry, spec, now_ms());
+  s->claim(op, "k", 60000, now_ms());
+  CHECK(s->vote(op, "worker-a", true, 500, now_ms()) == 1);
+  CHECK(s->vote(op, "worker-b", true, 60000, now_ms()) == 2);
+  CHECK(s->count(op, {CountEvent::Read}, now_ms())->recorded());
+  CHECK(s->bucket(op, BucketEvent::Read, spec, now_ms()) == 9000);
+  CHECK(s->read(op, now_ms())->state == LedgerState::Pending);
+  sleep_ms(700);
+  CHECK_FALSE(s->count(op, {CountEvent::Read}, now_ms())->recorded());
+  CHECK(s->bucket(op, BucketEvent::Read, spec, now_ms()) == 10000);
+  CHECK(s->read(op, now_ms())->state == LedgerState::Absent);
+  CHECK(s->vote(op, "worker-c", false, 500, now_ms()) == 0);  // a's vote ran out, b's too (TTL)
+}
+
+}  // namespace
+
+void conformance(const Backend& backend) {
+  INFO("store: " << backend.name);
+  auto s = backend.open({});
+  REQUIRE(s);
+  tokens(*s);
+  breaker(*s);
+  one_probe(backend, *s);
+  no_lost_update(backend, *s);
+  votes(*s);
+  counts(*s);
+  ledger(*s);
+  ttl(backend);
+}
+
+}  // namespace test
+
+TEST_CASE("store: the memory store conforms", "[store]") {
+  auto shared = std::make_shared<recourse::MemoryStore>();
+  test::conformance(
+      {"memory", [&](const recourse::StoreOptions& o) -> std::shared_ptr<recourse::Store> {
+         return o.state_ttl_ms == recourse::StoreOptions{}.state_ttl_ms
+                    ? shared
+                    : std::make_shared<recourse::MemoryStore>(o);
+       }});
+}
+
+TEST_CASE("store: open_store reads its spec", "[store]") {
+  CHECK(recourse::open_store("memory").store->name() == "memory");
+  auto r = recourse::open_store("postgres://x");
+  CHECK_FALSE(r.store);
+  CHECK(r.error ==
+        "unknown state store \"postgres://x\": expected memory, sqlite:PATH or redis://HOST:PORT");
+}
