@@ -115,7 +115,12 @@ Failure draw_failure(Rng& rng, const PolicyInfo& info, const std::string& code, 
         "0",     "250",      "1000", "4000",     "30000",
         "90000", "1e12",     "-5",   "\"soon\"", "1e999",
         "12.5",  "86400000", "null", "[]",       "9223372036854775808"};
-    add("retryAfterMs", rng.pick(hints));
+    // Half the hints come from the policy's own limits: at and around retry_after_max, and
+    // anywhere below it, so a bound on the waits meets the longest hint the policy obeys.
+    const std::int64_t cap = std::min<std::int64_t>(info.retry_after_max_ms, 1'000'000'000);
+    const std::vector<std::int64_t> near = {cap, cap / 2, cap + 1, info.min_delay_ms,
+                                            rng.below(cap + 1)};
+    add("retryAfterMs", rng.chance(50) ? rng.pick(hints) : std::to_string(rng.pick(near)));
   }
   if (rng.chance(40)) {
     std::vector<std::string> fields = {"admin", "password", kInjections[0]};
@@ -301,10 +306,10 @@ Diagnostic diagnostic(const Violation& v, const Policy& policy, const Options& o
   }
   d.message =
       fmt::format("fuzz: policy \"{}\" breaks {}: {}", policy.name(), v.property, v.message);
-  d.help = fmt::format(
-      "sequence {} of seed {}: {} failed calls; `recourse replay` reproduces "
-      "the trace",
-      v.sequence, o.seed, v.trace.size());
+  d.help =
+      fmt::format("sequence {} of seed {}: {} failed calls; ", v.sequence, o.seed, v.trace.size());
+  d.help += o.out.empty() ? "--out DIR writes the trace for `recourse replay`"
+                          : "`recourse replay` reproduces the trace";
   return d;
 }
 
@@ -315,6 +320,8 @@ int run_fuzz(const Options& o) {
   if (!bundle) return 1;
   const auto start = std::chrono::steady_clock::now();
   const auto budget = std::chrono::milliseconds(static_cast<std::int64_t>(o.seconds * 1000));
+  if (!o.tool.empty() && !bundle->find(o.tool))
+    return std::cerr << fmt::format("error: --tool: no policy \"{}\" in the bundle\n", o.tool), 1;
   json records = json::array();
   std::size_t total = 0;
   for (const Policy& policy : bundle->policies()) {
@@ -364,8 +371,9 @@ int run_fuzz(const Options& o) {
       for (const auto& line : v.trace) std::cout << "    " << line << "\n";
     }
     if (o.format == Format::Text)
-      std::cout << fmt::format("{}: {} sequences, {} decisions, {} properties broken\n",
-                               policy.name(), sequences, fuzzer.decisions(), violations.size());
+      std::cout << fmt::format("{}: {} sequences, {} decisions, {} propert{} broken\n",
+                               policy.name(), sequences, fuzzer.decisions(), violations.size(),
+                               violations.size() == 1 ? "y" : "ies");
   }
   if (o.format == Format::Json) std::cout << records.dump(2) << "\n";
   return total ? 1 : 0;

@@ -108,8 +108,10 @@ int main(int argc, char** argv) {
   fuzz->add_option("paths", o.paths, "policy files or directories")->required();
   fuzz->add_option("--seconds", o.seconds, "time to spend per run (without --sequences)")
       ->check(CLI::Range(0.0, 86400.0));
-  fuzz->add_option("--sequences", o.sequences, "sequences per policy (deterministic count)");
-  fuzz->add_option("--seed", o.seed, "seed: sequence i of a seed is always the same");
+  fuzz->add_option("--sequences", o.sequences, "sequences per policy (0: until --seconds)")
+      ->check(CLI::Range(std::uint64_t{0}, std::uint64_t{1} << 40));
+  fuzz->add_option("--seed", o.seed, "seed: sequence i of a seed is always the same")
+      ->check(CLI::NonNegativeNumber);
   fuzz->add_option("--max-length", o.max_length, "failed calls per sequence (1..1000, default 16)")
       ->check(CLI::Range(1, 1000));
   fuzz->add_option("--max-violations", o.max_violations, "stop a policy after this many")

@@ -60,8 +60,9 @@ int run_test(const Options& o) {
   if (o.format == Format::Json)
     print_diagnostics(report, o.format, std::cout);
   else
-    std::cout << fmt::format("{} passed, {} failed{}\n", passed, failed,
-                             broken ? fmt::format(", {} files did not compile", broken) : "");
+    std::cout << fmt::format(
+        "{} passed, {} failed{}\n", passed, failed,
+        broken ? fmt::format(", {} file{} did not compile", broken, broken == 1 ? "" : "s") : "");
   return failed || broken ? 1 : 0;
 }
 

@@ -117,6 +117,7 @@ struct Expectation {
   std::optional<Value> delay_min;  ///< `delay D` or `delay D..MAX`
   std::optional<Value> delay_max;  ///< MAX of `delay D..MAX`
   std::optional<Value> exhausted;  ///< the budget that ran out
+  std::optional<Pos> repeated;     ///< where a clause was given a second time
 };
 
 /// `test "name" { envelope {json} [context {json}] expect ... }`: one decision the policy must

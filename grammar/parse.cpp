@@ -219,6 +219,11 @@ struct TreeReader {
     t.expect.pos = pos_of(expect);
     for (const auto& c : expect.children) {
       ast::Value v = to_value(*c);
+      const bool again = (c->is_type<expect_target>() && t.expect.target) ||
+                         (c->is_type<expect_rule_name>() && t.expect.rule) ||
+                         (c->is_type<delay_min>() && t.expect.delay_min) ||
+                         (c->is_type<budget_name>() && t.expect.exhausted);
+      if (again && !t.expect.repeated) t.expect.repeated = v.pos;
       if (c->is_type<expect_route>())
         t.expect.route = v;
       else if (c->is_type<expect_target>())

@@ -62,7 +62,7 @@ TEST_CASE("test blocks: passing and failing expectations, with every mismatch na
   }
   test "wrong on purpose" {
     envelope {"code": "PERMISSION", "nested": {"deep": [{"x": 1}]}}
-    expect retry "elsewhere" rule transient delay 1s..2s exhausted attempts
+    expect replace "elsewhere" rule transient delay 1s..2s exhausted attempts
   }
 )"));
   const auto results = p.run_tests();
@@ -77,9 +77,9 @@ TEST_CASE("test blocks: passing and failing expectations, with every mismatch na
 
   const auto& failed = results[1];
   CHECK_FALSE(failed.passed);
-  CHECK(failed.expected == "retry \"elsewhere\" rule transient delay 1s..2s exhausted attempts");
-  CHECK(failed.actual == "authorize rule perm delay 0ms");
-  CHECK(failed.mismatches == std::vector<std::string>{"route: expected retry, got authorize",
+  CHECK(failed.expected == "replace \"elsewhere\" rule transient delay 1s..2s exhausted attempts");
+  CHECK(failed.actual == "authorize rule perm");
+  CHECK(failed.mismatches == std::vector<std::string>{"route: expected replace, got authorize",
                                                       "target: expected \"elsewhere\", got \"\"",
                                                       "rule: expected transient, got perm",
                                                       "delay: expected 1000ms..2000ms, got 0ms",
@@ -131,7 +131,7 @@ TEST_CASE("test blocks: mistakes are checker errors at the right place", "[test]
 )"));
     const auto* d = find(ds, "E028");
     REQUIRE(d);
-    CHECK(d->message == "the test's envelope is not a JSON object");
+    CHECK(d->message.rfind("the test's envelope does not read: invalid JSON", 0) == 0);
   }
   SECTION("a rule that does not exist, with the nearest name") {
     const auto ds = test::diagnostics(with_tests(R"(
@@ -158,6 +158,28 @@ TEST_CASE("test blocks: mistakes are checker errors at the right place", "[test]
     CHECK(codes == std::vector<std::string>{"E013:unknown route 'retri'",
                                             "E029:the delay range ends before it starts",
                                             "E029:no budget 'cost' in this policy"});
+  }
+  SECTION("a repeated clause, a target on a route without one, another tool, a negative delay") {
+    const auto ds = test::diagnostics(with_tests(R"(
+  test "t" {
+    envelope {"code": "PERMISSION"}
+    context {"tool": "elsewhere"}
+    expect authorize "ask the owner" rule perm rule transient
+  }
+  test "u" {
+    envelope {"code": "TRANSIENT"}
+    expect retry delay -1ms
+  }
+)"));
+    std::vector<std::string> codes;
+    for (const auto& d : ds) codes.push_back(d.code + ":" + d.message);
+    CHECK(codes ==
+          std::vector<std::string>{
+              "E028:the test's context names tool \"elsewhere\"; a test decides with its own "
+              "policy, \"api\"",
+              "E029:this clause is given twice in the expectation",
+              "E029:only replace and degrade have a target to expect",
+              "E029:a delay is never negative"});
   }
   SECTION("an unterminated JSON object is a syntax error naming what was expected") {
     const auto ds = test::diagnostics(std::string(kRetrying) + R"(
@@ -250,6 +272,22 @@ TEST_CASE("extends: a missing base and a cycle are errors at the extends clause"
   CHECK(cycle.diagnostics[1].file == "b.recourse");
 }
 
+TEST_CASE("extends: chains longer than max_extends_depth are E033", "[extends]") {
+  std::string text;
+  for (int i = 0; i < 40; ++i)
+    text +=
+        "policy \"c" + std::to_string(i) + "\" extends \"c" + std::to_string(i + 1) + "\" {\n}\n";
+  text += "policy \"c40\" {\n  default -> stop\n}\n";
+  const auto r = recourse::compile({{"chain.recourse", text}});
+  CHECK_FALSE(r.ok());
+  const auto* d = find(r.diagnostics, "E033");
+  REQUIRE(d);
+  CHECK(d->message == "policy \"c0\" has more than 16 bases along `extends`");
+  recourse::CompileOptions deep;
+  deep.max_extends_depth = 64;
+  CHECK(recourse::compile({{"chain.recourse", text}}, deep).ok());
+}
+
 TEST_CASE("extends: compile_paths finds NAME.recourse beside the file, and nothing else",
           "[extends]") {
   TempDir dir;
@@ -266,6 +304,7 @@ TEST_CASE("extends: compile_paths finds NAME.recourse beside the file, and nothi
   auto e = recourse::compile_paths({escape});
   REQUIRE_FALSE(e.ok());
   CHECK(e.diagnostics.at(0).code == "E026");
+  CHECK(e.diagnostics.at(0).help.find("never looked up as a file") != std::string::npos);
 }
 
 TEST_CASE("fmt keeps test blocks and extends, and puts tests after the default", "[test]") {
@@ -323,7 +362,7 @@ TEST_CASE("recourse test: PASS and FAIL lines, the diff, exit codes, JSON record
   CHECK(bad.out.find("FAIL " + (dir.path / "broken.recourse").string() +
                      ":8:3 api: fails\n"
                      "  expected: retry\n"
-                     "  actual:   authorize rule perm delay 0ms\n"
+                     "  actual:   authorize rule perm\n"
                      "  - route: expected retry, got authorize\n") != std::string::npos);
   CHECK(bad.out.find("1 passed, 1 failed\n") != std::string::npos);
 

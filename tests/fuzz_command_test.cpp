@@ -100,6 +100,13 @@ TEST_CASE("recourse fuzz: limits are checked", "[fuzz-command]") {
       test::run(test::cli() + " fuzz --max-length 0 " + test::source_dir() + "/examples/fuzz 2>&1");
   CHECK(r.status == 2);
   CHECK(r.out.find("--max-length") != std::string::npos);
+  const auto negative =
+      test::run(test::cli() + " fuzz --sequences -5 " + test::source_dir() + "/examples/fuzz 2>&1");
+  CHECK(negative.status == 2);
+  const auto unknown = test::run(test::cli() + " fuzz --sequences 5 --tool nosuch " +
+                                 test::source_dir() + "/examples/fuzz 2>&1");
+  CHECK(unknown.status == 1);
+  CHECK(unknown.out.find("no policy \"nosuch\"") != std::string::npos);
 }
 
 TEST_CASE("assert sequence: metrics, codes and limits are checked", "[fuzz-command]") {
@@ -120,6 +127,9 @@ TEST_CASE("assert sequence: metrics, codes and limits are checked", "[fuzz-comma
   CHECK(codes("  assert sequence calls_after TIMEOUTS <= 2\n") ==
         std::vector<std::string>{"E011:unknown code 'TIMEOUTS'"});
   CHECK(codes("  assert sequence total_wait <= 2\n").at(0).rfind("E025:", 0) == 0);
+  CHECK(codes("  assert sequence calls <= 0\n") ==
+        std::vector<std::string>{
+            "E032:calls is at least 1 (the first call): a bound below cannot hold"});
 
   const auto p = test::policy(
       "policy \"p\" {\n  assert sequence calls_after TIMEOUT <= 2\n  default -> stop\n}\n");

@@ -97,7 +97,7 @@ CompileResult compile_all(const std::vector<Source>& given, const CompileOptions
       for (const Source& src : given) paths.push_back(src.path);
       load = detail::file_loader(refs, loaded, options, out.diagnostics, paths);
     }
-    detail::inherit(files, refs, load, out.diagnostics);
+    detail::inherit(files, refs, load, options.max_extends_depth, out.diagnostics);
 
     std::vector<Policy> policies;
     std::vector<std::pair<std::string, std::pair<std::string, ast::Pos>>> names;

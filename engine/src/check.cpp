@@ -716,6 +716,12 @@ class Checker {
       const bool wait = m == "total_wait" || m == "max_delay";
       const auto limit = wait ? duration(b.limit) : count(b.limit);
       if (!limit) continue;
+      if (*limit < (m == "calls" ? 1 : 0)) {
+        error("E032", b.limit.pos,
+              m == "calls" ? "calls is at least 1 (the first call): a bound below cannot hold"
+                           : "a bound below 0 can never hold");
+        continue;
+      }
       out.limit = *limit;
       out.text =
           m + (out.code.empty() ? "" : " " + out.code) + " <= " + b.limit.text + b.limit.unit;
@@ -741,8 +747,8 @@ class Checker {
       test.file = std::string(sources_.at(t.pos.source).path);
       test.pos = t.pos;
       test.envelope = t.envelope;
-      if (!read_envelope(t.envelope).ok)
-        error("E028", t.envelope_pos, "the test's envelope is not a JSON object",
+      if (const EnvelopeResult read = read_envelope(t.envelope); !read.ok)
+        error("E028", t.envelope_pos, "the test's envelope does not read: " + read.error,
               "write the envelope as JSON, e.g. {\"code\": \"TIMEOUT\", \"retryable\": true}");
       if (t.context) {
         ContextResult c = read_context(*t.context);
@@ -753,7 +759,15 @@ class Checker {
                 "the context takes the keys of `recourse decide --context` (docs/language.md)");
         test.context = std::move(c.context);
       }
-      if (test.context.tool.empty()) test.context.tool = spec.name;
+      if (test.context.tool.empty())
+        test.context.tool = spec.name;
+      else if (test.context.tool != spec.name && spec.name != "*")  // "*" decides for any tool
+        error("E028", t.context_pos,
+              "the test's context names tool \"" + test.context.tool +
+                  "\"; a test decides with "
+                  "its own policy, \"" +
+                  spec.name + "\"",
+              "leave `tool` out of the context, or move the test to that policy");
       const ast::Expectation& e = t.expect;
       std::string expected = e.route.text;
       const auto route = std::find(kRoutes.begin(), kRoutes.end(), e.route.text);
@@ -762,6 +776,11 @@ class Checker {
               did_you_mean(e.route.text, kRoutes));
       else
         test.route = static_cast<Route>(route - kRoutes.begin());
+      if (e.repeated) error("E029", *e.repeated, "this clause is given twice in the expectation");
+      if (e.target && route != kRoutes.end() && test.route != Route::Replace &&
+          test.route != Route::Degrade)
+        error("E029", e.target->pos, "only replace and degrade have a target to expect",
+              "a route's reason is not checked by tests");
       if (e.target) {
         test.target = e.target->text;
         expected += " \"" + e.target->text + "\"";
@@ -771,7 +790,8 @@ class Checker {
           error("E029", e.rule->pos, "no rule or guard '" + e.rule->text + "' decides here",
                 did_you_mean(e.rule->text, deciders));
         test.rule = e.rule->text;
-        expected += " rule " + e.rule->text;
+        expected +=
+            " rule " + (e.rule->kind == Kind::String ? "\"" + e.rule->text + "\"" : e.rule->text);
       }
       if (e.delay_min) {
         const ast::Value& last = e.delay_max ? *e.delay_max : *e.delay_min;
@@ -779,6 +799,8 @@ class Checker {
         test.delay_max_ms = duration(last);
         expected += " delay " + e.delay_min->text + e.delay_min->unit;
         if (e.delay_max) expected += ".." + last.text + last.unit;
+        if (test.delay_min_ms && *test.delay_min_ms < 0)
+          error("E029", e.delay_min->pos, "a delay is never negative");
         if (test.delay_min_ms && test.delay_max_ms && *test.delay_min_ms > *test.delay_max_ms)
           error("E029", last.pos, "the delay range ends before it starts");
       }

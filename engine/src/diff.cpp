@@ -32,7 +32,8 @@ std::optional<detail::PolicySpec> spec_of(grammar::Sources& sources, std::deque<
   if (!file) return std::nullopt;
   std::vector<ast::File> files{std::move(*file)};
   detail::inherit(files, sources,
-                  detail::file_loader(sources, loaded, options, out, {std::string(src.path)}), out);
+                  detail::file_loader(sources, loaded, options, out, {std::string(src.path)}),
+                  options.max_extends_depth, out);
   auto specs = detail::check(files.front(), sources, options, out);
   if (has_errors(out)) return std::nullopt;
   for (auto& s : specs)

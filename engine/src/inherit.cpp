@@ -43,8 +43,8 @@ void merge(ast::Policy& child, const ast::Policy& base) {
 class Resolver {
  public:
   Resolver(std::vector<ast::File>& files, const grammar::Sources& sources, const BaseLoader& load,
-           std::vector<Diagnostic>& out)
-      : files_(files), sources_(sources), load_(load), out_(out) {}
+           std::size_t max_depth, std::vector<Diagnostic>& out)
+      : files_(files), sources_(sources), load_(load), max_depth_(max_depth), out_(out) {}
 
   void run() {
     index(0);
@@ -91,8 +91,20 @@ class Resolver {
       }
       auto found = find(name, path);
       if (!found) {
+        const bool looked =
+            !name.empty() && name.front() != '.' && name.find_first_of("/\\") == std::string::npos;
         report(w, "E026", "no policy \"" + name + "\" to extend",
-               "define it in a file compiled with this one, or in " + name + ".recourse beside it");
+               looked ? "define it in a file compiled with this one, or in " + name +
+                            ".recourse beside it"
+                      : "define it in a file compiled with this one (a name with '/' or a "
+                        "leading '.' is never looked up as a file)");
+        return std::nullopt;
+      }
+      if (chain.size() > max_depth_) {
+        report(w, "E033",
+               "policy \"" + at(w).name + "\" has more than " + std::to_string(max_depth_) +
+                   " bases along `extends`",
+               "flatten the chain, or raise CompileOptions::max_extends_depth");
         return std::nullopt;
       }
       chain.push_back(name);
@@ -131,6 +143,7 @@ class Resolver {
   std::vector<ast::File>& files_;
   const grammar::Sources& sources_;
   const BaseLoader& load_;
+  std::size_t max_depth_;
   std::vector<Diagnostic>& out_;
   std::map<std::string, Where> by_name_;  // the first definition (E020 reports others)
 };
@@ -138,8 +151,8 @@ class Resolver {
 }  // namespace
 
 void inherit(std::vector<ast::File>& files, const grammar::Sources& sources, const BaseLoader& load,
-             std::vector<Diagnostic>& diagnostics) {
-  Resolver(files, sources, load, diagnostics).run();
+             std::size_t max_depth, std::vector<Diagnostic>& diagnostics) {
+  Resolver(files, sources, load, max_depth, diagnostics).run();
 }
 
 }  // namespace recourse::detail

@@ -24,9 +24,9 @@ using BaseLoader =
 /// the base's key by key; its backoff, default and hit policy, else the base's; codes, `map`
 /// lines, assertions, sequence bounds and waivers of both. Tests are not inherited. Files `load`
 /// returns are appended to `files`. A missing base (E026) or a cycle (E027) is reported at the
-/// `extends` and the policy is dropped. `sources` locate diagnostics. Never throws but for
-/// allocation failure.
+/// `extends` and the policy is dropped, as is one with more than `max_depth` bases above it
+/// (E033). `sources` locate diagnostics. Never throws but for allocation failure.
 void inherit(std::vector<ast::File>& files, const grammar::Sources& sources, const BaseLoader& load,
-             std::vector<Diagnostic>& diagnostics);
+             std::size_t max_depth, std::vector<Diagnostic>& diagnostics);
 
 }  // namespace recourse::detail

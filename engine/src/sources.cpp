@@ -14,9 +14,12 @@ namespace fs = std::filesystem;
 std::optional<std::string> read_bounded(const fs::path& p, const CompileOptions& options) {
   std::ifstream in(p, std::ios::binary);
   if (!in) return std::nullopt;
-  std::string text(options.max_source_bytes + 1, '\0');
-  in.read(text.data(), static_cast<std::streamsize>(text.size()));
-  text.resize(static_cast<std::size_t>(in.gcount()));
+  // In chunks: memory follows the file's size, never the limit's.
+  std::string text;
+  char chunk[1 << 16];
+  while (text.size() <= options.max_source_bytes && in.read(chunk, sizeof chunk).gcount() > 0)
+    text.append(chunk, static_cast<std::size_t>(in.gcount()));
+  if (text.size() > options.max_source_bytes + 1) text.resize(options.max_source_bytes + 1);
   return text;
 }
 

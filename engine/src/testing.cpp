@@ -8,11 +8,21 @@
 namespace recourse {
 namespace {
 
-// The decision in the words of an expectation: route, target, rule, delay, exhausted budget.
+// A rule or guard name as a test writes it: guards ("budget:attempts") need quotes.
+std::string rule_name(std::string_view name) {
+  const bool plain = !name.empty() && name.find_first_not_of(
+                                          "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                          "0123456789_") == std::string_view::npos;
+  return plain ? std::string(name) : fmt::format("\"{}\"", name);
+}
+
+// The decision in the words of an expectation: route, target, rule, delay (retries), exhausted
+// budget; pasted after `expect`, it is a test of this decision.
 std::string describe(const Decision& d) {
   std::string s = to_string(d.route);
   if (!d.target.empty()) s += fmt::format(" \"{}\"", d.target);
-  s += fmt::format(" rule {} delay {}ms", d.rule, d.delay_ms);
+  s += " rule " + rule_name(d.rule);
+  if (d.route == Route::Retry) s += fmt::format(" delay {}ms", d.delay_ms);
   if (!d.exhausted.empty()) s += fmt::format(" exhausted {}", d.exhausted);
   return s;
 }

@@ -165,6 +165,7 @@ struct CompileOptions {
   std::size_t max_source_bytes = 1 << 20;  ///< per file (E090)
   std::size_t max_rules = 20000;           ///< per policy (E091)
   std::size_t max_depth = 64;              ///< condition nesting (E092)
+  std::size_t max_extends_depth = 16;      ///< bases above one policy along `extends` (E033)
   std::size_t max_terms_per_rule = 4096;   ///< DNF terms of one rule's condition (E093)
   std::size_t max_dnf_work = 1 << 22;      ///< term intersections while expanding one rule (E093)
   std::size_t max_table_bytes = std::size_t{256} << 20;  ///< the compiled table's size (E094)
