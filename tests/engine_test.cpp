@@ -59,6 +59,16 @@ TEST_CASE("engine: reload swaps the bundle, a failed compile keeps it", "[engine
   auto missing = engine.reload_paths({"/nonexistent/policies"});
   CHECK_FALSE(missing.ok);
   CHECK(missing.diagnostics.front().code == "E000");
+  // Sources that hold no policy (an empty list, an empty text) never empty the engine.
+  for (const auto& empty :
+       {std::vector<recourse::Source>{}, std::vector<recourse::Source>{{"e", ""}}}) {
+    auto none = engine.reload(empty);
+    CHECK_FALSE(none.ok);
+    CHECK(none.generation == 1);
+    REQUIRE_FALSE(none.diagnostics.empty());
+    CHECK(none.diagnostics.back().code == "E004");
+    CHECK(engine.decide(envelope, context).route == recourse::Route::Retry);
+  }
   CHECK(engine.swap(bundle(kStop)) == 2);
   CHECK(engine.decide(envelope, context).route == recourse::Route::Stop);
 }

@@ -125,6 +125,15 @@ struct Engine::Impl {
     ReloadResult r;
     r.diagnostics = std::move(compiled.diagnostics);
     r.ok = compiled.ok();
+    if (r.ok && compiled.bundle->policies().empty()) {
+      // An empty path list or an emptied directory would otherwise swap every tool to no_policy.
+      Diagnostic d;
+      d.code = "E004";
+      d.message = "the sources hold no policy: the current bundle stays";
+      d.help = "reload from the files that define the policies";
+      r.diagnostics.push_back(std::move(d));
+      r.ok = false;
+    }
     r.generation = r.ok ? publish(std::move(compiled.bundle), std::nullopt)
                         : generation.load(std::memory_order_acquire);
     return r;

@@ -2,9 +2,10 @@
 // (hot reload), with an optional decision log and decision counters.
 //
 // Reload semantics. reload() compiles first and swaps only a complete bundle: a failed compile
-// keeps the bundle in use and returns the diagnostics. A decision made before a swap keeps its
-// policy alive (Decision::keep_alive), so hosts may hold decisions across reloads. Each thread
-// decides with a snapshot of the engine's state it refreshes after every swap.
+// keeps the bundle in use and returns the diagnostics, and so do sources that hold no policy at
+// all (E004: an empty path list or an emptied directory never empties a host). A decision made
+// before a swap keeps its policy alive (Decision::keep_alive), so hosts may hold decisions across
+// reloads. Each thread decides with a snapshot of the engine's state it refreshes after every swap.
 //
 // The read path takes no lock and writes nothing shared. A swap bumps an atomic generation
 // counter; decide() compares it (one acquire load) with the generation of its thread's cached
@@ -94,7 +95,8 @@ class Engine {
   Engine(const Engine&) = delete;
   Engine& operator=(const Engine&) = delete;
 
-  /// Compiles `sources` and, when they compile, swaps the result in. Never throws.
+  /// Compiles `sources` and, when they compile to at least one policy, swaps the result in.
+  /// Never throws.
   ReloadResult reload(const std::vector<Source>& sources, const CompileOptions& options = {});
   /// Compiles files and directories (as compile_paths()) and swaps the result in. Never throws.
   ReloadResult reload_paths(const std::vector<std::string>& paths,
