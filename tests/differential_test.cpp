@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "backoff.hpp"
+#include "recourse/sample.hpp"
 #include "support.hpp"
 
 namespace {
@@ -171,4 +172,38 @@ TEST_CASE("differential: hit safest, table == interpreter", "[differential]") {
     rule r6 when code is absent -> degrade
     default -> stop })");
   agree(p, 100000);
+}
+
+TEST_CASE("differential: the direct table and the bitset matcher agree, with one policy hash",
+          "[differential]") {
+  // The direct table is indexed by classes of cells (cells the same rows accept); the bitset
+  // matcher reads every cell. Both must pick the same row for every input, and the hash must not
+  // depend on which one the compiler chose.
+  namespace fs = std::filesystem;
+  recourse::CompileOptions bitset_only;
+  bitset_only.direct_table_max_entries = 0;
+  std::size_t direct = 0;
+  for (const auto& entry : fs::recursive_directory_iterator(test::source_dir() + "/rules")) {
+    if (entry.path().extension() != ".recourse") continue;
+    INFO(entry.path().string());
+    auto a = recourse::compile_paths({entry.path().string()});
+    auto b = recourse::compile_paths({entry.path().string()}, bitset_only);
+    REQUIRE(a.ok());
+    REQUIRE(b.ok());
+    for (std::size_t i = 0; i < a.bundle->policies().size(); ++i) {
+      const recourse::Policy& x = a.bundle->policies()[i];
+      const recourse::Policy& y = b.bundle->policies()[i];
+      CHECK_THAT(y.dump(), Catch::Contains("strategy bitset"));
+      if (x.dump().find("strategy direct") == std::string::npos) continue;
+      ++direct;
+      CHECK(x.hash() == y.hash());
+      for (const auto& s : recourse::sample_inputs(x, 2000, 7)) {
+        const auto dx = x.decide(s.envelope, s.context);
+        const auto dy = y.decide(s.envelope, s.context);
+        CHECK(dx.row == dy.row);
+        CHECK(dx.rule == dy.rule);
+      }
+    }
+  }
+  CHECK(direct >= 6);
 }

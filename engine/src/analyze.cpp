@@ -84,7 +84,7 @@ std::vector<std::size_t> meeting(const Table& t, const Cube& x, std::size_t limi
     std::fill(any.begin(), any.end(), 0);
     for (std::size_t k = 0; k < x[c].size(); ++k)
       if (x[c].test(k))
-        for (std::size_t w = 0; w < words; ++w) any[w] |= t.bits[c][k][w];
+        for (std::size_t w = 0; w < words; ++w) any[w] |= t.row_bits(c, k)[w];
     for (std::size_t w = 0; w < words; ++w) meet[w] &= any[w];
   }
   std::vector<std::size_t> rows;
@@ -262,11 +262,10 @@ std::optional<Input> realize(const Compiled& p, const Cube& cube) {
     // the lookup included) gives the row's route.
     std::uint32_t warnings = 0;
     std::string_view nearest;
-    const Point point = make_point(p, e, c, warnings, nearest);
+    const Point point = make_point(p, e, c, p.wanted, warnings, nearest);
     bool inside = true;
     for (std::size_t k = 0; k < t.columns.size() && inside; ++k)
-      inside =
-          cube[k].test(t.columns[k].cell_of(point[static_cast<std::size_t>(t.columns[k].attr)]));
+      inside = cube[k].test(t.columns[k].cell_of(point.slot(t.columns[k].attr)));
     if (!inside) continue;
     const std::uint32_t row = t.match(point);
     const RowAction& a = t.actions[t.rows[row].action];

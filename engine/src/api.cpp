@@ -38,6 +38,8 @@ std::shared_ptr<const Compiled> Compiled::make(PolicySpec spec, Table table,
   for (std::size_t i = 0; i < c->spec.codes.size(); ++i)
     c->code_ids.emplace(c->spec.codes[i], static_cast<std::int64_t>(i));
   c->seed = splitmix64(fnv1a(c->spec.name));
+  c->wanted = bit(Attr::AttemptsLeft) | bit(Attr::TimeLeft) | bit(Attr::CostLeft);
+  for (const Column& col : c->table.columns) c->wanted |= bit(col.attr);
   return c;
 }
 

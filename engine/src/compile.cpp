@@ -9,9 +9,10 @@
 //    complement of the cell set, `absent` included: `not` negates the whole test). Each term is
 //    a row. A retry or repair rule is preceded, term by term, by its budget guards intersected
 //    with the term, so first-match order gives the guards precedence over the rule's own route.
-// 4. Per column and cell, the bitset of accepting rows; and when the product of column sizes is
-//    at most options.direct_table_max_entries, the first matching row of every cell
-//    combination in one array.
+// 4. Per column and cell, the bitset of accepting rows; and when the product of the columns'
+//    equivalence classes (cells accepted by the same rows) is at most
+//    options.direct_table_max_entries, the first matching row of every class combination in one
+//    array.
 #include "compile.hpp"
 
 #include <algorithm>
@@ -314,39 +315,69 @@ class Compiler {
   // ---- matchers -----------------------------------------------------------------------------
 
   void build_bitsets() {
-    table_.words = (table_.rows.size() + 63) / 64;
-    table_.bits.resize(table_.columns.size());
-    for (std::size_t c = 0; c < table_.columns.size(); ++c) {
-      auto& per_cell = table_.bits[c];
-      per_cell.assign(table_.columns[c].cells, std::vector<std::uint64_t>(table_.words, 0));
+    const std::size_t words = (table_.rows.size() + 63) / 64;
+    table_.words = words;
+    table_.cell_base.clear();
+    std::size_t cells = 0;
+    for (const auto& col : table_.columns) {
+      table_.cell_base.push_back(static_cast<std::uint32_t>(cells));
+      cells += col.cells;
+    }
+    table_.bits.assign(cells * words, 0);
+    for (std::size_t c = 0; c < table_.columns.size(); ++c)
       for (std::size_t r = 0; r < table_.rows.size(); ++r)
         for (std::size_t k = 0; k < table_.columns[c].cells; ++k)
-          if (table_.rows[r].cube[c].test(k)) per_cell[k][r / 64] |= std::uint64_t{1} << (r % 64);
-    }
+          if (table_.rows[r].cube[c].test(k))
+            table_.bits[(table_.cell_base[c] + k) * words + r / 64] |= std::uint64_t{1} << (r % 64);
   }
 
+  // RFC's first phase (Gupta and McKeown 1999): cells of a column accepted by the same rows are
+  // one equivalence class, so the direct table is indexed by classes, not cells (an untested
+  // code costs no entries). Built when the product of the class counts is at most
+  // options.direct_table_max_entries and every row index fits an entry.
   void build_direct() {
+    if (table_.rows.size() > kDirectMaxRows) return;
+    const std::size_t n = table_.columns.size(), words = table_.words;
+    std::vector<std::vector<std::size_t>> members(n);  // per column: a cell of each class
+    table_.cell_class.assign(table_.bits.size() / std::max<std::size_t>(words, 1), 0);
     std::size_t entries = 1;
-    for (const auto& col : table_.columns) {
-      if (entries > options_.direct_table_max_entries / col.cells + 1) return;
-      entries *= col.cells;
+    for (std::size_t c = 0; c < n; ++c) {
+      std::map<std::vector<std::uint64_t>, std::uint32_t> ids;
+      for (std::size_t k = 0; k < table_.columns[c].cells; ++k) {
+        const std::uint64_t* rows = table_.row_bits(c, k);
+        const auto [it, fresh] = ids.emplace(std::vector<std::uint64_t>(rows, rows + words),
+                                             static_cast<std::uint32_t>(members[c].size()));
+        if (fresh) members[c].push_back(k);
+        table_.cell_class[table_.cell_base[c] + k] = it->second;
+      }
+      if (entries > options_.direct_table_max_entries / members[c].size()) {
+        table_.cell_class.clear();
+        return;
+      }
+      entries *= members[c].size();
     }
-    if (entries > options_.direct_table_max_entries) return;
-    table_.strides.assign(table_.columns.size(), 0);
+    table_.classes.assign(n, 0);
+    table_.cell_offset.assign(table_.cell_class.size(), 0);
+    std::vector<std::size_t> strides(n, 0);
     std::size_t stride = 1;
-    for (std::size_t c = table_.columns.size(); c-- > 0;) {
-      table_.strides[c] = stride;
-      stride *= table_.columns[c].cells;
+    for (std::size_t c = n; c-- > 0;) {
+      strides[c] = stride;
+      table_.classes[c] = static_cast<std::uint32_t>(members[c].size());
+      for (std::size_t k = 0; k < table_.columns[c].cells; ++k) {
+        const std::size_t g = table_.cell_base[c] + k;
+        table_.cell_offset[g] = static_cast<std::uint32_t>(table_.cell_class[g] * stride);
+      }
+      stride *= members[c].size();
     }
     table_.entries.resize(entries);
-    std::vector<std::size_t> cells(table_.columns.size() + 1, 0);
+    std::vector<std::size_t> cells(n + 1, 0);
     for (std::size_t index = 0; index < entries; ++index) {
       std::size_t rest = index;
-      for (std::size_t c = 0; c < table_.columns.size(); ++c) {
-        cells[c] = rest / table_.strides[c];
-        rest %= table_.strides[c];
+      for (std::size_t c = 0; c < n; ++c) {
+        cells[c] = members[c][rest / strides[c]];
+        rest %= strides[c];
       }
-      table_.entries[index] = table_.match_cells(cells.data());
+      table_.entries[index] = static_cast<std::uint16_t>(table_.match_cells(cells.data()));
     }
     table_.strategy = Strategy::Direct;
   }

@@ -2,6 +2,7 @@
 // Immutable once built; shared (through Policy and Decision::keep_alive) between threads.
 #pragma once
 
+#include <cstring>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -22,11 +23,25 @@ class CodeIndex {
     if (slots_.empty()) return -1;
     for (std::size_t i = hash(name) & (slots_.size() - 1);; i = (i + 1) & (slots_.size() - 1)) {
       if (slots_[i].id < 0) return -1;
-      if (slots_[i].name == name) return slots_[i].id;
+      if (same(slots_[i].name, name)) return slots_[i].id;
     }
   }
 
  private:
+  // a == b by eight-byte words: codes are short, and a call to memcmp costs more than them.
+  static bool same(std::string_view a, std::string_view b) noexcept {
+    if (a.size() != b.size()) return false;
+    std::size_t i = 0;
+    for (; i + 8 <= a.size(); i += 8) {
+      std::uint64_t x, y;
+      std::memcpy(&x, a.data() + i, 8);
+      std::memcpy(&y, b.data() + i, 8);
+      if (x != y) return false;
+    }
+    for (; i < a.size(); ++i)
+      if (a[i] != b[i]) return false;
+    return true;
+  }
   static std::size_t hash(std::string_view s) noexcept {
     if (s.empty()) return 0;
     const auto at = [&](std::size_t i) {
@@ -49,16 +64,19 @@ struct Compiled {
   CodeIndex code_ids;      ///< views into spec.codes
   std::uint64_t seed = 0;  ///< jitter seed, from the policy's name
   std::int64_t attempt_ceiling = 10;
+  /// The attributes decide() computes: the table's columns and what finish() reads.
+  std::uint32_t wanted = kAllAttrs;
 
   /// Builds the compiled form (the table must come from compile(spec)).
   static std::shared_ptr<const Compiled> make(PolicySpec spec, Table table,
                                               std::int64_t attempt_ceiling);
 };
 
-/// Every attribute of one input, computed before the lookup. Unknown codes read as UNKNOWN with
-/// the recourse::kUnknownCode warning set and `nearest` naming the known code closest to the input.
+/// The attributes in `wanted` (a mask of bit(Attr)) of one input, computed before the lookup;
+/// the code is always resolved. Unknown codes read as UNKNOWN with the recourse::kUnknownCode
+/// warning set and `nearest` naming the known code closest to the input.
 Point make_point(const Compiled& policy, const Envelope& envelope, const Context& context,
-                 std::uint32_t& warnings, std::string_view& nearest) noexcept;
+                 std::uint32_t wanted, std::uint32_t& warnings, std::string_view& nearest) noexcept;
 
 /// The trace id minted for an envelope without one: a hash of (tool, operation id, attempt,
 /// seed), printed as "local-%016x".

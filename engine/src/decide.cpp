@@ -1,10 +1,11 @@
 // Evaluate stage: envelope + context -> attributes -> table row -> decision.
 //
-// make_point() computes every attribute before the lookup, the derived ones included
+// make_point() computes the attributes before the lookup, the derived ones included
 // (attempts_left = max attempts - attempt, with the host's per-call override clamped to the
 // engine's ceiling; time_left = deadline - elapsed; `field in arguments` against the host's list
-// or the tool block's). The table picks the row; finish() adds what is computed after the
-// lookup: the delay (tested, not proven), budgets left, the idempotency-key directive and the
+// or the tool block's): for decide() only those the table's columns and finish() read, for the
+// reference interpreter all of them. The table picks the row; finish() adds what is computed after
+// the lookup: the delay (tested, not proven), budgets left, the idempotency-key directive and the
 // trace id. Nothing here allocates or throws.
 #include <algorithm>
 
@@ -41,14 +42,6 @@ void CodeIndex::emplace(std::string_view name, std::int64_t id) {
 
 namespace {
 
-Slot number(std::int64_t v) {
-  return Slot{true, v, {}};
-}
-
-Slot text(const std::optional<std::string>& s) {
-  return s ? Slot{true, 0, std::string_view(*s)} : Slot{};
-}
-
 std::int64_t max_attempts(const Compiled& p, const Context& c) {
   return std::min(c.max_attempts.value_or(p.spec.attempts), p.attempt_ceiling);
 }
@@ -72,48 +65,53 @@ std::int64_t deadline_of(const Compiled& p, const Context& c) {
 
 }  // namespace
 
-Point make_point(const Compiled& p, const Envelope& e, const Context& c, std::uint32_t& warnings,
-                 std::string_view& nearest_code) noexcept {
+Point make_point(const Compiled& p, const Envelope& e, const Context& c, std::uint32_t wanted,
+                 std::uint32_t& warnings, std::string_view& nearest_code) noexcept {
   Point point;
-  auto at = [&](Attr a) -> Slot& { return point[static_cast<std::size_t>(a)]; };
+  // The code is always resolved: an unknown code warns whatever the table tests.
   if (e.code) {
-    const std::int64_t id = p.code_ids.find(*e.code);
-    if (id >= 0) {
-      at(Attr::Code) = number(id);
-    } else {
-      at(Attr::Code) = number(kUnknownCodeId);
+    std::int64_t id = p.code_ids.find(*e.code);
+    if (id < 0) {
+      id = kUnknownCodeId;
       warnings |= recourse::kUnknownCode;
       nearest_code = nearest(*e.code, p.spec.codes);
     }
+    point.set(Attr::Code, id);
   }
-  if (e.retryable) at(Attr::Retryable) = number(*e.retryable);
-  at(Attr::Field) = text(e.field);
-  at(Attr::Suggestion) = text(e.suggestion);
-  if (e.retry_after_ms) at(Attr::RetryAfter) = number(*e.retry_after_ms);
-  at(Attr::TraceId) = text(e.trace_id);
-  at(Attr::Idempotent) = number(c.idempotent.value_or(p.spec.idempotent));
   if (!c.side_effect) warnings |= kSideEffectAssumed;
-  at(Attr::SideEffect) =
-      number(static_cast<std::int64_t>(c.side_effect.value_or(SideEffect::Unknown)));
-  at(Attr::Attempt) = number(c.attempt);
-  at(Attr::Repairs) = number(c.repairs);
-  at(Attr::Elapsed) = number(c.elapsed_ms);
-  at(Attr::Tool) = Slot{true, 0, c.tool};
-  at(Attr::Repeats) = number(c.repeats);
-  at(Attr::IdempotencyKey) = number(c.idempotency_key_pinned ? 1 : 0);
-  at(Attr::Circuit) = number(static_cast<std::int64_t>(c.circuit));
-  at(Attr::RetryThrottled) = number(c.retry_throttled);
+  auto want = [&](Attr a) { return (wanted & bit(a)) != 0; };
+  auto text = [&](Attr a, const std::optional<std::string>& s) {
+    if (s && want(a)) point.set(a, *s);
+  };
+  auto number = [&](Attr a, std::int64_t v) {
+    if (want(a)) point.set(a, v);
+  };
+  if (e.retryable) number(Attr::Retryable, *e.retryable);
+  text(Attr::Field, e.field);
+  text(Attr::Suggestion, e.suggestion);
+  if (e.retry_after_ms) number(Attr::RetryAfter, *e.retry_after_ms);
+  text(Attr::TraceId, e.trace_id);
+  number(Attr::Idempotent, c.idempotent.value_or(p.spec.idempotent));
+  number(Attr::SideEffect, static_cast<std::int64_t>(c.side_effect.value_or(SideEffect::Unknown)));
+  number(Attr::Attempt, c.attempt);
+  number(Attr::Repairs, c.repairs);
+  number(Attr::Elapsed, c.elapsed_ms);
+  if (want(Attr::Tool)) point.set(Attr::Tool, std::string_view(c.tool));
+  number(Attr::Repeats, c.repeats);
+  number(Attr::IdempotencyKey, c.idempotency_key_pinned ? 1 : 0);
+  number(Attr::Circuit, static_cast<std::int64_t>(c.circuit));
+  number(Attr::RetryThrottled, c.retry_throttled);
   // Retries made below us count against the same attempts budget (no multiplying across layers).
-  at(Attr::AttemptsLeft) =
-      number(saturating_sub(saturating_sub(max_attempts(p, c), c.attempt), c.lower_retries));
+  number(Attr::AttemptsLeft,
+         saturating_sub(saturating_sub(max_attempts(p, c), c.attempt), c.lower_retries));
   const std::int64_t time_left = left(deadline_of(p, c), c.elapsed_ms);
-  at(Attr::TimeLeft) = number(time_left);
-  at(Attr::CostLeft) = number(left(p.spec.cost_max, c.cost_spent));
-  if (e.retry_after_ms) at(Attr::DeadlineSlack) = number(left(time_left, *e.retry_after_ms));
-  if (e.field) {
+  number(Attr::TimeLeft, time_left);
+  number(Attr::CostLeft, left(p.spec.cost_max, c.cost_spent));
+  if (e.retry_after_ms) number(Attr::DeadlineSlack, left(time_left, *e.retry_after_ms));
+  if (e.field && want(Attr::FieldInArguments)) {
     const auto& args = c.arguments ? *c.arguments : p.spec.arguments;
     const bool in = std::find(args.begin(), args.end(), *e.field) != args.end();
-    at(Attr::FieldInArguments) = number(in);
+    point.set(Attr::FieldInArguments, in);
   }
   return point;
 }
@@ -142,7 +140,7 @@ void finish(const Compiled& p, const Action& a, std::string_view label, std::str
     d.minted_trace_id = mint_trace_id(c, p.seed);
   }
   const bool keys = p.spec.honours_keys;
-  const std::int64_t time_left = point[static_cast<std::size_t>(Attr::TimeLeft)].num;
+  const std::int64_t time_left = point.number(Attr::TimeLeft);
   if (d.route == Route::Retry) {
     const std::string_view key_source = !c.operation_id.empty() ? std::string_view(c.operation_id)
                                         : e.trace_id            ? std::string_view(*e.trace_id)
@@ -173,13 +171,11 @@ void finish(const Compiled& p, const Action& a, std::string_view label, std::str
     return before == kNoLimit ? kNoLimit
                               : std::max<std::int64_t>(0, saturating_sub(before, amount));
   };
-  d.attempts_left =
-      std::max<std::int64_t>(0, point[static_cast<std::size_t>(Attr::AttemptsLeft)].num);
+  d.attempts_left = std::max<std::int64_t>(0, point.number(Attr::AttemptsLeft));
   d.repairs_left = std::max<std::int64_t>(0, saturating_sub(p.spec.repairs, c.repairs));
   d.attempts = {d.attempts_left, spend(d.attempts_left, call ? 1 : 0)};
   d.repairs = {d.repairs_left, spend(d.repairs_left, d.route == Route::Repair ? 1 : 0)};
-  const std::int64_t cost_left =
-      std::max<std::int64_t>(0, point[static_cast<std::size_t>(Attr::CostLeft)].num);
+  const std::int64_t cost_left = std::max<std::int64_t>(0, point.number(Attr::CostLeft));
   d.cost = {cost_left, spend(cost_left, call ? p.spec.cost : 0)};
   const std::int64_t time_before = std::max<std::int64_t>(0, time_left);
   d.time_ms = {time_before, spend(time_before, d.delay_ms)};
@@ -195,7 +191,8 @@ void finish(const Compiled& p, const Action& a, std::string_view label, std::str
 Decision Policy::decide_unpinned(const Envelope& envelope, const Context& context) const noexcept {
   Decision d;
   const detail::Compiled& p = *impl_;
-  const detail::Point point = detail::make_point(p, envelope, context, d.warnings, d.nearest_code);
+  const detail::Point point =
+      detail::make_point(p, envelope, context, p.wanted, d.warnings, d.nearest_code);
   const std::uint32_t row = p.table.match(point);
   const detail::RowAction& a = p.table.actions[p.table.rows[row].action];
   detail::finish(p, a.action, a.label, a.exhausted, row, point, envelope, context, d);

@@ -47,7 +47,7 @@ std::optional<detail::PolicySpec> spec_of(grammar::Sources& sources, std::deque<
   return std::nullopt;
 }
 
-// The settings header of a table dump (the lines before "strategy") as "section.key" -> value:
+// The settings header of a table dump (the lines before "columns") as "section.key" -> value:
 // `limits attempts=3 ...` gives limits.attempts = 3; `backoff exponential ...` backoff.kind;
 // `hit first` hit. Values may hold quoted strings and lists, never split inside them.
 std::vector<std::pair<std::string, std::string>> settings_of(const std::string& dump) {
@@ -55,7 +55,7 @@ std::vector<std::pair<std::string, std::string>> settings_of(const std::string& 
   std::istringstream in(dump);
   std::string line;
   std::getline(in, line);  // policy "name"
-  while (std::getline(in, line) && line.rfind("strategy", 0) != 0) {
+  while (std::getline(in, line) && line != "columns") {
     std::vector<std::string> words(1);
     bool quoted = false;
     int depth = 0;

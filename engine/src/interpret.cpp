@@ -34,7 +34,7 @@ bool eval(const Compiled& p, const Cond& c, const Point& point, std::vector<Expl
   using K = ast::Expr::Kind;
   switch (c.kind) {
     case K::Test: {
-      const Slot& slot = point[static_cast<std::size_t>(c.attr)];
+      const Slot slot = point.slot(c.attr);
       const bool r = eval_test(c, slot);
       if (trace) trace->push_back({c.text, value_text(p, c.attr, slot), r});
       return r;
@@ -100,7 +100,7 @@ Decision decide_by_rules(const std::shared_ptr<const Compiled>& impl, const Enve
                          std::string* guard) {
   const Compiled& p = *impl;
   Decision d;
-  const Point point = make_point(p, envelope, context, d.warnings, d.nearest_code);
+  const Point point = make_point(p, envelope, context, kAllAttrs, d.warnings, d.nearest_code);
   const Outcome o = run(p, point, trace);
   const RuleSpec& rule = p.spec.rules[o.rule];
   if (o.guard)

@@ -109,8 +109,44 @@ struct Slot {
   std::string_view str;
 };
 
-/// All attributes of one input, computed before the lookup (see decide.cpp).
-using Point = std::array<Slot, kAttrCount>;
+/// Bit `a` for attribute a, in masks of attributes.
+inline constexpr std::uint32_t bit(Attr a) {
+  return std::uint32_t{1} << static_cast<unsigned>(a);
+}
+inline constexpr std::uint32_t kAllAttrs = (std::uint32_t{1} << kAttrCount) - 1;
+
+/// The attributes of one input, computed before the lookup (see decide.cpp). Numbers (code and
+/// enum ids, 0/1, counts, ms) are in `num`, text in `text`, and bit a of `present` is set when
+/// attribute a has a value. Only the attributes make_point() was asked for are written: the
+/// arrays are left uninitialised, so a decision pays for the columns its table has, not for all.
+struct Point {
+  struct Text {  // a trivial string_view, so the array needs no initialisation
+    const char* data;
+    std::size_t size;
+  };
+  std::int64_t num[kAttrCount];
+  Text text[kAttrCount];
+  std::uint32_t present = 0;
+
+  bool has(Attr a) const noexcept { return present & bit(a); }
+  std::int64_t number(Attr a) const noexcept { return num[static_cast<std::size_t>(a)]; }
+  void set(Attr a, std::int64_t v) noexcept {
+    num[static_cast<std::size_t>(a)] = v;
+    present |= bit(a);
+  }
+  void set(Attr a, std::string_view s) noexcept {
+    text[static_cast<std::size_t>(a)] = {s.data(), s.size()};
+    num[static_cast<std::size_t>(a)] = 0;
+    present |= bit(a);
+  }
+  /// The attribute as a Slot (absent when not present), for eval_test().
+  Slot slot(Attr a) const noexcept {
+    if (!has(a)) return {};
+    const Text& t = text[static_cast<std::size_t>(a)];
+    return info(a).type == Type::String ? Slot{true, 0, std::string_view(t.data, t.size)}
+                                        : Slot{true, number(a), {}};
+  }
+};
 
 /// A resolved constant of a test: a number (count, ms, enum id, 0/1) or a string.
 struct Constant {

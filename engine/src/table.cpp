@@ -117,9 +117,12 @@ std::string Column::cell_name(std::size_t cell) const {
 }
 
 std::uint32_t Table::match_cells(const std::size_t* cells) const noexcept {
+  const std::uint64_t* column_bits[kAttrCount];
+  const std::size_t n = columns.size();
+  for (std::size_t c = 0; c < n; ++c) column_bits[c] = row_bits(c, cells[c]);
   for (std::size_t w = 0; w < words; ++w) {
     std::uint64_t acc = ~std::uint64_t{0};
-    for (std::size_t c = 0; c < columns.size() && acc; ++c) acc &= bits[c][cells[c]][w];
+    for (std::size_t c = 0; c < n && acc; ++c) acc &= column_bits[c][w];
     if (acc)
       return static_cast<std::uint32_t>(w * 64 + static_cast<std::size_t>(__builtin_ctzll(acc)));
   }
@@ -129,47 +132,83 @@ std::uint32_t Table::match_cells(const std::size_t* cells) const noexcept {
 void Table::build_probes() {
   probes.clear();
   probe_cuts.clear();
+  std::vector<Probe> group[kProbeGroups];
   for (std::size_t c = 0; c < columns.size(); ++c) {
     const Column& col = columns[c];
     Probe p;
     p.attr = static_cast<std::uint32_t>(col.attr);
+    p.column = static_cast<std::uint32_t>(c);
     p.absent = static_cast<std::uint32_t>(col.cells - 1);
-    p.stride = strategy == Strategy::Direct ? strides[c] : 0;
-    if (col.numeric && col.cuts.size() <= 8) {
-      p.kind = 1;
+    p.base = cell_base[c];
+    const bool untrusted = info(col.attr).untrusted;
+    if (col.numeric && col.cuts.size() == 1) {
+      p.cut = col.cuts[0];
+      group[kOneCut].push_back(p);
+    } else if (col.numeric && col.cuts.size() <= 8) {
       p.first = static_cast<std::uint32_t>(probe_cuts.size());
       p.count = static_cast<std::uint32_t>(col.cuts.size());
       probe_cuts.insert(probe_cuts.end(), col.cuts.begin(), col.cuts.end());
-    } else if (col.numeric || info(col.attr).type == Type::String) {
-      p.kind = 2;
+      group[kCuts].push_back(p);
+    } else if (col.numeric || !col.strings.empty()) {
+      group[kOther].push_back(p);
+    } else {  // codes, enums, booleans, and text no rule compares (a present text's num is 0)
+      group[untrusted ? kValue : kTrustedValue].push_back(p);
     }
-    probes.push_back(p);
+  }
+  for (std::size_t g = 0; g < kProbeGroups; ++g) {
+    probes.insert(probes.end(), group[g].begin(), group[g].end());
+    group_end[g] = static_cast<std::uint32_t>(probes.size());
   }
 }
+
+namespace {
+
+// `has ? value : absent` without a branch: whether an envelope attribute is present varies from
+// call to call, so a branch would be mispredicted.
+inline std::size_t present_or(bool has, std::size_t value, std::size_t absent) {
+  return absent ^ ((value ^ absent) & (std::size_t{0} - has));
+}
+
+// Calls cell(probe, cell) for each column of the point, one loop per probe group, so no loop
+// branches on the kind of column.
+template <class Cell>
+inline void for_each_cell(const Table& t, const Point& point, Cell cell) {
+  const Probe* const first = t.probes.data();
+  const Probe* p = first;
+  auto has = [&](const Probe* q) { return (point.present >> q->attr & 1) != 0; };
+  for (const Probe* end = first + t.group_end[kTrustedValue]; p != end; ++p)
+    cell(*p, static_cast<std::size_t>(point.num[p->attr]));
+  for (const Probe* end = first + t.group_end[kValue]; p != end; ++p)
+    cell(*p, present_or(has(p), static_cast<std::size_t>(point.num[p->attr]), p->absent));
+  for (const Probe* end = first + t.group_end[kOneCut]; p != end; ++p)
+    cell(*p, present_or(has(p), point.num[p->attr] >= p->cut, p->absent));
+  for (const Probe* end = first + t.group_end[kCuts]; p != end; ++p) {
+    const std::int64_t v = point.num[p->attr];
+    const std::int64_t* k = t.probe_cuts.data() + p->first;
+    std::size_t n = 0;
+    for (std::uint32_t i = 0; i < p->count; ++i) n += v >= k[i];
+    cell(*p, present_or(has(p), n, p->absent));
+  }
+  for (const Probe* end = first + t.group_end[kOther]; p != end; ++p)
+    cell(*p, t.columns[p->column].cell_of(point.slot(static_cast<Attr>(p->attr))));
+}
+
+}  // namespace
 
 std::uint32_t Table::match(const Point& point) const noexcept {
-  std::size_t cells[kAttrCount];
-  std::size_t index = 0;
-  for (std::size_t c = 0; c < probes.size(); ++c) {
-    const Probe& p = probes[c];
-    const Slot& slot = point[p.attr];
-    std::size_t cell = 0;
-    if (!slot.present) {
-      cell = p.absent;
-    } else if (p.kind == 0) {
-      cell = static_cast<std::size_t>(slot.num);
-    } else if (p.kind == 1) {
-      for (std::uint32_t k = 0; k < p.count; ++k) cell += slot.num >= probe_cuts[p.first + k];
-    } else {
-      cell = columns[c].cell_of(slot);
-    }
-    cells[c] = cell;
-    index += cell * p.stride;
+  if (strategy == Strategy::Direct) {
+    std::size_t index = 0;
+    const std::uint32_t* offset = cell_offset.data();
+    for_each_cell(*this, point,
+                  [&](const Probe& p, std::size_t cell) { index += offset[p.base + cell]; });
+    return entries[index];
   }
-  return strategy == Strategy::Direct ? entries[index] : match_cells(cells);
+  std::size_t cells[kAttrCount];
+  for_each_cell(*this, point, [&](const Probe& p, std::size_t cell) { cells[p.column] = cell; });
+  return match_cells(cells);
 }
 
-std::string dump(const Table& table, const PolicySpec& spec, bool with_positions) {
+std::string dump(const Table& table, const PolicySpec& spec, bool for_people) {
   // Everything that changes a decision is in the dump (so in the hash): settings, then the table.
   auto ms = [](std::int64_t v) {
     return v == kNoLimit ? std::string("none") : std::to_string(v) + "ms";
@@ -212,12 +251,16 @@ std::string dump(const Table& table, const PolicySpec& spec, bool with_positions
                        spec.throttle.token_ratio);
   for (const auto& m : spec.mappings)  // adapter overrides change the envelope, so the decision
     out += fmt::format("map {} {} -> {}\n", to_string(m.protocol), quote(m.key), m.code);
-  if (table.strategy == Strategy::Direct) {
-    std::string dims;
-    for (const auto& c : table.columns) dims += (dims.empty() ? "" : "x") + std::to_string(c.cells);
-    out += fmt::format("strategy direct {} = {} entries\n", dims.empty() ? "1" : dims,
+  if (for_people && table.strategy == Strategy::Direct) {
+    std::string cells, classes;
+    for (std::size_t c = 0; c < table.columns.size(); ++c) {
+      cells += (cells.empty() ? "" : "x") + std::to_string(table.columns[c].cells);
+      classes += (classes.empty() ? "" : "x") + std::to_string(table.classes[c]);
+    }
+    out += fmt::format("strategy direct {} classes of {} cells = {} entries\n",
+                       classes.empty() ? "1" : classes, cells.empty() ? "1" : cells,
                        table.entries.size());
-  } else {
+  } else if (for_people) {
     out += fmt::format("strategy bitset {} rows x {} words\n", table.rows.size(), table.words);
   }
   out += "columns\n";
@@ -242,7 +285,7 @@ std::string dump(const Table& table, const PolicySpec& spec, bool with_positions
     }
     out += fmt::format("  r{} {}{}{} -> {}", r, a.label, cube.empty() ? " *" : "", cube,
                        action(a.action));
-    if (with_positions) out += fmt::format("  @{}:{}:{}", spec.file, a.pos.line, a.pos.column);
+    if (for_people) out += fmt::format("  @{}:{}:{}", spec.file, a.pos.line, a.pos.column);
     out += "\n";
   }
   return out;

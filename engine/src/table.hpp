@@ -98,31 +98,51 @@ enum class Strategy : std::uint8_t { Direct, Bitset };
 
 /// A column as match() reads it: small and side by side, so a lookup touches little memory.
 struct Probe {
-  std::uint32_t attr = 0;    ///< the attribute, an index into the Point
-  std::uint32_t kind = 0;    ///< 0: the value is the cell; 1: count cut points; 2: Column::cell_of
-  std::uint32_t absent = 0;  ///< the absent cell
-  std::uint32_t first = 0, count = 0;  ///< kind 1: the cut points probe_cuts[first, first + count)
-  std::size_t stride = 0;              ///< direct strategy: the column's stride (else 0)
+  std::uint32_t attr = 0;              ///< the attribute, an index into the Point
+  std::uint32_t column = 0;            ///< the column
+  std::uint32_t absent = 0;            ///< the absent cell
+  std::uint32_t base = 0;              ///< the column's first cell in Table::cell_base numbering
+  std::int64_t cut = 0;                ///< kOneCut: the cut point
+  std::uint32_t first = 0, count = 0;  ///< kCuts: the cut points probe_cuts[first, first + count)
 };
+
+/// How match() finds a column's cell, one group of probes each, in this order: the value is the
+/// cell (codes, enums, booleans, text no rule compares), for trusted attributes (always present)
+/// and for the others; one cut point; up to eight cut points (counted without branches); and
+/// Column::cell_of (text compared with constants, many cut points).
+enum ProbeGroup : std::size_t { kTrustedValue, kValue, kOneCut, kCuts, kOther, kProbeGroups };
+
+/// The largest row index a direct-indexed entry holds (entries are 16 bits, so a direct table
+/// of 64 KiB entries takes 128 KiB): tables with more rows use the bitset matcher.
+inline constexpr std::size_t kDirectMaxRows = 0xffff;
 
 struct Table {
   std::vector<Column> columns;
   std::vector<Row> rows;
   std::vector<RowAction> actions;
   Strategy strategy = Strategy::Bitset;
-  // Bitset matcher: bits[column][cell] is `words` words; bit r set when row r accepts the cell.
+  // Bitset matcher: cells are numbered across columns (column c's cell k is cell_base[c] + k);
+  // bits[cell * words + w] holds rows 64w..64w+63, bit r % 64 set when row r accepts the cell.
   std::size_t words = 0;
-  std::vector<std::vector<std::vector<std::uint64_t>>> bits;
+  std::vector<std::uint32_t> cell_base;
+  std::vector<std::uint64_t> bits;
   // Analysis only: the DNF terms of each assertion's condition (PolicySpec::assertions).
   std::vector<std::vector<std::vector<CellSet>>> assertion_terms;
-  // Direct matcher: entries[sum(cell_c * stride_c)] is the first matching row.
-  std::vector<std::size_t> strides;
-  std::vector<std::uint32_t> entries;
-  // What match() reads, one probe per column (build_probes(), after the strategy is chosen).
+  // Direct matcher, by cell number: cell_class is the cell's equivalence class in its column
+  // (cells accepted by the same rows), cell_offset that class times the column's stride, and
+  // entries[sum of the columns' cell_offset] the first matching row. classes: per column.
+  std::vector<std::uint32_t> cell_class, cell_offset, classes;
+  std::vector<std::uint16_t> entries;
+  // What match() reads: one probe per column, by ProbeGroup; build_probes() fills them.
   std::vector<Probe> probes;
+  std::uint32_t group_end[kProbeGroups] = {};  ///< one past each group's last probe
   std::vector<std::int64_t> probe_cuts;
 
-  /// Fills probes and probe_cuts from the columns (and the strides of a direct table).
+  /// The rows accepting cell `cell` of column `column`: `words` words.
+  const std::uint64_t* row_bits(std::size_t column, std::size_t cell) const noexcept {
+    return bits.data() + (cell_base[column] + cell) * words;
+  }
+  /// Fills probes and probe_cuts from the columns.
   void build_probes();
 
   /// The first row matching the point. Allocates nothing.
@@ -134,8 +154,9 @@ struct Table {
 /// `s` as a JSON string literal (quotes and escapes), for dumps.
 std::string quote(std::string_view s);
 
-/// The policy's settings and table as stable text; positions (`@file:line:col`) only with
-/// `with_positions`.
-std::string dump(const Table& table, const PolicySpec& spec, bool with_positions);
+/// The policy's settings and table as stable text. `for_people` adds the matcher's strategy and
+/// each row's position (`@file:line:col`); without them it is the canonical text the policy hash
+/// is taken of, so the same settings and rows give the same hash whatever the matcher.
+std::string dump(const Table& table, const PolicySpec& spec, bool for_people);
 
 }  // namespace recourse::detail
