@@ -11,6 +11,8 @@
 #include <fmt/format.h>
 
 #include <fstream>
+#include <map>
+#include <mutex>
 
 #include "cases.hpp"
 #include "check.hpp"
@@ -52,6 +54,22 @@ void decide_unpinned(benchmark::State& state, const Case& c) {
   });
 }
 
+// Engine::decide(): the host's path with hot reload (thread snapshot, per-thread pin).
+void engine_decide(benchmark::State& state, const Case& c) {
+  static std::mutex mutex;
+  static std::map<const Case*, std::unique_ptr<Engine>> engines;
+  const Engine* engine = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    auto& slot = engines[&c];
+    if (!slot) slot = std::make_unique<Engine>(c.bundle);
+    engine = slot.get();
+  }
+  cycle(state, [&](std::size_t i) {
+    benchmark::DoNotOptimize(engine->decide(c.envelopes[i], c.contexts[i]));
+  });
+}
+
 // The routing step alone: attributes already computed, table lookup to a row. It cycles through
 // the first 64 points (32 KiB, the bytes of the lookup baseline's 4,096 inputs), so both read
 // their inputs from the same level of cache.
@@ -84,6 +102,13 @@ void seed_if_chain(benchmark::State& state) {
   const Case& c = seed_case();
   cycle(state, [&](std::size_t i) {
     benchmark::DoNotOptimize(bench::seed_if_chain(c.envelopes[i], c.contexts[i]));
+  });
+}
+
+void seed_full_chain(benchmark::State& state) {
+  const Case& c = seed_case();
+  cycle(state, [&](std::size_t i) {
+    benchmark::DoNotOptimize(bench::seed_full_chain(c.envelopes[i], c.contexts[i]));
   });
 }
 
@@ -179,6 +204,7 @@ void register_all() {
   using benchmark::RegisterBenchmark;
   RegisterBenchmark("decide/seed", [](benchmark::State& s) { decide(s, seed_case()); });
   RegisterBenchmark("ifchain/seed", seed_if_chain);
+  RegisterBenchmark("ifchain_full/seed", seed_full_chain);
   RegisterBenchmark("route/seed", [](benchmark::State& s) { route(s, seed_case()); });
   RegisterBenchmark("match/seed", [](benchmark::State& s) { match(s, seed_case()); });
   RegisterBenchmark("json_to_decision/seed", json_to_decision);
@@ -221,6 +247,11 @@ void register_all() {
         ->UseRealTime();
     RegisterBenchmark(("threads/decide_unpinned/gen/" + std::to_string(n)).c_str(),
                       [n](benchmark::State& s) { decide_unpinned(s, generated_case(n)); })
+        ->Threads(1)
+        ->Threads(2)
+        ->UseRealTime();
+    RegisterBenchmark(("threads/engine/gen/" + std::to_string(n)).c_str(),
+                      [n](benchmark::State& s) { engine_decide(s, generated_case(n)); })
         ->Threads(1)
         ->Threads(2)
         ->UseRealTime();

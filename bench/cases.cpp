@@ -95,6 +95,77 @@ Route seed_if_chain(const Envelope& e, const Context& c) noexcept {
   return r;
 }
 
+namespace {
+
+// The jitter hash as the engine documents it: SplitMix64 over FNV-1a of the key.
+std::uint64_t mix(std::uint64_t x) noexcept {
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+std::uint64_t fnv(std::string_view bytes, std::uint64_t h = 14695981039346656037ull) noexcept {
+  for (unsigned char c : bytes) h = (h ^ c) * 1099511628211ull;
+  return h;
+}
+
+}  // namespace
+
+SeedDecision seed_full_chain(const Envelope& e, const Context& c) noexcept {
+  static const std::uint64_t seed = mix(fnv("*"));  // the policy's name
+  SeedDecision d;
+  const bool transient = e.code && *e.code == "TRANSIENT" && e.retryable.value_or(false);
+  const bool fixable = !transient && e.code && *e.code == "VALIDATION" && e.field && e.suggestion;
+  const std::int64_t attempts = std::min<std::int64_t>(c.max_attempts.value_or(2), 10);
+  d.attempts_left = std::max<std::int64_t>(0, attempts - c.attempt - c.lower_retries);
+  d.repairs_left = std::max<std::int64_t>(0, 1 - c.repairs);
+  d.attempts_after = d.attempts_left;
+  d.repairs_after = d.repairs_left;
+  if (transient || fixable) {
+    const SideEffect side = c.side_effect.value_or(SideEffect::Unknown);
+    d.route = Route::Stop;
+    if (side == SideEffect::Committed) {
+      d.rule = "gate:committed";
+      d.reason = "side effect already committed";
+    } else if (side == SideEffect::Unknown && !c.idempotent.value_or(false)) {
+      d.route = Route::Escalate;
+      d.rule = "gate:unknown_outcome";
+      d.reason = "outcome unknown; verify before resending";
+    } else if (transient && e.retry_after_ms.value_or(0) > 60000) {
+      d.rule = "budget:retry_after";
+      d.reason = "server asked to wait longer than retry_after_max";
+    } else if (d.attempts_left <= 0) {
+      d.rule = "budget:attempts";
+      d.reason = "attempt budget spent";
+    } else if (fixable && c.repairs >= 1) {
+      d.rule = "budget:repairs";
+      d.reason = "repair budget spent";
+    } else if (fixable) {
+      d.route = Route::Repair;
+      d.rule = "fix_argument";
+      d.repairs_after = d.repairs_left - 1;
+      d.attempts_after = d.attempts_left - 1;
+    } else {
+      d.route = Route::Retry;
+      d.rule = "transient";
+      d.attempts_after = d.attempts_left - 1;
+      const std::string_view key = !c.operation_id.empty() ? std::string_view(c.operation_id)
+                                   : e.trace_id            ? std::string_view(*e.trace_id)
+                                                           : std::string_view(c.tool);
+      const std::int64_t n = std::max<std::int64_t>(c.attempt, 1);
+      const std::int64_t cap = n > 7 ? 20000 : std::min<std::int64_t>(20000, 250LL << (n - 1));
+      d.jitter_ms = static_cast<std::int64_t>(
+          mix(fnv(key, seed) ^ mix(static_cast<std::uint64_t>(c.attempt))) %
+          static_cast<std::uint64_t>(cap + 1));
+      d.delay_ms = std::max({d.jitter_ms, std::int64_t{50}, e.retry_after_ms.value_or(0)});
+    }
+  } else if (e.code && *e.code == "PERMISSION") {
+    d.route = Route::Authorize;
+    d.rule = "needs_approval";
+  }
+  return d;
+}
+
 Route peer_if_chain(const PeerPlain& e) noexcept {
   enum : std::uint8_t { kTransient, kValidation, kPermission, kNotFound, kConflict, kRateLimited };
   if (e.side_effect == 2 && !e.idempotent) return Route::Stop;                         // 1
@@ -184,7 +255,14 @@ const Case& seed_case() {
       x.repairs = p[static_cast<std::size_t>(GenAttr::Circuit)] == 1 ? 1 : 0;
       x.circuit = CircuitState::Closed;
       x.repeats = 0;
-      if (seed_if_chain(e, x) != c->policy->decide(e, x).route) disagree(*c, i, "if-chain");
+      const Decision d = c->policy->decide(e, x);
+      if (seed_if_chain(e, x) != d.route) disagree(*c, i, "if-chain");
+      const SeedDecision f = seed_full_chain(e, x);
+      if (f.route != d.route || f.rule != d.rule || f.reason != d.reason ||
+          f.delay_ms != d.delay_ms || f.jitter_ms != d.jitter_draw ||
+          f.attempts_left != d.attempts.before || f.attempts_after != d.attempts.after ||
+          f.repairs_left != d.repairs.before || f.repairs_after != d.repairs.after)
+        disagree(*c, i, "full if-chain");
     }
     return c;
   });

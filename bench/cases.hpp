@@ -79,6 +79,24 @@ const Case& peer_case();
 /// the policy's retry and repair take (gates, Retry-After, attempts, repairs).
 Route seed_if_chain(const Envelope& envelope, const Context& context) noexcept;
 
+/// What a host acting on the seed policy by hand needs from a decision: the route, the rule or
+/// guard that chose it and its reason, the delay with its jitter, and the budgets before and
+/// after the call it leads to.
+struct SeedDecision {
+  Route route = Route::Stop;
+  const char* rule = "default";
+  const char* reason = "";
+  std::int64_t delay_ms = 0, jitter_ms = 0;
+  std::int64_t attempts_left = 0, attempts_after = 0;
+  std::int64_t repairs_left = 0, repairs_after = 0;
+};
+
+/// seed_if_chain() and the rest of a full decision written by hand: guard names and reasons,
+/// exponential backoff (250 ms doubling, capped at 20 s) with full jitter from the same keyed
+/// hash as the engine's (docs/language.md, backoff), the 50 ms floor and the server's
+/// Retry-After, and the attempt and repair budgets. The baseline for the full decide().
+SeedDecision seed_full_chain(const Envelope& envelope, const Context& context) noexcept;
+
 /// The .recourse files of rules/examples, by file name.
 std::vector<std::string> example_files();
 /// The repository's root (for rules/).

@@ -73,6 +73,31 @@ TEST_CASE("engine: reload swaps the bundle, a failed compile keeps it", "[engine
   CHECK(engine.decide(envelope, context).route == recourse::Route::Stop);
 }
 
+TEST_CASE("engine: decisions pin their policy per thread and outlive the engine and the thread",
+          "[engine]") {
+  const auto envelope = test::envelope(R"({"code":"RATE_LIMITED","traceId":"t-1"})");
+  const auto context = test::context(R"({"tool":"pay","sideEffect":"none"})");
+  recourse::Decision other_thread, this_thread;
+  {
+    recourse::Engine engine(bundle(kStop));
+    std::thread t([&] { other_thread = engine.decide(envelope, context); });
+    t.join();
+    this_thread = engine.decide(envelope, context);
+    // Same policy, but each thread's decisions count on a control block of their own, so
+    // deciding on two threads never writes one shared reference count.
+    const auto& a = other_thread.keep_alive;
+    const auto& b = this_thread.keep_alive;
+    CHECK(a.get() == b.get());
+    CHECK((a.owner_before(b) || b.owner_before(a)));
+    CHECK(engine.reload({{"pay.recourse", kRetry}}).ok);
+    CHECK(engine.decide(envelope, context).route == recourse::Route::Retry);
+  }
+  // The engine and the other thread are gone; the decisions still read their policy.
+  CHECK(other_thread.reason == "no retries today");
+  CHECK(this_thread.reason == "no retries today");
+  CHECK(other_thread.keep_alive.use_count() == 1);  // the decision is the last owner
+}
+
 TEST_CASE("engine: without policies every decision stops with kNoPolicy", "[engine]") {
   recourse::Engine engine;
   const auto d = engine.decide(test::envelope(R"({"code":"TRANSIENT"})"),

@@ -31,10 +31,14 @@ struct State {
 
 // The thread's cached snapshot of one engine. Engine ids are never reused, so a slot of an
 // engine that is gone is never matched again (its `shard` is never dereferenced).
+//
+// `pin` owns the snapshot through a control block of this thread's own: decisions pin their
+// policy by copying it (an aliasing pointer), so the reference count they write is on a cache
+// line no other thread writes, not the one every thread shares.
 struct Slot {
   std::uint64_t engine = 0;
   std::uint64_t generation = 0;
-  std::shared_ptr<const State> state;
+  std::shared_ptr<const State> pin;
   Shard* shard = nullptr;
 };
 constexpr std::size_t kSlots = 4;  // engines a thread alternates between without a refresh
@@ -63,33 +67,40 @@ struct Engine::Impl {
 
   // The thread's snapshot: one acquire load when the cache is current; else a refresh under the
   // mutex. Never throws: without memory for a shard, the thread decides uncounted.
-  const State& current(Shard*& shard) noexcept {
+  // Returns nullptr only when there is no memory for the thread's pin.
+  const Slot* current() noexcept {
     const std::uint64_t g = generation.load(std::memory_order_acquire);
     Slot* slot = nullptr;
     for (Slot& s : slots)
       if (s.engine == id) slot = &s;
-    if (slot && slot->generation == g) {
-      shard = slot->shard;
-      return *slot->state;
-    }
+    if (slot && slot->generation == g) return slot;
     if (!slot) slot = &slots[next_victim++ % kSlots];
-    std::shared_ptr<const State> old = std::move(slot->state);  // released after the unlock
-    Shard* mine = nullptr;
-    {
+    std::shared_ptr<const State> old = std::move(slot->pin);  // released after the unlock
+    slot->engine = 0;
+    try {
       std::lock_guard<std::mutex> lock(mutex);
+      Shard* mine = nullptr;
       if (options.count) try {
           auto& owned = shards[std::this_thread::get_id()];
           if (!owned) owned = std::make_unique<Shard>();
           mine = owned.get();
         } catch (...) {
         }
+      auto owner = std::make_shared<const std::shared_ptr<const State>>(state);
+      slot->pin = std::shared_ptr<const State>(owner, owner->get());
       slot->engine = id;
-      slot->state = state;
       slot->generation = state->generation;
       slot->shard = mine;
+    } catch (...) {
+      return nullptr;
     }
-    shard = mine;
-    return *slot->state;
+    return slot;
+  }
+
+  // The snapshot in use (for a thread out of memory, the engine's own, under the mutex).
+  std::shared_ptr<const State> fallback() noexcept {
+    std::lock_guard<std::mutex> lock(mutex);
+    return state;
   }
 
   std::uint64_t publish(std::optional<Bundle> bundle, std::optional<DecisionLog> log) {
@@ -188,18 +199,26 @@ std::uint64_t Engine::set_log(DecisionLog log) {
 }
 
 Decision Engine::decide(const Envelope& envelope, const Context& context) const noexcept {
-  Shard* shard = nullptr;
-  const State& s = impl_->current(shard);
-  Decision d = s.bundle.decide(envelope, context);
-  impl_->after(s, shard, envelope, context, d);
+  const Slot* slot = impl_->current();
+  if (!slot) {  // out of memory for a pin: decide with the shared snapshot, pinned the usual way
+    const std::shared_ptr<const State> s = impl_->fallback();
+    Decision d = s->bundle.decide(envelope, context);
+    impl_->after(*s, nullptr, envelope, context, d);
+    return d;
+  }
+  const State& s = *slot->pin;
+  const Policy* p = s.bundle.find(context.tool);
+  Decision d = p ? p->decide_unpinned(envelope, context) : s.bundle.decide(envelope, context);
+  if (p) d.keep_alive = std::shared_ptr<const detail::Compiled>(slot->pin, p->impl_.get());
+  impl_->after(s, slot->shard, envelope, context, d);
   return d;
 }
 
 Decision Engine::unreadable(const Context& context) const noexcept {
-  Shard* shard = nullptr;
-  const State& s = impl_->current(shard);
-  Decision d = s.bundle.unreadable(context);
-  impl_->after(s, shard, Envelope{}, context, d);
+  const Slot* slot = impl_->current();
+  const std::shared_ptr<const State> s = slot ? slot->pin : impl_->fallback();
+  Decision d = s->bundle.unreadable(context);
+  impl_->after(*s, slot ? slot->shard : nullptr, Envelope{}, context, d);
   return d;
 }
 

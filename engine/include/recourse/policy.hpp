@@ -209,6 +209,7 @@ class Policy {
   friend struct BundleBuilder;
   friend class Health;
   friend class Bundle;
+  friend class Engine;
   std::shared_ptr<const detail::Compiled> impl_;
 };
 
