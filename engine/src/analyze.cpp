@@ -428,13 +428,15 @@ class Analyzer {
           for (std::size_t k = first; k < end; ++k)
             for (std::size_t r : meeting(t_, t_.rows[k].cube, first)) meets.push_back(r);
           std::sort(meets.begin(), meets.end());
-          std::vector<std::string> by;
-          for (std::size_t r : meets) {
-            const std::string& name = p_.spec.rules[t_.actions[t_.rows[r].action].rule].name;
-            if (std::find(by.begin(), by.end(), name) == by.end()) by.push_back(name);
-          }
+          meets.erase(std::unique(meets.begin(), meets.end()), meets.end());
+          std::vector<bool> named(p_.spec.rules.size(), false);  // rules in row order, once each
           std::string names;
-          for (const auto& n : by) names += (names.empty() ? "'" : ", '") + n + "'";
+          for (std::size_t r : meets) {
+            const std::uint32_t by = t_.actions[t_.rows[r].action].rule;
+            if (named[by]) continue;
+            named[by] = true;
+            names += (names.empty() ? "'" : ", '") + p_.spec.rules[by].name + "'";
+          }
           if (spec.name == "default")
             report(Severity::Warning, "W105", spec.pos,
                    "the default is never reached: the rules decide every input",
