@@ -135,6 +135,12 @@ int main(int argc, char** argv) {
     const int code = app.exit(e);
     return code == 0 ? 0 : 2;
   }
+  // A malformed --state spec is a usage error, reported before the command reads anything (an
+  // empty one means no store, but for ledger, which needs one).
+  if (!o.state.empty() || *ledger) {
+    const recourse::StoreSpec spec = recourse::read_store_spec(o.state);
+    if (!spec.error.empty()) return std::cerr << "error: --state: " << spec.error << "\n", 2;
+  }
   try {
     if (*check) return recourse::cli::run_check(o);
     if (*decide) return recourse::cli::run_decide(o, false);

@@ -3,8 +3,10 @@
 // Each file is compiled on its own, with the bases it extends (compile_paths finds NAME.recourse
 // beside it), and only its own tests run, so a directory of strategies that all define "*" can
 // be tested in one command. Text output lists each test with PASS or FAIL and, for a failure,
-// the expected and the actual decision and every expectation not met. `--format json` prints
-// one JSON array of diagnostics: the compile diagnostics and one E130 error per failed test.
+// the expected and the actual decision and every expectation not met; names are escaped as
+// quoted() escapes them, so a control character cannot reach the terminal. `--format json`
+// prints one JSON array of diagnostics: the compile diagnostics and one E130 error per failed
+// test.
 #include <fmt/format.h>
 
 #include <iostream>
@@ -13,6 +15,13 @@
 
 namespace recourse::cli {
 namespace {
+
+// A policy's or a test's name on a PASS or FAIL line: escaped as quoted() escapes it, without
+// the quotes.
+std::string escaped(std::string_view name) {
+  const std::string q = quoted(name);
+  return q.substr(1, q.size() - 2);
+}
 
 Diagnostic failure(const TestResult& t) {
   Diagnostic d;
@@ -50,7 +59,7 @@ int run_test(const Options& o) {
         if (!t.passed) report.push_back(failure(t));
         if (o.format == Format::Json) continue;
         std::cout << fmt::format("{} {}:{}:{} {}: {}\n", t.passed ? "PASS" : "FAIL", t.file, t.line,
-                                 t.column, t.policy, t.name);
+                                 t.column, escaped(t.policy), escaped(t.name));
         if (t.passed) continue;
         std::cout << fmt::format("  expected: {}\n  actual:   {}\n", t.expected, t.actual);
         for (const auto& m : t.mismatches) std::cout << "  - " << m << "\n";

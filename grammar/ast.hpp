@@ -125,6 +125,7 @@ struct Expectation {
 struct Test {
   Pos pos;
   std::string name;
+  Pos name_pos;
   std::string envelope;
   Pos envelope_pos;
   std::optional<std::string> context;

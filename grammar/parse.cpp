@@ -208,6 +208,7 @@ struct TreeReader {
     ast::Test t;
     t.pos = pos_of(n);
     t.name = unquote(n.children.at(0)->string_view());
+    t.name_pos = pos_of(*n.children[0]);
     t.envelope = n.children.at(1)->string();
     t.envelope_pos = pos_of(*n.children[1]);
     std::size_t k = 2;

@@ -372,6 +372,68 @@ TEST_CASE("recourse test: PASS and FAIL lines, the diff, exit codes, JSON record
   CHECK(json.out.find("\"line\":8") != std::string::npos);
 }
 
+TEST_CASE("recourse test: control characters in names are escaped in text output", "[test][cli]") {
+  TempDir dir;
+  // A raw ESC starting a colour sequence, and \t (a tab once the string is read).
+  dir.write("api.recourse",
+            with_tests("  test \"red \x1b[31m\\tdone\" {\n"
+                       "    envelope {\"code\": \"TRANSIENT\", \"retryable\": true}\n"
+                       "    context {\"sideEffect\": \"none\"}\n"
+                       "    expect retry\n"
+                       "  }\n"
+                       "  test \"bell \x07\" {\n"
+                       "    envelope {\"code\": \"PERMISSION\"}\n"
+                       "    expect retry\n"
+                       "  }\n"));
+  const auto text = test::run(test::cli() + " test " + dir.path.string() + " 2>&1");
+  CHECK(text.status == 1);
+  const std::string file = (dir.path / "api.recourse").string();
+  CHECK(text.out.find("PASS " + file + ":7:3 api: red \\u001b[31m\\tdone\n") != std::string::npos);
+  CHECK(text.out.find("FAIL " + file + ":12:3 api: bell \\u0007\n") != std::string::npos);
+  CHECK(text.out.find('\x1b') == std::string::npos);
+  CHECK(text.out.find('\x07') == std::string::npos);
+  CHECK(text.out.find('\t') == std::string::npos);
+}
+
+TEST_CASE("test blocks: a name given twice in one policy is E034 at the second", "[test]") {
+  const auto ds = test::diagnostics(with_tests(R"(
+  test "stops" {
+    envelope {"code": "NOT_FOUND"}
+    expect stop
+  }
+  test "retries" {
+    envelope {"code": "TRANSIENT", "retryable": true}
+    expect retry
+  }
+  test "stops" {
+    envelope {"code": "TIMEOUT"}
+    expect stop
+  }
+)"));
+  REQUIRE(ds.size() == 1);
+  CHECK(ds[0].code == "E034");
+  CHECK(ds[0].severity == recourse::Severity::Error);
+  CHECK(ds[0].line == 16);
+  CHECK(ds[0].column == 8);
+  CHECK(ds[0].message == "test \"stops\" is defined twice in the policy");
+  CHECK(ds[0].help == "first defined at line 8");
+  // The same name in two policies of one file is no conflict.
+  const std::string two = with_tests(R"(
+  test "stops" {
+    envelope {"code": "NOT_FOUND"}
+    expect stop
+  }
+)") + R"(policy "other" {
+  default -> stop
+  test "stops" {
+    envelope {"code": "NOT_FOUND"}
+    expect stop
+  }
+}
+)";
+  CHECK(test::diagnostics(two).empty());
+}
+
 TEST_CASE("recourse test: every bundled policy file has tests, and they pass", "[test][cli]") {
   for (const auto& e : fs::recursive_directory_iterator(test::source_dir() + "/rules")) {
     if (!e.is_regular_file() || e.path().extension() != ".recourse") continue;

@@ -1,5 +1,6 @@
 /* The C API from C: versions, compile (text and files), decide (JSON and structs), reload with a
- * failed compile, decisions kept across a reload, the log callback, counters, argument errors.
+ * failed compile, decisions kept across a reload, the log callback, counters, argument errors
+ * (NULL pointers, struct sizes below ABI 1's, flags other than 0 and 1) and their messages.
  *
  *   c_api_test RULES_DIR
  */
@@ -35,6 +36,16 @@ static const char* kEscalate =
 
 static int contains(const char* text, const char* part) {
   return text != NULL && strstr(text, part) != NULL;
+}
+
+/* Whether `status` is RECOURSE_INVALID_ARGUMENT with `expected` in *error, which it frees. */
+static int invalid(recourse_status status, char** error, const char* expected) {
+  const int ok =
+      status == RECOURSE_INVALID_ARGUMENT && *error != NULL && strcmp(*error, expected) == 0;
+  if (!ok) fprintf(stderr, "status %d, error \"%s\"\n", (int)status, *error ? *error : "(null)");
+  recourse_string_free(*error);
+  *error = NULL;
+  return ok;
 }
 
 static void count_record(void* user, const char* record, size_t len) {
@@ -115,16 +126,50 @@ int main(int argc, char** argv) {
   CHECK(contains(as_json, "\"rule\":\"throttled\""));
   recourse_string_free(as_json);
 
-  /* A caller built against a shorter struct: the fields past its size read as absent. */
+  /* Structs smaller than ABI 1's, the first version, and flags other than 0 and 1 (or
+   * RECOURSE_UNSET where allowed) are invalid arguments, with the reason in `error`. */
+  recourse_decision refused;
+  memset(&refused, 0, sizeof refused);
+  refused.size = sizeof refused;
+  char expected[160];
+  error = NULL;
   recourse_envelope shorter = e;
-  shorter.trace_id = "t-ignored";
   shorter.size = offsetof(recourse_envelope, trace_id);
-  recourse_decision older;
-  memset(&older, 0, sizeof older);
-  older.size = sizeof older;
-  CHECK(recourse_engine_decide(engine, &shorter, &c, &older, NULL) == RECOURSE_OK);
-  CHECK(strncmp(older.trace_id, "local-", 6) == 0);
-  recourse_decision_release(&older);
+  snprintf(expected, sizeof expected,
+           "envelope->size is %zu, below the %zu bytes of ABI 1's struct", shorter.size,
+           sizeof(recourse_envelope));
+  CHECK(invalid(recourse_engine_decide(engine, &shorter, &c, &refused, &error), &error, expected));
+  recourse_context tiny = c;
+  tiny.size = 8;
+  snprintf(expected, sizeof expected, "context->size is 8, below the %zu bytes of ABI 1's struct",
+           sizeof(recourse_context));
+  CHECK(invalid(recourse_engine_decide(engine, &e, &tiny, &refused, &error), &error, expected));
+  recourse_envelope two = e;
+  two.retryable = 2;
+  CHECK(invalid(recourse_engine_decide(engine, &two, &c, &refused, &error), &error,
+                "envelope.retryable must be 0, 1 or RECOURSE_UNSET (-1), not 2"));
+  recourse_context flags = c;
+  flags.idempotent = -2;
+  CHECK(invalid(recourse_engine_decide(engine, &e, &flags, &refused, &error), &error,
+                "context.idempotent must be 0, 1 or RECOURSE_UNSET (-1), not -2"));
+  flags.idempotent = RECOURSE_UNSET;
+  flags.idempotency_key_pinned = RECOURSE_UNSET;
+  CHECK(invalid(recourse_engine_decide(engine, &e, &flags, &refused, &error), &error,
+                "context.idempotency_key_pinned must be 0 or 1, not -1"));
+  flags.idempotency_key_pinned = 1;
+  flags.retry_throttled = 255;
+  CHECK(invalid(recourse_engine_decide(engine, &e, &flags, &refused, &error), &error,
+                "context.retry_throttled must be 0 or 1, not 255"));
+  CHECK(refused.internal == NULL); /* nothing decided, nothing to release */
+  flags.idempotent = 1;
+  flags.retry_throttled = 0;
+  CHECK(recourse_engine_decide(engine, &e, &flags, &refused, NULL) == RECOURSE_OK);
+  CHECK(refused.route == RECOURSE_RETRY);
+  recourse_decision_release(&refused);
+  recourse_engine_options too_small = {4, 1};
+  CHECK(recourse_engine_new(&too_small) == NULL);
+  recourse_engine_options not_a_flag = {sizeof not_a_flag, 2};
+  CHECK(recourse_engine_new(&not_a_flag) == NULL);
 
   c.attempt = 0;
   recourse_decision rejected;
@@ -172,12 +217,17 @@ int main(int argc, char** argv) {
   CHECK(contains(decision, "\"rule\":\"already_charged\""));
   recourse_string_free(decision);
 
-  /* Argument errors are statuses, never crashes. */
-  CHECK(recourse_engine_decide_json(NULL, envelope, 1, NULL, 0, &decision, NULL) ==
-        RECOURSE_INVALID_ARGUMENT);
-  CHECK(recourse_engine_decide(engine, NULL, &c, &d, NULL) == RECOURSE_INVALID_ARGUMENT);
+  /* Argument errors are statuses with the reason in `error`, never crashes. */
+  CHECK(invalid(recourse_engine_decide_json(NULL, envelope, 1, NULL, 0, &decision, &error), &error,
+                "engine is NULL"));
+  CHECK(invalid(recourse_engine_decide_json(engine, NULL, 3, NULL, 0, &decision, &error), &error,
+                "envelope_json is NULL, envelope_len 3"));
+  CHECK(invalid(recourse_engine_decide(engine, NULL, &c, &d, &error), &error, "envelope is NULL"));
   recourse_decision small = {0};
-  CHECK(recourse_engine_decide(engine, &e, &c, &small, NULL) == RECOURSE_INVALID_ARGUMENT);
+  snprintf(expected, sizeof expected, "decision->size is 0, below the %zu bytes of ABI 1's struct",
+           sizeof(recourse_decision));
+  CHECK(invalid(recourse_engine_decide(engine, &e, &c, &small, &error), &error, expected));
+  CHECK(recourse_engine_decide(engine, &e, &c, NULL, NULL) == RECOURSE_INVALID_ARGUMENT);
   CHECK(recourse_engine_load_sources(engine, NULL, 1, NULL) == RECOURSE_INVALID_ARGUMENT);
   CHECK(recourse_engine_set_log(NULL, NULL, NULL) == RECOURSE_INVALID_ARGUMENT);
   CHECK(recourse_engine_counters_json(NULL) == NULL);

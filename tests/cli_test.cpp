@@ -32,6 +32,39 @@ TEST_CASE("cli: usage errors exit 2", "[cli]") {
   CHECK(test::run(cmd("--help")).status == 0);
 }
 
+TEST_CASE("cli: a malformed --state spec is a usage error naming it", "[cli][state]") {
+  auto state = [](const std::string& command, const std::string& spec) {
+    return test::run(cmd(command + " --state '" + spec + "' 2>&1"));
+  };
+  const std::string decide =
+      "decide -e " + temp_file("state-envelope.json", R"({"code":"TIMEOUT"})") + " -c " +
+      temp_file("state-context.json", R"({"tool":"search.query"})") + " -p " + examples();
+  const std::string replay = "replay nonexistent.jsonl -p " + examples();
+  const std::string port = "is not a number in 1..65535";
+  const std::string unknown = "expected memory, sqlite:PATH or redis://HOST:PORT";
+  const struct {
+    std::string command, spec, error;
+  } malformed[] = {
+      {decide, "redis://host:abc", R"(state store "redis://host:abc": port "abc" )" + port},
+      {replay, "redis://host:65536", R"(state store "redis://host:65536": port "65536" )" + port},
+      {"ledger", "redis://:6379", R"(state store "redis://:6379": no HOST after redis://)"},
+      {decide, "sqlite:", R"(state store "sqlite:": no PATH after sqlite:)"},
+      {"simulate --policy x", "redis+unix://",
+       R"(state store "redis+unix://": no PATH after redis+unix://)"},
+      {decide, "mongo://x", R"(unknown state store "mongo://x": )" + unknown},
+      {"ledger", "", R"(unknown state store "": )" + unknown},
+  };
+  for (const auto& m : malformed) {
+    INFO(m.command << " --state '" << m.spec << "'");
+    auto r = state(m.command, m.spec);
+    CHECK(r.status == 2);
+    CHECK(r.out == "error: --state: " + m.error + "\n");
+  }
+  auto memory = state(decide, "memory");  // well formed: decides
+  CHECK(memory.status == 0);
+  CHECK(memory.out.find("\"policy\":\"search.query\"") != std::string::npos);
+}
+
 TEST_CASE("cli: check reports diagnostics with caret; exit 1 on errors", "[cli]") {
   auto ok = test::run(cmd("check " + examples()));
   CHECK(ok.status == 0);

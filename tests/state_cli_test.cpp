@@ -34,7 +34,7 @@ TEST_CASE("cli: replay with a sqlite store decides as in memory", "[cli][state]"
   CHECK(sqlite.out == memory.out);
   auto bad = test::run(
       recourse_cmd("replay --policy " + policies + " --state mongo://x " + trace + " 2>&1"));
-  CHECK(bad.status == 1);
+  CHECK(bad.status == 2);  // a malformed spec is a usage error
   CHECK(bad.out.find("error: --state: unknown state store \"mongo://x\"") != std::string::npos);
 }
 

@@ -310,3 +310,52 @@ TEST_CASE("store: open_store reads its spec", "[store]") {
   CHECK(r.error ==
         "unknown state store \"postgres://x\": expected memory, sqlite:PATH or redis://HOST:PORT");
 }
+
+TEST_CASE("store: read_store_spec reads every kind and names what is wrong", "[store]") {
+  using Kind = recourse::StoreSpec::Kind;
+  auto memory = recourse::read_store_spec("memory");
+  CHECK(memory.kind == Kind::Memory);
+  CHECK(memory.error.empty());
+  auto sqlite = recourse::read_store_spec("sqlite:/var/lib/a:b.db");
+  CHECK(sqlite.kind == Kind::Sqlite);
+  CHECK(sqlite.path == "/var/lib/a:b.db");
+  CHECK(sqlite.error.empty());
+  auto redis = recourse::read_store_spec("redis://10.0.0.5:65535");
+  CHECK(redis.kind == Kind::Redis);
+  CHECK(redis.host == "10.0.0.5");
+  CHECK(redis.port == 65535);
+  CHECK(redis.error.empty());
+  auto default_port = recourse::read_store_spec("redis://cache");
+  CHECK(default_port.host == "cache");
+  CHECK(default_port.port == 6379);
+  CHECK(default_port.error.empty());
+  auto unix_socket = recourse::read_store_spec("redis+unix:///run/redis.sock");
+  CHECK(unix_socket.kind == Kind::RedisUnix);
+  CHECK(unix_socket.path == "/run/redis.sock");
+  CHECK(unix_socket.error.empty());
+
+  const std::string port = "is not a number in 1..65535";
+  const std::string unknown = "expected memory, sqlite:PATH or redis://HOST:PORT";
+  const std::pair<std::string, std::string> malformed[] = {
+      {"redis://host:abc", R"(state store "redis://host:abc": port "abc" )" + port},
+      {"redis://host:65536", R"(state store "redis://host:65536": port "65536" )" + port},
+      {"redis://h:99999999999",
+       R"(state store "redis://h:99999999999": port "99999999999" )" + port},
+      {"redis://host:0", R"(state store "redis://host:0": port "0" )" + port},
+      {"redis://host:-1", R"(state store "redis://host:-1": port "-1" )" + port},
+      {"redis://host:12abc", R"(state store "redis://host:12abc": port "12abc" )" + port},
+      {"redis://host:", R"(state store "redis://host:": port "" )" + port},
+      {"redis://:6379", R"(state store "redis://:6379": no HOST after redis://)"},
+      {"redis://", R"(state store "redis://": no HOST after redis://)"},
+      {"sqlite:", R"(state store "sqlite:": no PATH after sqlite:)"},
+      {"redis+unix://", R"(state store "redis+unix://": no PATH after redis+unix://)"},
+      {"memory\n", R"(unknown state store "memory\n": )" + unknown},
+      {"", R"(unknown state store "": )" + unknown},
+  };
+  for (const auto& [spec, error] : malformed) CHECK(recourse::read_store_spec(spec).error == error);
+
+  auto opened = recourse::open_store("redis://host:abc");  // read, never connected
+  CHECK_FALSE(opened.store);
+  CHECK(opened.error ==
+        "state store \"redis://host:abc\": port \"abc\" is not a number in 1..65535");
+}

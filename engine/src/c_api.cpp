@@ -7,6 +7,7 @@
 #include <cstring>
 #include <new>
 #include <optional>
+#include <tuple>
 #include <type_traits>
 
 #include "recourse/recourse.h"
@@ -19,8 +20,11 @@ struct recourse_engine {
 
 namespace {
 
-// The smallest recourse_decision a caller may pass: ABI 1's, which ends with `internal` (later
-// versions append fields after it).
+// The smallest `size` a caller may declare for each struct: the end of its last field in ABI 1,
+// the first version (later versions append fields after it).
+constexpr std::size_t kOptionsSize = offsetof(recourse_engine_options, count) + sizeof(int);
+constexpr std::size_t kEnvelopeSize = offsetof(recourse_envelope, trace_id) + sizeof(const char*);
+constexpr std::size_t kContextSize = offsetof(recourse_context, args_hash) + sizeof(const char*);
 constexpr std::size_t kDecisionSize = offsetof(recourse_decision, internal) + sizeof(void*);
 
 // What a recourse_decision's `internal` owns: the decision (and so its policy) and the strings
@@ -41,13 +45,37 @@ void set(char** out, const std::string& s) {
   if (out) *out = copy(s);
 }
 
-// The caller's struct, with the fields it does not know (an older, smaller struct) defaulted.
+// Why a struct the caller passed as `name` is NULL or smaller than ABI 1's (`first` bytes), or
+// empty when it is neither.
 template <typename T>
-bool read_sized(const T* in, T& out) {
+std::string bad_size(const T* in, const char* name, std::size_t first) {
+  if (!in) return fmt::format("{} is NULL", name);
+  if (in->size < first)
+    return fmt::format("{}->size is {}, below the {} bytes of ABI 1's struct", name, in->size,
+                       first);
+  return {};
+}
+
+// The caller's struct (checked by bad_size()), with the fields it does not know (a struct of an
+// older version than this library's) left as they are in `out`.
+template <typename T>
+void read_sized(const T& in, T& out) {
   static_assert(std::is_trivially_copyable_v<T>);
-  if (!in || in->size < sizeof(std::size_t)) return false;
-  std::memcpy(&out, in, std::min(in->size, sizeof(T)));
-  return true;
+  std::memcpy(&out, &in, std::min(in.size, sizeof(T)));
+}
+
+// Why a flag of the structs is not 0 or 1 (nor RECOURSE_UNSET, where `unset` allows it), or
+// empty when it is one of those.
+std::string bad_flag(int value, const char* name, bool unset) {
+  if (value == 0 || value == 1 || (unset && value == RECOURSE_UNSET)) return {};
+  return fmt::format("{} must be {}, not {}", name,
+                     unset ? "0, 1 or RECOURSE_UNSET (-1)" : "0 or 1", value);
+}
+
+// RECOURSE_INVALID_ARGUMENT, with `why` in `error`.
+recourse_status invalid(char** error, const std::string& why) {
+  set(error, why);
+  return RECOURSE_INVALID_ARGUMENT;
 }
 
 // Runs `body`, turning any exception into a status (and a message in `error`).
@@ -187,7 +215,7 @@ const char* recourse_status_string(recourse_status status) {
     case RECOURSE_OK:
       return "ok";
     case RECOURSE_INVALID_ARGUMENT:
-      return "invalid argument: a NULL pointer or a struct size too small";
+      return "invalid argument: a NULL pointer, a struct size too small or a flag not 0 or 1";
     case RECOURSE_COMPILE_FAILED:
       return "the policies did not compile; the bundle in use is kept";
     case RECOURSE_BAD_INPUT:
@@ -207,8 +235,13 @@ void recourse_string_free(char* string) {
 recourse_engine* recourse_engine_new(const recourse_engine_options* options) {
   try {
     recourse::EngineOptions o;
-    recourse_engine_options in{};
-    if (read_sized(options, in)) o.count = in.count != 0;
+    if (options) {
+      recourse_engine_options in{};
+      if (!bad_size(options, "options", kOptionsSize).empty()) return nullptr;
+      read_sized(*options, in);
+      if (!bad_flag(in.count, "options.count", false).empty()) return nullptr;
+      o.count = in.count == 1;
+    }
     return new recourse_engine(o);
   } catch (...) {
     return nullptr;
@@ -256,9 +289,12 @@ recourse_status recourse_engine_decide_json(const recourse_engine* engine,
                                             const char* context_json, size_t context_len,
                                             char** decision, char** error) {
   return guarded(error, [&] {
-    if (!engine || !decision || (!envelope_json && envelope_len > 0) ||
-        (!context_json && context_len > 0))
-      return RECOURSE_INVALID_ARGUMENT;
+    if (!engine) return invalid(error, "engine is NULL");
+    if (!decision) return invalid(error, "decision is NULL");
+    if (!envelope_json && envelope_len > 0)
+      return invalid(error, fmt::format("envelope_json is NULL, envelope_len {}", envelope_len));
+    if (!context_json && context_len > 0)
+      return invalid(error, fmt::format("context_json is NULL, context_len {}", context_len));
     recourse::Context context;
     if (context_len > 0) {
       recourse::ContextResult c = recourse::read_context({context_json, context_len});
@@ -298,11 +334,20 @@ recourse_status recourse_engine_decide(const recourse_engine* engine,
     e.retry_after_ms = RECOURSE_ABSENT;
     recourse_context c;
     recourse_context_init(&c);
-    if (!engine || !decision || decision->size < kDecisionSize || !read_sized(envelope, e) ||
-        !read_sized(context, c))
-      return RECOURSE_INVALID_ARGUMENT;
+    if (!engine) return invalid(error, "engine is NULL");
+    std::string why = bad_size(decision, "decision", kDecisionSize);
+    if (why.empty()) why = bad_size(envelope, "envelope", kEnvelopeSize);
+    if (why.empty()) why = bad_size(context, "context", kContextSize);
+    if (!why.empty()) return invalid(error, why);
+    read_sized(*envelope, e);
+    read_sized(*context, c);
+    for (const auto& [value, name, unset] :
+         {std::tuple{e.retryable, "envelope.retryable", true},
+          std::tuple{c.idempotent, "context.idempotent", true},
+          std::tuple{c.idempotency_key_pinned, "context.idempotency_key_pinned", false},
+          std::tuple{c.retry_throttled, "context.retry_throttled", false}})
+      if (why = bad_flag(value, name, unset); !why.empty()) return invalid(error, why);
     recourse::Context ctx;
-    std::string why;
     if (!to_context(c, ctx, why)) {
       set(error, why);
       return RECOURSE_BAD_INPUT;

@@ -741,7 +741,11 @@ class Checker {
       deciders.push_back(g.name);
       if (!g.exhausted.empty()) budgets.push_back(g.exhausted);
     }
+    std::map<std::string, ast::Pos> names;
     for (const ast::Test& t : p.tests) {
+      if (auto [it, fresh] = names.emplace(t.name, t.name_pos); !fresh)
+        error("E034", t.name_pos, "test " + quoted(t.name) + " is defined twice in the policy",
+              "first defined at line " + std::to_string(it->second.line));
       TestSpec test;
       test.name = t.name;
       test.file = std::string(sources_.at(t.pos.source).path);

@@ -48,6 +48,11 @@ std::string to_json(const std::vector<Diagnostic>& diagnostics) {
   return out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
+std::string quoted(std::string_view text) {
+  return nlohmann::json(std::string(text))
+      .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
 bool has_errors(const std::vector<Diagnostic>& diagnostics, bool strict) noexcept {
   for (const auto& d : diagnostics)
     if (d.severity == Severity::Error || (strict && d.severity == Severity::Warning)) return true;

@@ -12,10 +12,10 @@ namespace recourse::detail {
 /// options.busy_ms, synchronous=FULL on the ledger's connection.
 StoreResult open_sqlite(const std::string& path, const StoreOptions& options);
 
-/// Connects to "redis://HOST:PORT" or "redis+unix://PATH" within options.timeout_ms and loads
-/// the scripts. The ledger is enabled only when the server runs with appendonly yes and
-/// appendfsync always (a warning says why it is not).
-StoreResult open_redis(std::string_view url, const StoreOptions& options);
+/// Connects to `spec` (a Redis or RedisUnix spec read from `url`, which names it in messages)
+/// within options.timeout_ms and loads the scripts. The ledger is enabled only when the server
+/// runs with appendonly yes and appendfsync always (a warning says why it is not).
+StoreResult open_redis(std::string_view url, const StoreSpec& spec, const StoreOptions& options);
 
 /// Scripts a Redis store has loaded so far (at connect, then after each NOSCRIPT); -1 for other
 /// stores. For tests of the reload path.

@@ -374,16 +374,9 @@ class RedisStore final : public Store {
   }
 
  public:
-  RedisStore(std::string_view url, const StoreOptions& o) : url_(url), options_(o) {
-    if (url.substr(0, 13) == "redis+unix://") {
-      unix_path_ = std::string(url.substr(13));
-    } else {
-      const std::string_view rest = url.substr(8);
-      const auto colon = rest.rfind(':');
-      host_ = std::string(rest.substr(0, colon));
-      port_ =
-          colon == std::string_view::npos ? 6379 : std::stoi(std::string(rest.substr(colon + 1)));
-    }
+  RedisStore(std::string_view url, const StoreSpec& spec, const StoreOptions& o)
+      : url_(url), host_(spec.host), port_(spec.port), options_(o) {
+    if (spec.kind == StoreSpec::Kind::RedisUnix) unix_path_ = spec.path;
     for (int i = 0; i < kScripts; ++i) sources_[i] = std::string(kPrelude) + kBodies[i];
     std::lock_guard<std::mutex> lock(mutex_);
     NoSigpipe no_sigpipe;
@@ -497,7 +490,7 @@ class RedisStore final : public Store {
 
  private:
   std::string url_, host_, unix_path_;
-  int port_ = 6379;
+  int port_;
   StoreOptions options_;
   std::string sources_[kScripts], shas_[kScripts];
   std::mutex mutex_;
@@ -508,10 +501,10 @@ class RedisStore final : public Store {
 
 }  // namespace
 
-StoreResult open_redis(std::string_view url, const StoreOptions& options) {
+StoreResult open_redis(std::string_view url, const StoreSpec& spec, const StoreOptions& options) {
   StoreResult r;
   try {
-    auto store = std::make_shared<RedisStore>(url, options);
+    auto store = std::make_shared<RedisStore>(url, spec, options);
     if (!store->ledger_refusal.empty()) r.warnings.push_back(store->ledger_refusal);
     r.store = std::move(store);
   } catch (const std::exception& e) {

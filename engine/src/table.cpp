@@ -4,7 +4,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <nlohmann/json.hpp>
+
+#include "recourse/diagnostic.hpp"
 
 namespace recourse::detail {
 
@@ -57,11 +58,6 @@ CellSet CellSet::complement() const {
   return out;
 }
 
-std::string quote(std::string_view s) {
-  return nlohmann::json(std::string(s))
-      .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-}
-
 std::size_t Column::cut_cell(std::int64_t num) const noexcept {
   return static_cast<std::size_t>(std::upper_bound(cuts.begin(), cuts.end(), num) - cuts.begin());
 }
@@ -101,7 +97,7 @@ std::string Column::cell_name(std::size_t cell) const {
     case Type::Enum:
       return std::string(info(attr).values[cell]);
     case Type::String:
-      return cell < strings.size() ? quote(strings[cell]) : "other";
+      return cell < strings.size() ? quoted(strings[cell]) : "other";
     default: {
       auto bound = [](std::int64_t v) {
         if (v == std::numeric_limits<std::int64_t>::min()) return std::string("-inf");
@@ -215,19 +211,19 @@ std::string dump(const Table& table, const PolicySpec& spec, bool for_people) {
   };
   auto action = [](const Action& a) {
     std::string s = to_string(a.route);
-    if (!a.target.empty()) s += " " + quote(a.target);
-    if (!a.reason.empty()) s += " " + quote(a.reason);
+    if (!a.target.empty()) s += " " + quoted(a.target);
+    if (!a.reason.empty()) s += " " + quoted(a.reason);
     return s;
   };
   static constexpr const char* hits[] = {"first", "safest", "unique"};
   std::string out =
-      fmt::format("policy {}\nhit {}\n", quote(spec.name), hits[static_cast<int>(spec.hit)]);
+      fmt::format("policy {}\nhit {}\n", quoted(spec.name), hits[static_cast<int>(spec.hit)]);
   std::string args;
-  for (const auto& a : spec.arguments) args += (args.empty() ? "" : ",") + quote(a);
+  for (const auto& a : spec.arguments) args += (args.empty() ? "" : ",") + quoted(a);
   out += fmt::format(
       "tool idempotent={} idempotency_keys={} cost={} arguments=[{}] verify={} fallback={}\n",
-      spec.idempotent, spec.honours_keys, spec.cost, args, quote(spec.verify),
-      quote(spec.fallback));
+      spec.idempotent, spec.honours_keys, spec.cost, args, quoted(spec.verify),
+      quoted(spec.fallback));
   out += fmt::format(
       "limits attempts={} repairs={} retry_after_max={} deadline={} min_delay={} cost={} "
       "repeats={} "
@@ -250,7 +246,7 @@ std::string dump(const Table& table, const PolicySpec& spec, bool for_people) {
     out += fmt::format("throttle max_tokens={} token_ratio={}\n", spec.throttle.max_tokens,
                        spec.throttle.token_ratio);
   for (const auto& m : spec.mappings)  // adapter overrides change the envelope, so the decision
-    out += fmt::format("map {} {} -> {}\n", to_string(m.protocol), quote(m.key), m.code);
+    out += fmt::format("map {} {} -> {}\n", to_string(m.protocol), quoted(m.key), m.code);
   if (for_people && table.strategy == Strategy::Direct) {
     std::string cells, classes;
     for (std::size_t c = 0; c < table.columns.size(); ++c) {

@@ -151,9 +151,6 @@ struct Table {
   std::uint32_t match_cells(const std::size_t* cells) const noexcept;
 };
 
-/// `s` as a JSON string literal (quotes and escapes), for dumps.
-std::string quote(std::string_view s);
-
 /// The policy's settings and table as stable text. `for_people` adds the matcher's strategy and
 /// each row's position (`@file:line:col`); without them it is the canonical text the policy hash
 /// is taken of, so the same settings and rows give the same hash whatever the matcher.

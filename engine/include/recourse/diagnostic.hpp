@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace recourse {
@@ -37,6 +38,10 @@ std::string to_text(const Diagnostic& diagnostic);
 
 /// Renders the list as a JSON array of {severity, code, file, line, column, message, help}.
 std::string to_json(const std::vector<Diagnostic>& diagnostics);
+
+/// `text` as a JSON string literal: quotes, backslashes and control characters escaped, bytes
+/// that are not UTF-8 replaced. How text output shows a user's string on one line.
+std::string quoted(std::string_view text);
 
 /// True when any diagnostic is an error (or, with `strict`, a warning).
 bool has_errors(const std::vector<Diagnostic>& diagnostics, bool strict = false) noexcept;

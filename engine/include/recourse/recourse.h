@@ -11,6 +11,10 @@
  * against another major ABI version must not use it. Structs passed in or out start with
  * `size`, set by the caller to sizeof(the struct) as it was compiled: the library reads and
  * writes only that many bytes, so fields appended in later versions keep old callers working.
+ * A size below the struct's in ABI 1, the first version, is RECOURSE_INVALID_ARGUMENT.
+ *
+ * Flags (int fields that are true or false) are 0 or 1, and RECOURSE_UNSET where a field says
+ * so; any other value is RECOURSE_INVALID_ARGUMENT, never read as true.
  *
  * Thread-safety: a recourse_engine may be used from any number of threads at once; decisions
  * made while another thread reloads use the bundle in use when they started (see
@@ -38,7 +42,8 @@ extern "C" {
 /** Outcome of a call. */
 typedef enum recourse_status {
   RECOURSE_OK = 0,
-  RECOURSE_INVALID_ARGUMENT = 1, /**< a NULL handle or pointer, or a struct size too small */
+  RECOURSE_INVALID_ARGUMENT = 1, /**< a NULL handle or pointer, a struct size too small, or a
+                                    flag other than 0, 1 (or RECOURSE_UNSET where allowed) */
   RECOURSE_COMPILE_FAILED = 2,   /**< the policies did not compile; the old bundle stays */
   RECOURSE_BAD_INPUT = 3,        /**< an envelope that is not a JSON object, or a bad context */
   RECOURSE_NO_MEMORY = 4,
@@ -98,11 +103,12 @@ typedef struct recourse_source {
 /** Options of recourse_engine_new. */
 typedef struct recourse_engine_options {
   size_t size; /**< sizeof(recourse_engine_options) */
-  int count;   /**< non-zero: count decisions per route, rule and budget (counters_json) */
+  int count;   /**< 1: count decisions per route, rule and budget (counters_json); 0: not */
 } recourse_engine_options;
 
 /** A new engine with no policies (every decision is stop, warning no_policy), or NULL without
- * memory. `options` may be NULL. Free with recourse_engine_free. */
+ * memory or when `options` is invalid (its size below ABI 1's, `count` not 0 or 1). `options`
+ * may be NULL. Free with recourse_engine_free. */
 RECOURSE_API recourse_engine* recourse_engine_new(const recourse_engine_options* options);
 /** Frees the engine; NULL is ignored. No other thread may use it any more. Decisions it made
  * stay valid until released. */
@@ -126,7 +132,9 @@ RECOURSE_API uint64_t recourse_engine_generation(const recourse_engine* engine);
  * and the context (trusted, read strictly; NULL or "" is an empty context). On RECOURSE_OK
  * `decision` receives the decision's JSON (docs/schema/decision.schema.json). An envelope that
  * is not a JSON object is still decided (stop, warning unreadable_envelope) and returns OK; a
- * malformed context returns RECOURSE_BAD_INPUT with the reason in `error`. */
+ * malformed context returns RECOURSE_BAD_INPUT with the reason in `error`.
+ * RECOURSE_INVALID_ARGUMENT (a NULL engine or `decision`, a NULL text with a length) also sets
+ * `error`. */
 RECOURSE_API recourse_status recourse_engine_decide_json(
     const recourse_engine* engine, const char* envelope_json, size_t envelope_len,
     const char* context_json, size_t context_len, char** decision, char** error);
@@ -164,9 +172,9 @@ typedef struct recourse_context {
   int64_t repeats;             /**< >= 0 */
   int64_t cost_spent;          /**< >= 0 */
   const char* idempotency_key; /**< the key the call carried, or NULL */
-  int idempotency_key_pinned;  /**< non-zero: the key is pinned to the operation */
+  int idempotency_key_pinned;  /**< 1: the key is pinned to the operation; 0: not */
   recourse_circuit circuit;
-  int retry_throttled; /**< non-zero: retry tokens at or below half */
+  int retry_throttled; /**< 1: retry tokens at or below half; 0: not */
   int64_t now_ms;      /**< ms since the epoch, or RECOURSE_ABSENT */
   const char* args_hash;
 } recourse_context;
@@ -198,7 +206,10 @@ typedef struct recourse_decision {
 } recourse_decision;
 
 /** Decides from structs. `decision->size` must be set; release the result with
- * recourse_decision_release. RECOURSE_BAD_INPUT (and `error`) for a context out of range. */
+ * recourse_decision_release. RECOURSE_BAD_INPUT for a context out of range;
+ * RECOURSE_INVALID_ARGUMENT for a NULL engine or struct, a size below ABI 1's or a flag that is
+ * not 0 or 1 (nor RECOURSE_UNSET where allowed). Either sets `error` to the reason, which the
+ * caller frees with recourse_string_free. */
 RECOURSE_API recourse_status recourse_engine_decide(const recourse_engine* engine,
                                                     const recourse_envelope* envelope,
                                                     const recourse_context* context,

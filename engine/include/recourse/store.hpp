@@ -223,9 +223,25 @@ struct StoreResult {
   std::vector<std::string> warnings;  ///< e.g. a Redis ledger refused (appendfsync not always)
 };
 
-/// Opens a store from its spec: "memory", "sqlite:PATH" (created when missing),
-/// "redis://HOST:PORT" or "redis+unix://PATH". A store the build left out (CMake options
-/// RECOURSE_SQLITE, RECOURSE_REDIS) or that cannot be reached is an error. Never throws.
+/// A store spec, read: which store, and where.
+struct StoreSpec {
+  enum class Kind : std::uint8_t { Memory, Sqlite, Redis, RedisUnix };
+  Kind kind = Kind::Memory;
+  std::string path;   ///< sqlite:PATH and redis+unix://PATH
+  std::string host;   ///< redis://HOST:PORT
+  int port = 6379;    ///< redis://HOST:PORT: 1..65535; 6379 when the spec gives none
+  std::string error;  ///< why the spec is malformed, one line naming it; empty when well formed
+};
+
+/// Reads a store spec without opening anything: "memory", "sqlite:PATH", "redis://HOST:PORT"
+/// ("redis://HOST": port 6379) or "redis+unix://PATH". An unknown kind, an empty PATH or HOST,
+/// and a PORT that is not a number in 1..65535 are malformed (`error`).
+StoreSpec read_store_spec(std::string_view spec);
+
+/// Opens a store from its spec (read_store_spec): "memory", "sqlite:PATH" (created when missing),
+/// "redis://HOST:PORT" or "redis+unix://PATH". A malformed spec, a store the build left out
+/// (CMake options RECOURSE_SQLITE, RECOURSE_REDIS) or one that cannot be reached is an error.
+/// Never throws.
 StoreResult open_store(std::string_view spec, const StoreOptions& options = {}) noexcept;
 
 }  // namespace recourse
