@@ -162,7 +162,8 @@ std::size_t table_bytes(const detail::Table& t) {
   std::size_t bytes = t.entries.size() * sizeof(t.entries[0]) + t.bits.size() * 8;
   for (const auto& row : t.rows) {
     bytes += sizeof(row);
-    for (const auto& set : row.cube) bytes += sizeof(set) + set.words().size() * 8;
+    for (const auto& set : row.cube)
+      bytes += sizeof(set) + (set.word_count() > 2 ? set.word_count() * 8 : 0);
   }
   for (const auto& a : t.actions)
     bytes += sizeof(a) + a.label.size() + a.action.reason.size() + a.action.target.size();

@@ -395,9 +395,13 @@ class Analyzer {
   // W101: every row of a rule is covered by the rows of earlier rules.
   void unreachable_rules() {
     std::size_t first = 0;
+    const std::vector<std::uint32_t> order = rule_order(p_.spec);
+    named_.assign(p_.spec.rules.size(), false);
+    place_.assign(p_.spec.rules.size(), 0);
+    for (std::uint32_t i = 0; i < order.size(); ++i) place_[order[i]] = i;
     try {
       // Rows come in runs, one per rule, in the table's rule order.
-      for (std::uint32_t rule : rule_order(p_.spec)) {
+      for (std::uint32_t rule : order) {
         std::size_t end = first;
         while (end < t_.rows.size() && t_.actions[t_.rows[end].action].rule == rule) ++end;
         const RuleSpec& spec = p_.spec.rules[rule];
@@ -424,18 +428,21 @@ class Analyzer {
           continue;
         }
         if (!reachable) {
-          std::vector<std::size_t> meets;
+          // The rules of the rows meeting this rule's, once each, in table order (a rule's rows
+          // are one run, in the order rule_order() gives).
+          std::vector<std::uint32_t> by;
           for (std::size_t k = first; k < end; ++k)
-            for (std::size_t r : meeting(t_, t_.rows[k].cube, first)) meets.push_back(r);
-          std::sort(meets.begin(), meets.end());
-          meets.erase(std::unique(meets.begin(), meets.end()), meets.end());
-          std::vector<bool> named(p_.spec.rules.size(), false);  // rules in row order, once each
+            for (std::size_t r : meeting(t_, t_.rows[k].cube, first)) {
+              const std::uint32_t rule_of_r = t_.actions[t_.rows[r].action].rule;
+              if (!named_[rule_of_r]) by.push_back(rule_of_r);
+              named_[rule_of_r] = true;
+            }
+          std::sort(by.begin(), by.end(),
+                    [&](std::uint32_t a, std::uint32_t b) { return place_[a] < place_[b]; });
           std::string names;
-          for (std::size_t r : meets) {
-            const std::uint32_t by = t_.actions[t_.rows[r].action].rule;
-            if (named[by]) continue;
-            named[by] = true;
-            names += (names.empty() ? "'" : ", '") + p_.spec.rules[by].name + "'";
+          for (std::uint32_t r : by) {
+            names += (names.empty() ? "'" : ", '") + p_.spec.rules[r].name + "'";
+            named_[r] = false;
           }
           if (spec.name == "default")
             report(Severity::Warning, "W105", spec.pos,
@@ -536,7 +543,9 @@ class Analyzer {
   const Table& t_;
   const grammar::Sources& sources_;
   std::vector<Diagnostic>& out_;
-  std::size_t work_ = 0;  // rows tested by all coverage questions so far (kMaxWork)
+  std::size_t work_ = 0;              // rows tested by all coverage questions so far (kMaxWork)
+  std::vector<bool> named_;           // unreachable_rules(): rules listed for the current one
+  std::vector<std::uint32_t> place_;  // unreachable_rules(): a rule's position in rule_order()
   std::set<std::uint32_t> reported_;
 };
 

@@ -210,7 +210,7 @@ class Compiler {
       for (auto& t : terms) {
         std::vector<std::uint64_t> key;
         for (std::size_t k = 0; k < t.size(); ++k)
-          if (k != c) key.insert(key.end(), t[k].words().begin(), t[k].words().end());
+          if (k != c) key.insert(key.end(), t[k].words(), t[k].words() + t[k].word_count());
         auto [it, fresh] = index.emplace(std::move(key), out.size());
         if (fresh)
           out.push_back(std::move(t));

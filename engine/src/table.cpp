@@ -4,52 +4,83 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <utility>
 
 #include "recourse/diagnostic.hpp"
 
 namespace recourse::detail {
 
 CellSet::CellSet(std::size_t cells, bool full)
-    : cells_(cells), words_((cells + 63) / 64, full ? ~std::uint64_t{0} : 0) {
-  if (full && cells % 64) words_.back() = (std::uint64_t{1} << (cells % 64)) - 1;
+    : cells_(static_cast<std::uint32_t>(cells)),
+      count_(static_cast<std::uint32_t>((cells + 63) / 64)) {
+  if (count_ > kInline) heap_ = std::make_unique<std::uint64_t[]>(count_);
+  std::uint64_t* w = data();
+  std::fill(w, w + count_, full ? ~std::uint64_t{0} : 0);
+  if (full && cells % 64) w[count_ - 1] = (std::uint64_t{1} << (cells % 64)) - 1;
+}
+
+CellSet& CellSet::operator=(const CellSet& other) {
+  if (this == &other) return *this;
+  static_assert(kInline == 2, "the inline copy below copies two words");
+  if (other.count_ <= kInline) {  // the usual case: two words, no call to memmove
+    heap_.reset();
+    inline_[0] = other.inline_[0];
+    inline_[1] = other.inline_[1];
+  } else if (!heap_ || count_ != other.count_) {
+    heap_ = std::make_unique<std::uint64_t[]>(other.count_);
+  }
+  cells_ = other.cells_;
+  count_ = other.count_;
+  if (count_ <= kInline) return *this;
+  std::copy(other.heap_.get(), other.heap_.get() + count_, heap_.get());
+  return *this;
+}
+
+CellSet& CellSet::operator=(CellSet&& other) noexcept {
+  if (this == &other) return *this;
+  cells_ = std::exchange(other.cells_, 0);
+  count_ = std::exchange(other.count_, 0);
+  heap_ = std::move(other.heap_);
+  std::copy(other.inline_, other.inline_ + kInline, inline_);
+  return *this;
+}
+
+bool CellSet::operator==(const CellSet& other) const {
+  return count_ == other.count_ && std::equal(data(), data() + count_, other.data());
 }
 
 bool CellSet::empty() const {
-  return std::all_of(words_.begin(), words_.end(), [](std::uint64_t w) { return w == 0; });
+  const std::uint64_t* w = data();
+  return std::all_of(w, w + count_, [](std::uint64_t x) { return x == 0; });
 }
 
 bool CellSet::full() const {
+  const std::uint64_t* w = data();
   const std::size_t whole = cells_ / 64;
   for (std::size_t i = 0; i < whole; ++i)
-    if (words_[i] != ~std::uint64_t{0}) return false;
-  return cells_ % 64 == 0 || words_[whole] == (std::uint64_t{1} << (cells_ % 64)) - 1;
+    if (w[i] != ~std::uint64_t{0}) return false;
+  return cells_ % 64 == 0 || w[whole] == (std::uint64_t{1} << (cells_ % 64)) - 1;
 }
 
 CellSet& CellSet::operator&=(const CellSet& other) {
-  for (std::size_t i = 0; i < words_.size(); ++i) words_[i] &= other.words_[i];
+  std::uint64_t* w = data();
+  const std::uint64_t* o = other.data();
+  for (std::size_t i = 0; i < count_; ++i) w[i] &= o[i];
   return *this;
 }
 
 CellSet& CellSet::operator|=(const CellSet& other) {
-  for (std::size_t i = 0; i < words_.size(); ++i) words_[i] |= other.words_[i];
+  std::uint64_t* w = data();
+  const std::uint64_t* o = other.data();
+  for (std::size_t i = 0; i < count_; ++i) w[i] |= o[i];
   return *this;
 }
 
 CellSet& CellSet::operator-=(const CellSet& other) {
-  for (std::size_t i = 0; i < words_.size(); ++i) words_[i] &= ~other.words_[i];
+  std::uint64_t* w = data();
+  const std::uint64_t* o = other.data();
+  for (std::size_t i = 0; i < count_; ++i) w[i] &= ~o[i];
   return *this;
-}
-
-bool CellSet::intersects(const CellSet& other) const {
-  for (std::size_t i = 0; i < words_.size(); ++i)
-    if (words_[i] & other.words_[i]) return true;
-  return false;
-}
-
-bool CellSet::subset_of(const CellSet& other) const {
-  for (std::size_t i = 0; i < words_.size(); ++i)
-    if (words_[i] & ~other.words_[i]) return false;
-  return true;
 }
 
 CellSet CellSet::complement() const {

@@ -14,6 +14,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -21,31 +22,55 @@
 
 namespace recourse::detail {
 
-/// A set of cells of one column, as bits.
+/// A set of cells of one column, as bits. Up to 128 cells live inline, so copying a cube (one
+/// set per column, copied on every split of the analysis) allocates nothing for usual columns.
 class CellSet {
  public:
   CellSet() = default;
   CellSet(std::size_t cells, bool full);
-  bool test(std::size_t cell) const { return (words_[cell / 64] >> (cell % 64)) & 1u; }
-  void set(std::size_t cell) { words_[cell / 64] |= std::uint64_t{1} << (cell % 64); }
+  CellSet(const CellSet& other) { *this = other; }
+  CellSet(CellSet&& other) noexcept { *this = std::move(other); }
+  CellSet& operator=(const CellSet& other);
+  CellSet& operator=(CellSet&& other) noexcept;  ///< leaves `other` an empty set of no cells
+  ~CellSet() = default;
+
+  bool test(std::size_t cell) const { return (data()[cell / 64] >> (cell % 64)) & 1u; }
+  void set(std::size_t cell) { data()[cell / 64] |= std::uint64_t{1} << (cell % 64); }
   bool empty() const;
   bool full() const;
   std::size_t size() const { return cells_; }
   CellSet& operator&=(const CellSet& other);
   CellSet& operator|=(const CellSet& other);
-  const std::vector<std::uint64_t>& words() const { return words_; }
+  /// The bits: word_count() words, cell k at bit k % 64 of word k / 64.
+  const std::uint64_t* words() const { return data(); }
+  std::size_t word_count() const { return count_; }
   CellSet complement() const;
   /// Whether the two sets share a cell; allocates nothing.
-  bool intersects(const CellSet& other) const;
+  bool intersects(const CellSet& other) const {
+    const std::uint64_t *w = data(), *o = other.data();
+    for (std::size_t i = 0; i < count_; ++i)
+      if (w[i] & o[i]) return true;
+    return false;
+  }
   /// Whether every cell of this set is in `other`; allocates nothing.
-  bool subset_of(const CellSet& other) const;
+  bool subset_of(const CellSet& other) const {
+    const std::uint64_t *w = data(), *o = other.data();
+    for (std::size_t i = 0; i < count_; ++i)
+      if (w[i] & ~o[i]) return false;
+    return true;
+  }
   /// Removes the cells of `other`.
   CellSet& operator-=(const CellSet& other);
-  bool operator==(const CellSet& other) const { return words_ == other.words_; }
+  bool operator==(const CellSet& other) const;
 
  private:
-  std::size_t cells_ = 0;
-  std::vector<std::uint64_t> words_;
+  static constexpr std::size_t kInline = 2;
+  std::uint64_t* data() { return heap_ ? heap_.get() : inline_; }
+  const std::uint64_t* data() const { return heap_ ? heap_.get() : inline_; }
+
+  std::uint32_t cells_ = 0, count_ = 0;
+  std::uint64_t inline_[kInline] = {};
+  std::unique_ptr<std::uint64_t[]> heap_;  // when count_ > kInline
 };
 
 /// One column: an attribute and how its values fall into cells.
