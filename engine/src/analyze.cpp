@@ -100,6 +100,10 @@ class FlatCubes {
 std::optional<Cube> uncovered(const std::vector<const Cube*>& rows, Cube x, std::size_t* work) {
   for (const auto& set : x)
     if (set.empty()) return std::nullopt;  // an empty cube holds no input
+  if (x.empty()) {                         // no columns: one input, which any row covers
+    if (rows.empty()) return x;
+    return std::nullopt;
+  }
   const FlatCubes flat(x);
   const std::size_t stride = flat.stride(), w = flat.width(), limit = rows.size();
   // Rows are flattened as the scan first reaches them: many questions end within a few rows.
