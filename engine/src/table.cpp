@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstring>
 #include <utility>
 
 #include "recourse/diagnostic.hpp"
@@ -176,7 +177,9 @@ void Table::build_probes() {
       p.count = static_cast<std::uint32_t>(col.cuts.size());
       probe_cuts.insert(probe_cuts.end(), col.cuts.begin(), col.cuts.end());
       group[kCuts].push_back(p);
-    } else if (col.numeric || !col.strings.empty()) {
+    } else if (!col.numeric && !col.strings.empty()) {
+      group[kText].push_back(p);
+    } else if (col.numeric) {
       group[kOther].push_back(p);
     } else {  // codes, enums, booleans, and text no rule compares (a present text's num is 0)
       group[untrusted ? kValue : kTrustedValue].push_back(p);
@@ -215,6 +218,19 @@ inline void for_each_cell(const Table& t, const Point& point, Cell cell) {
     std::size_t n = 0;
     for (std::uint32_t i = 0; i < p->count; ++i) n += v >= k[i];
     cell(*p, present_or(has(p), n, p->absent));
+  }
+  for (const Probe* end = first + t.group_end[kText]; p != end; ++p) {
+    const Point::Text& text = point.text[p->attr];
+    const std::vector<std::string>& constants = t.columns[p->column].strings;
+    std::size_t n = constants.size();  // "other" unless a constant is equal
+    if (has(p))
+      for (std::size_t i = 0; i < constants.size(); ++i)
+        if (constants[i].size() == text.size &&
+            std::memcmp(constants[i].data(), text.data, text.size) == 0) {
+          n = i;
+          break;
+        }
+    cell(*p, has(p) ? n : p->absent);
   }
   for (const Probe* end = first + t.group_end[kOther]; p != end; ++p)
     cell(*p, t.columns[p->column].cell_of(point.slot(static_cast<Attr>(p->attr))));

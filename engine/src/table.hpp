@@ -133,9 +133,17 @@ struct Probe {
 
 /// How match() finds a column's cell, one group of probes each, in this order: the value is the
 /// cell (codes, enums, booleans, text no rule compares), for trusted attributes (always present)
-/// and for the others; one cut point; up to eight cut points (counted without branches); and
-/// Column::cell_of (text compared with constants, many cut points).
-enum ProbeGroup : std::size_t { kTrustedValue, kValue, kOneCut, kCuts, kOther, kProbeGroups };
+/// and for the others; one cut point; up to eight cut points (counted without branches); text
+/// compared with the column's constants; and Column::cell_of (many cut points).
+enum ProbeGroup : std::size_t {
+  kTrustedValue,
+  kValue,
+  kOneCut,
+  kCuts,
+  kText,
+  kOther,
+  kProbeGroups
+};
 
 /// The largest row index a direct-indexed entry holds (entries are 16 bits, so a direct table
 /// of 64 KiB entries takes 128 KiB): tables with more rows use the bitset matcher.
