@@ -169,7 +169,9 @@ struct CompileOptions {
   std::size_t max_terms_per_rule = 4096;   ///< DNF terms of one rule's condition (E093)
   std::size_t max_dnf_work = 1 << 22;      ///< term intersections while expanding one rule (E093)
   std::size_t max_table_bytes = std::size_t{256} << 20;  ///< the compiled table's size (E094)
-  std::size_t direct_table_max_entries = 1 << 16;        ///< largest direct-indexed table, entries
+  /// Largest direct-indexed table: entries, one per combination of the columns' classes of
+  /// cells (2 bytes each); a table with more, or with more than 65,535 rows, uses bitsets.
+  std::size_t direct_table_max_entries = 1 << 16;
   std::int64_t attempt_ceiling = 10;  ///< no policy may allow more attempts (gRPC clamps at 5)
 };
 
