@@ -62,6 +62,9 @@ TEST_CASE("diff: no change, and what cannot be compared", "[diff]") {
       recourse::diff({"a", kBefore}, {"b", R"(policy "p" { codes { X } default -> stop })"});
   CHECK_FALSE(codes.ok);
   CHECK(codes.diagnostics.at(0).code == "E040");
+  CHECK(codes.diagnostics.at(0).file == "b");  // at the after version's policy
+  CHECK(codes.diagnostics.at(0).line == 1);
+  CHECK_THAT(codes.diagnostics.at(0).message, Catch::Contains("only before: none; only after: X"));
   auto broken = recourse::diff({"a", kBefore}, {"b", "policy \"p\" {"});
   CHECK_FALSE(broken.ok);
   CHECK(broken.diagnostics.at(0).code == "E001");

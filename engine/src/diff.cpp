@@ -113,11 +113,20 @@ DiffResult diff(const Source& before, const Source& after, std::string_view poli
     auto b = spec_of(sources, bases, 1, policy, options, result.diagnostics);
     if (!a || !b) return result;
     if (a->codes != b->codes) {
+      auto missing = [](const std::vector<std::string>& from, const std::vector<std::string>& in) {
+        std::string out;
+        for (const auto& c : from)
+          if (std::find(in.begin(), in.end(), c) == in.end()) out += (out.empty() ? "" : ", ") + c;
+        return out.empty() ? std::string("none") : out;
+      };
       Diagnostic d;
       d.code = "E040";
-      d.file = after.path;
-      d.message =
-          "the two versions declare different codes; diff compares policies with the same codes";
+      grammar::locate(d, sources, b->pos);
+      d.message = fmt::format(
+          "the two versions declare different codes (only before: {}; only after: {}); diff "
+          "compares policies with the same codes",
+          missing(a->codes, b->codes), missing(b->codes, a->codes));
+      d.help = "declare the same codes in both versions, in the same order";
       result.diagnostics.push_back(std::move(d));
       return result;
     }
