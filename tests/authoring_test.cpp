@@ -240,6 +240,21 @@ TEST_CASE("extends: own rules first, settings key by key, the base's assertions 
     CHECK(d->source_line == "  assert never retry when code == PERMISSION");
     CHECK(d->message.find("'perm'") != std::string::npos);
   }
+  SECTION("a base rule the child shadows is W101 in the base's file, naming the child") {
+    auto r = recourse::compile(
+        {{"base.recourse", base}, {"child.recourse", R"(policy "child" extends "base" {
+  rule everything when code in [TRANSIENT, BUSY] -> stop
+}
+)"}});
+    REQUIRE(r.ok());
+    const auto* d = find(r.diagnostics, "W101");
+    REQUIRE(d);
+    CHECK(d->file == "base.recourse");
+    CHECK(d->line == 4);
+    CHECK(d->message ==
+          "rule 'transient' is never reached: 'everything' decide every input it matches (in "
+          "policy \"child\", which extends this one)");
+  }
   SECTION("a rule defined in both is an error at the base's copy") {
     auto r = recourse::compile(
         {{"base.recourse", base}, {"child.recourse", R"(policy "child" extends "base" {

@@ -414,6 +414,10 @@ class Analyzer {
     d.code = code;
     grammar::locate(d, sources_, pos);
     d.message = std::move(message);
+    // An item inherited through `extends` is reported in its base's file: name the policy whose
+    // table it is about.
+    if (pos.source != p_.spec.pos.source)
+      d.message += fmt::format(" (in policy \"{}\", which extends this one)", p_.spec.name);
     d.help = std::move(help);
     out_.push_back(std::move(d));
   }
