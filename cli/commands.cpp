@@ -57,7 +57,9 @@ std::string delay_text(const Decision& d) {
 }  // namespace
 
 int run_check(const Options& o) {
-  CompileResult r = compile_paths(o.paths);
+  CompileOptions options;
+  options.max_analysis_work = o.analysis_work;
+  CompileResult r = compile_paths(o.paths, options);
   print_diagnostics(r.diagnostics, o.format, std::cout);
   const bool failed = !r.ok() || has_errors(r.diagnostics, o.strict);
   if (o.format == Format::Text) {

@@ -29,6 +29,10 @@ int main(int argc, char** argv) {
   auto* check = app.add_subcommand("check", "check policy files and report every problem");
   common(check);
   check->add_option("paths", o.paths, "policy files or directories")->required();
+  check
+      ->add_option("--analysis-work", o.analysis_work,
+                   "row tests the analysis may spend per policy; questions beyond it are W109")
+      ->capture_default_str();
 
   auto* decide =
       app.add_subcommand("decide", "decide one failed call; prints the decision as JSON");

@@ -143,6 +143,37 @@ TEST_CASE("analyze: rules that can never be reached, with the rules that shadow 
   CHECK(all[0].code == "W105");
 }
 
+TEST_CASE("analyze: W101 names eight shadowing rules, then how many more", "[analyze]") {
+  std::string text = "policy \"p\" {\n";
+  for (int i = 0; i < 10; ++i)
+    text += "  rule r" + std::to_string(i) +
+            " when code == TRANSIENT and attempt == " + std::to_string(i + 1) + " -> stop\n";
+  text += "  rule late when code == TRANSIENT and attempt <= 10 and attempt >= 1 -> escalate\n";
+  text += "  default -> stop\n}\n";
+  const auto d = test::diagnostics(text);
+  REQUIRE(d.size() == 1);
+  CHECK(d[0].code == "W101");
+  CHECK(d[0].message ==
+        "rule 'late' is never reached: 'r0', 'r1', 'r2', 'r3', 'r4', 'r5', 'r6', 'r7' and 2 more "
+        "rules decide every input it matches");
+}
+
+TEST_CASE("analyze: questions beyond CompileOptions::max_analysis_work are W109, not decided",
+          "[analyze]") {
+  const std::string text =
+      "policy \"p\" {\n  rule a when code == TIMEOUT -> escalate\n  rule b when code == TIMEOUT "
+      "-> stop\n  default -> stop\n}\n";
+  recourse::CompileOptions none;
+  none.max_analysis_work = 0;
+  const auto open = recourse::compile({{"p.recourse", text}}, none);
+  REQUIRE(open.ok());
+  REQUIRE(open.diagnostics.size() == 1);
+  CHECK(open.diagnostics[0].code == "W109");
+  const auto decided = recourse::compile({{"p.recourse", text}});
+  REQUIRE(decided.diagnostics.size() == 1);
+  CHECK(decided.diagnostics[0].code == "W101");
+}
+
 TEST_CASE("analyze: retry rules a hostile server can steer", "[analyze]") {
   auto trusting = test::diagnostics(
       "policy \"p\" {\n  rule r when retryable and not code in [CONTEXT_OVERFLOW] and code is "

@@ -25,9 +25,8 @@ namespace {
 
 // Work limit for one coverage question (splits); beyond it the question is left open (W109).
 constexpr std::size_t kMaxSplits = 200000;
-// Work limit for all the coverage questions of one analysis (rows tested), about a second; beyond
-// it the questions left are open (W109).
-constexpr std::size_t kMaxWork = std::size_t{1} << 26;
+// Shadowing rules a W101 names before it says how many more there are.
+constexpr std::size_t kNamesListed = 8;
 
 }  // namespace
 
@@ -122,7 +121,11 @@ std::optional<Cube> uncovered(const std::vector<const Cube*>& rows, Cube x, std:
     std::size_t j = next.back();
     const std::size_t from = j;
     while (j < limit && !flat.meets(row_at(j), &pool[top])) ++j;
-    if (work && (*work += j - from + 1) > kMaxWork) throw Open{};
+    if (work) {  // the rows tested come out of the budget
+      const std::size_t tested = j - from + 1;
+      if (tested > *work) throw Open{};
+      *work -= tested;
+    }
     if (j == limit) return flat.cube(&pool[top]);
     const std::uint64_t* row = row_at(j);
     if (flat.contains(row, &pool[top])) {
@@ -395,8 +398,9 @@ namespace {
 
 class Analyzer {
  public:
-  Analyzer(const Compiled& p, const grammar::Sources& sources, std::vector<Diagnostic>& out)
-      : p_(p), t_(p.table), sources_(sources), out_(out) {}
+  Analyzer(const Compiled& p, const grammar::Sources& sources, std::size_t max_work,
+           std::vector<Diagnostic>& out)
+      : p_(p), t_(p.table), sources_(sources), out_(out), work_(max_work) {}
 
   void run() {
     for (std::size_t a = 0; a < p_.spec.assertions.size(); ++a)
@@ -525,11 +529,14 @@ class Analyzer {
             }
           std::sort(by.begin(), by.end(),
                     [&](std::uint32_t a, std::uint32_t b) { return place_[a] < place_[b]; });
-          std::string names;
-          for (std::uint32_t r : by) {
-            names += (names.empty() ? "'" : ", '") + p_.spec.rules[r].name + "'";
-            named_[r] = false;
+          std::string names;  // the first kNamesListed, then how many more
+          for (std::size_t i = 0; i < by.size(); ++i) {
+            named_[by[i]] = false;
+            if (i < kNamesListed)
+              names += (names.empty() ? "'" : ", '") + p_.spec.rules[by[i]].name + "'";
           }
+          if (by.size() > kNamesListed)
+            names += fmt::format(" and {} more rules", by.size() - kNamesListed);
           if (spec.name == "default")
             report(Severity::Warning, "W105", spec.pos,
                    "the default is never reached: the rules decide every input",
@@ -629,7 +636,7 @@ class Analyzer {
   const Table& t_;
   const grammar::Sources& sources_;
   std::vector<Diagnostic>& out_;
-  std::size_t work_ = 0;              // rows tested by all coverage questions so far (kMaxWork)
+  std::size_t work_;                  // rows the coverage questions may still test
   std::vector<bool> named_;           // unreachable_rules(): rules listed for the current one
   std::vector<std::uint32_t> place_;  // unreachable_rules(): a rule's position in rule_order()
   std::set<std::uint32_t> reported_;
@@ -637,9 +644,9 @@ class Analyzer {
 
 }  // namespace
 
-void analyze(const Compiled& policy, const grammar::Sources& sources,
+void analyze(const Compiled& policy, const grammar::Sources& sources, std::size_t max_work,
              std::vector<Diagnostic>& diagnostics) {
-  Analyzer(policy, sources, diagnostics).run();
+  Analyzer(policy, sources, max_work, diagnostics).run();
 }
 
 }  // namespace recourse::detail

@@ -22,7 +22,8 @@ Cube intersect(const Cube& a, const Cube& b);
 
 /// A non-empty part of `x` that no row in [0, limit) of `t` covers, or nullopt when they cover
 /// all of it (recursive splitting; throws Open beyond 200,000 splits).
-/// `work`, when given, is charged the rows tested; beyond about a second's work in all, Open.
+/// `work`, when given, is the number of row tests left: the rows tested come out of it, and a
+/// question that would need more throws Open.
 std::optional<Cube> uncovered(const Table& t, Cube x, std::size_t limit,
                               std::size_t* work = nullptr);
 /// The same against any list of cubes (the earlier rows of two tables, for diff).
@@ -49,8 +50,9 @@ std::string input_json(const Input& input);
 /// E120 with a counterexample input that `recourse decide` reproduces), and reports unreachable
 /// rules (W101), retry rules a server can steer into retrying permanent failures (W103) and retry
 /// rules that trust `retryable` without looking at `code` (W104). `sources` are the texts
-/// the policy's positions point into.
-void analyze(const Compiled& policy, const grammar::Sources& sources,
+/// the policy's positions point into. `max_work` bounds the row tests of all the coverage
+/// questions (CompileOptions::max_analysis_work); the questions left beyond it are W109.
+void analyze(const Compiled& policy, const grammar::Sources& sources, std::size_t max_work,
              std::vector<Diagnostic>& diagnostics);
 
 }  // namespace recourse::detail

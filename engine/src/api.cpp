@@ -119,7 +119,7 @@ CompileResult compile_all(const std::vector<Source>& given, const CompileOptions
         if (!table) continue;
         auto compiled =
             detail::Compiled::make(std::move(spec), std::move(*table), options.attempt_ceiling);
-        detail::analyze(*compiled, refs, out.diagnostics);
+        detail::analyze(*compiled, refs, options.max_analysis_work, out.diagnostics);
         policies.push_back(BundleBuilder::wrap(std::move(compiled)));
       }
     }

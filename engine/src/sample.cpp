@@ -14,7 +14,9 @@ std::vector<Sample> sample_inputs(const Policy& policy, std::size_t n, std::uint
   const detail::Table& table = compiled->table;
   std::vector<Sample> out;
   std::uint64_t state = seed;
-  std::size_t work = 0;  // one analysis' budget for all the draws; beyond it, whole rows
+  // One analysis' budget (CompileOptions::max_analysis_work's default) for all the draws; beyond
+  // it, whole rows.
+  std::size_t work = CompileOptions{}.max_analysis_work;
   auto draw = [&](std::size_t below) {
     state = detail::splitmix64(state);
     return static_cast<std::size_t>(state % below);

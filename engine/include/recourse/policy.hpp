@@ -173,6 +173,10 @@ struct CompileOptions {
   /// cells (2 bytes each); a table with more, or with more than 65,535 rows, uses bitsets.
   std::size_t direct_table_max_entries = 1 << 16;
   std::int64_t attempt_ceiling = 10;  ///< no policy may allow more attempts (gRPC clamps at 5)
+  /// Row tests the analysis may spend on all the coverage questions of one policy (shadowed
+  /// rules, invariants, assertions); about a second. The questions left beyond it are reported
+  /// as W109, not decided. 10,000 random rules need about 2^28 to finish.
+  std::size_t max_analysis_work = std::size_t{1} << 26;
 };
 
 /// A compiled policy: immutable and thread-safe. Copying shares the compiled form.
