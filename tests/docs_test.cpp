@@ -368,6 +368,25 @@ TEST_CASE("every policy example in docs/language.md compiles as tagged", "[docs]
   CHECK(error_blocks > 0);
 }
 
+TEST_CASE("the table dump in docs/language.md is the compiler's", "[docs]") {
+  // The ```text block after "`recourse compile --dump search.recourse`" is the dump of the
+  // ```recourse block between them, compiled as search.recourse.
+  const std::string doc = read_file(std::string(RECOURSE_SOURCE_DIR) + "/docs/language.md");
+  const auto at = doc.find("`recourse compile --dump search.recourse`");
+  REQUIRE(at != std::string::npos);
+  auto block = [&](const std::string& fence, std::size_t from) {
+    const auto open = doc.find(fence, from);
+    REQUIRE(open != std::string::npos);
+    const auto start = open + fence.size();
+    return std::make_pair(doc.substr(start, doc.find("```", start) - start), start);
+  };
+  const auto [policy, after] = block("```recourse\n", at);
+  const auto [dump, unused] = block("```text\n", after);
+  const auto r = recourse::compile({{"search.recourse", policy}});
+  REQUIRE(r.ok());
+  CHECK(r.bundle->policies().front().dump() == dump);
+}
+
 TEST_CASE("every documented decision in docs/language.md is the engine's", "[docs]") {
   const auto blocks = language_blocks();
   std::size_t decision_blocks = 0, decisions = 0;
