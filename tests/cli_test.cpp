@@ -138,9 +138,9 @@ TEST_CASE("cli: explain shows the tests of each rule up to the match", "[cli]") 
   auto r =
       test::run(cmd("explain --policy " + examples() + " --envelope " + env + " --context " + ctx));
   CHECK(r.status == 0);
-  CHECK_THAT(r.out, Catch::Contains("no    rule already_charged (line 10)"));
+  CHECK_THAT(r.out, Catch::Contains("no    rule already_charged (line 21)"));
   CHECK_THAT(r.out, Catch::Contains("false side_effect == committed   [none]"));
-  CHECK_THAT(r.out, Catch::Contains("MATCH rule needs_approval (line 16)"));
+  CHECK_THAT(r.out, Catch::Contains("MATCH rule needs_approval (line 30)"));
   CHECK_THAT(r.out, Catch::Contains("true  code == PERMISSION   [PERMISSION]"));
   auto j = test::run(cmd("explain --format json --policy " + examples() + " --envelope " + env +
                          " --context " + ctx));

@@ -363,3 +363,12 @@ TEST_CASE("fmt: the command rewrites in place, checks, filters stdin", "[fmt][cl
   }
   fs::remove_all(dir);
 }
+
+TEST_CASE("fmt: every bundled policy is in the canonical layout", "[fmt]") {
+  const std::string root = test::source_dir();
+  const auto r = test::run(
+      cmd("--check " + root + "/rules " + root + "/examples " + root + "/bench/peer/recourse"));
+  INFO(r.out);
+  CHECK(r.status == 0);
+  CHECK(r.out.empty());
+}
