@@ -143,6 +143,17 @@ TEST_CASE("compile: every setting that changes a decision changes the hash", "[c
   CHECK(hash_of("tool { idempotency_keys = true }") != plain);
   CHECK(hash_of("tool { arguments = [a] }") != plain);
   CHECK(hash_of("throttle { max_tokens = 5 }") != plain);
+  // Declared codes, even when no rule tests `code`: an envelope naming one is no longer UNKNOWN.
+  const auto no_code = [](const std::string& codes) {
+    return test::policy("policy \"h\" { " + codes +
+                        " rule r when retryable -> escalate default -> stop }");
+  };
+  const auto without = no_code(""), with = no_code("codes { FOO }");
+  const auto e = test::envelope(R"({"code": "FOO"})");
+  const auto c = test::context(R"({"tool": "h", "sideEffect": "none"})");
+  REQUIRE(without.decide(e, c).warnings != with.decide(e, c).warnings);
+  CHECK(without.hash() != with.hash());
+  CHECK(no_code("codes { FOO }").hash() != no_code("codes { FOO, BAR }").hash());
   // A reason that looks like two strings is not a target and a reason.
   CHECK(hash_of("", "degrade \"a\\\" \\\"b\"") != hash_of("", "degrade \"a\" \"b\""));
 }

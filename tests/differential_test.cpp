@@ -92,9 +92,11 @@ void agree(const recourse::Policy& policy, std::size_t inputs) {
     c.repairs = static_cast<std::int64_t>(g.below(5));
     c.elapsed_ms = std::max<std::int64_t>(0, g.number(pools));
     if (g.coin()) c.max_attempts = 1 + static_cast<std::int64_t>(g.below(12));
-    if (g.coin())
+    if (g.coin())  // around the time spent, one ms either side; elapsed may be INT64_MAX
       c.deadline_ms = std::max<std::int64_t>(
-          0, g.coin() ? g.number(pools) : c.elapsed_ms + g.number(pools) % 3 - 1);
+          0, g.coin() ? g.number(pools)
+                      : std::min(c.elapsed_ms, std::numeric_limits<std::int64_t>::max() - 1) - 1 +
+                            g.number(pools) % 3);
     if (g.coin()) {
       std::vector<std::string> args;
       for (std::size_t k = g.below(4); k > 0; --k) args.push_back(g.pick(pools.strings));

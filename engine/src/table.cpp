@@ -294,6 +294,16 @@ std::string dump(const Table& table, const PolicySpec& spec, bool for_people) {
                        spec.throttle.token_ratio);
   for (const auto& m : spec.mappings)  // adapter overrides change the envelope, so the decision
     out += fmt::format("map {} {} -> {}\n", to_string(m.protocol), quoted(m.key), m.code);
+  // Declared codes change a decision even when no rule tests `code`: an envelope naming one is
+  // not UNKNOWN (no unknown_code warning, no nearestCode). A code column names them all itself.
+  const bool code_column = std::any_of(table.columns.begin(), table.columns.end(),
+                                       [](const Column& c) { return c.attr == Attr::Code; });
+  if (!code_column && spec.codes.size() > kBuiltinCodes.size()) {
+    std::string declared;
+    for (std::size_t i = kBuiltinCodes.size(); i < spec.codes.size(); ++i)
+      declared += " " + spec.codes[i];
+    out += "codes" + declared + "\n";
+  }
   if (for_people && table.strategy == Strategy::Direct) {
     std::string cells, classes;
     for (std::size_t c = 0; c < table.columns.size(); ++c) {
