@@ -10,11 +10,11 @@
 // The read path takes no lock and writes nothing shared. A swap bumps an atomic generation
 // counter; decide() compares it (one acquire load) with the generation of its thread's cached
 // snapshot and uses the snapshot when they agree. A decision's keep_alive counts a reference on
-// a control block of its thread's own (which owns the snapshot), not on the policy's shared one. Only the first decide() on a thread after a
-// swap (or the first ever) takes the engine's mutex, once, to copy the new snapshot. A
-// std::atomic_load of a shared_ptr is not used: libstdc++ implements it with a mutex pool. Cost
-// of the choice: a thread keeps its last snapshot (and so the previous bundle) alive until it
-// decides again or exits, also after the Engine is gone.
+// a control block of its thread's own (which owns the snapshot), not on the policy's shared one.
+// Only the first decide() on a thread after a swap (or the first ever) takes the engine's mutex,
+// once, to copy the new snapshot. A std::atomic_load of a shared_ptr is not used: libstdc++
+// implements it with a mutex pool. Cost of the choice: a thread keeps its last snapshot (and so the
+// previous bundle) alive until it decides again or exits, also after the Engine is gone.
 //
 // Thread-safety: every member function may be called from any thread at any time.
 #pragma once
