@@ -61,6 +61,12 @@ TEST_CASE("compile: a small domain gets a direct table, a large one bitsets", "[
       no_direct);
   REQUIRE(r.ok());
   CHECK_THAT(r.bundle->policies()[0].dump(), Catch::Contains("strategy bitset"));
+  // A table without columns has one entry, still more than a limit of none.
+  recourse::CompileOptions none;
+  none.direct_table_max_entries = 0;
+  auto bare = recourse::compile({{"t", R"(policy "b" { default -> stop })"}}, none);
+  REQUIRE(bare.ok());
+  CHECK_THAT(bare.bundle->policies()[0].dump(), Catch::Contains("strategy bitset"));
   // Both strategies decide alike.
   const auto e = test::envelope(R"({"code":"TRANSIENT","retryable":true})");
   CHECK(small.decide(e, {}).rule == r.bundle->policies()[0].decide(e, {}).rule);

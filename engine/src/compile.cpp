@@ -339,7 +339,7 @@ class Compiler {
     if (table_.rows.size() > kDirectMaxRows) return;
     const std::size_t n = table_.columns.size(), words = table_.words;
     std::vector<std::vector<std::size_t>> members(n);  // per column: a cell of each class
-    table_.cell_class.assign(table_.bits.size() / std::max<std::size_t>(words, 1), 0);
+    std::vector<std::uint32_t> cell_class(table_.bits.size() / std::max<std::size_t>(words, 1));
     std::size_t entries = 1;
     for (std::size_t c = 0; c < n; ++c) {
       std::map<std::vector<std::uint64_t>, std::uint32_t> ids;
@@ -348,16 +348,14 @@ class Compiler {
         const auto [it, fresh] = ids.emplace(std::vector<std::uint64_t>(rows, rows + words),
                                              static_cast<std::uint32_t>(members[c].size()));
         if (fresh) members[c].push_back(k);
-        table_.cell_class[table_.cell_base[c] + k] = it->second;
+        cell_class[table_.cell_base[c] + k] = it->second;
       }
-      if (entries > options_.direct_table_max_entries / members[c].size()) {
-        table_.cell_class.clear();
-        return;
-      }
+      if (entries > options_.direct_table_max_entries / members[c].size()) return;
       entries *= members[c].size();
     }
+    if (entries > options_.direct_table_max_entries) return;  // a table without columns
     table_.classes.assign(n, 0);
-    table_.cell_offset.assign(table_.cell_class.size(), 0);
+    table_.cell_offset.assign(cell_class.size(), 0);
     std::vector<std::size_t> strides(n, 0);
     std::size_t stride = 1;
     for (std::size_t c = n; c-- > 0;) {
@@ -365,7 +363,7 @@ class Compiler {
       table_.classes[c] = static_cast<std::uint32_t>(members[c].size());
       for (std::size_t k = 0; k < table_.columns[c].cells; ++k) {
         const std::size_t g = table_.cell_base[c] + k;
-        table_.cell_offset[g] = static_cast<std::uint32_t>(table_.cell_class[g] * stride);
+        table_.cell_offset[g] = static_cast<std::uint32_t>(cell_class[g] * stride);
       }
       stride *= members[c].size();
     }

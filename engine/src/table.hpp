@@ -161,10 +161,10 @@ struct Table {
   std::vector<std::uint64_t> bits;
   // Analysis only: the DNF terms of each assertion's condition (PolicySpec::assertions).
   std::vector<std::vector<std::vector<CellSet>>> assertion_terms;
-  // Direct matcher, by cell number: cell_class is the cell's equivalence class in its column
-  // (cells accepted by the same rows), cell_offset that class times the column's stride, and
-  // entries[sum of the columns' cell_offset] the first matching row. classes: per column.
-  std::vector<std::uint32_t> cell_class, cell_offset, classes;
+  // Direct matcher, by cell number: cell_offset is the cell's equivalence class in its column
+  // (cells accepted by the same rows) times the column's stride, and entries[sum of the columns'
+  // cell_offset] the first matching row. classes: the number of classes per column.
+  std::vector<std::uint32_t> cell_offset, classes;
   std::vector<std::uint16_t> entries;
   // What match() reads: one probe per column, by ProbeGroup; build_probes() fills them.
   std::vector<Probe> probes;
