@@ -32,6 +32,13 @@ int main(int argc, char** argv) {
   check
       ->add_option("--analysis-work", o.analysis_work,
                    "row tests the analysis may spend per policy; questions beyond it are W109")
+      ->check(CLI::Validator(
+          [](std::string& value) {
+            const bool digits = !value.empty() && value.size() <= 19 &&
+                                value.find_first_not_of("0123456789") == std::string::npos;
+            return digits ? std::string() : "expected a whole number of row tests, got " + value;
+          },
+          "N"))
       ->capture_default_str();
 
   auto* decide =

@@ -65,6 +65,27 @@ TEST_CASE("cli: a malformed --state spec is a usage error naming it", "[cli][sta
   CHECK(memory.out.find("\"policy\":\"search.query\"") != std::string::npos);
 }
 
+TEST_CASE("cli: check --analysis-work bounds the analysis; a bad value is a usage error", "[cli]") {
+  const auto shadowed = temp_file("shadowed.recourse",
+                                  "policy \"p\" {\n  rule a when code == TIMEOUT -> escalate\n"
+                                  "  rule b when code == TIMEOUT -> stop\n  default -> stop\n}\n");
+  auto decided = test::run(cmd("check " + shadowed));
+  CHECK(decided.status == 0);
+  CHECK_THAT(decided.out, Catch::Contains("warning[W101]: rule 'b' is never reached"));
+  auto open = test::run(cmd("check --analysis-work 0 " + shadowed));
+  CHECK(open.status == 0);
+  CHECK_THAT(open.out, Catch::Contains("warning[W109]: reachability not decided"));
+  CHECK_THAT(open.out,
+             Catch::Contains("raise the analysis budget (recourse check --analysis-work"));
+  for (const char* bad : {"-1", "abc", "1e9", "99999999999999999999"}) {
+    INFO(bad);
+    auto r = test::run(cmd("check --analysis-work " + std::string(bad) + " " + shadowed + " 2>&1"));
+    CHECK(r.status == 2);
+    CHECK_THAT(r.out,
+               Catch::Contains("expected a whole number of row tests, got " + std::string(bad)));
+  }
+}
+
 TEST_CASE("cli: check reports diagnostics with caret; exit 1 on errors", "[cli]") {
   auto ok = test::run(cmd("check " + examples()));
   CHECK(ok.status == 0);

@@ -25,6 +25,10 @@ namespace {
 
 // Work limit for one coverage question (splits); beyond it the question is left open (W109).
 constexpr std::size_t kMaxSplits = 200000;
+// W109's help: what leaves a question open, and how to decide it.
+constexpr const char* kOpenHelp =
+    "split the policy, or raise the analysis budget (recourse check --analysis-work N, "
+    "CompileOptions::max_analysis_work)";
 // Shadowing rules a W101 names before it says how many more there are.
 constexpr std::size_t kNamesListed = 8;
 
@@ -471,7 +475,7 @@ class Analyzer {
       }
     } catch (const Open&) {
       report(Severity::Warning, "W109", a.pos,
-             "assertion not decided: the table is too large to analyse", "split the policy");
+             "assertion not decided: the table is too large to analyse", kOpenHelp);
     }
   }
 
@@ -551,7 +555,7 @@ class Analyzer {
       }
     } catch (const Open&) {
       report(Severity::Warning, "W109", p_.spec.pos,
-             "reachability not decided: the table is too large to analyse", "");
+             "reachability not decided: the table is too large to analyse", kOpenHelp);
     }
   }
 
