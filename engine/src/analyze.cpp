@@ -40,12 +40,6 @@ bool intersects(const Cube& a, const Cube& b) {
   return true;
 }
 
-bool contains(const Cube& outer, const Cube& inner) {
-  for (std::size_t c = 0; c < outer.size(); ++c)
-    if (!inner[c].subset_of(outer[c])) return false;
-  return true;
-}
-
 namespace {
 
 // Cubes laid out flat for the splitting loop: column c's cells in words [c * w, c * w + w) of
@@ -171,10 +165,7 @@ std::vector<std::size_t> meeting(const Table& t, const Cube& x, std::size_t limi
         for (std::size_t w = 0; w < words; ++w) any[w] |= t.row_bits(c, k)[w];
     for (std::size_t w = 0; w < words; ++w) meet[w] &= any[w];
   }
-  std::size_t count = 0;
-  for (std::uint64_t bits : meet) count += static_cast<std::size_t>(__builtin_popcountll(bits));
   std::vector<std::size_t> rows;
-  rows.reserve(count);
   for (std::size_t w = 0; w < words; ++w)
     for (std::uint64_t bits = meet[w]; bits; bits &= bits - 1)
       rows.push_back(w * 64 + static_cast<std::size_t>(__builtin_ctzll(bits)));

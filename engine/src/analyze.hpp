@@ -17,7 +17,6 @@ using Cube = std::vector<CellSet>;
 struct Open {};
 
 bool intersects(const Cube& a, const Cube& b);
-bool contains(const Cube& outer, const Cube& inner);
 Cube intersect(const Cube& a, const Cube& b);
 
 /// A non-empty part of `x` that no row in [0, limit) of `t` covers, or nullopt when they cover
