@@ -1,6 +1,8 @@
 // The benchmark cases and their agreement checks (see cases.hpp).
 #include "cases.hpp"
 
+#include "backoff.hpp"
+
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
@@ -95,24 +97,12 @@ Route seed_if_chain(const Envelope& e, const Context& c) noexcept {
   return r;
 }
 
-namespace {
-
-// The jitter hash as the engine documents it: SplitMix64 over FNV-1a of the key.
-std::uint64_t mix(std::uint64_t x) noexcept {
-  x += 0x9e3779b97f4a7c15ull;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
-}
-std::uint64_t fnv(std::string_view bytes, std::uint64_t h = 14695981039346656037ull) noexcept {
-  for (unsigned char c : bytes) h = (h ^ c) * 1099511628211ull;
-  return h;
-}
-
-}  // namespace
-
 SeedDecision seed_full_chain(const Envelope& e, const Context& c) noexcept {
-  static const std::uint64_t seed = mix(fnv("*"));  // the policy's name
+  // The jitter hash the engine documents (SplitMix64 over FNV-1a of the key), keyed by the
+  // policy's name.
+  using detail::fnv1a;
+  using detail::splitmix64;
+  static const std::uint64_t seed = splitmix64(fnv1a("*"));
   SeedDecision d;
   const bool transient = e.code && *e.code == "TRANSIENT" && e.retryable.value_or(false);
   const bool fixable = !transient && e.code && *e.code == "VALIDATION" && e.field && e.suggestion;
@@ -155,7 +145,7 @@ SeedDecision seed_full_chain(const Envelope& e, const Context& c) noexcept {
       const std::int64_t n = std::max<std::int64_t>(c.attempt, 1);
       const std::int64_t cap = n > 7 ? 20000 : std::min<std::int64_t>(20000, 250LL << (n - 1));
       d.jitter_ms = static_cast<std::int64_t>(
-          mix(fnv(key, seed) ^ mix(static_cast<std::uint64_t>(c.attempt))) %
+          splitmix64(fnv1a(key, seed) ^ splitmix64(static_cast<std::uint64_t>(c.attempt))) %
           static_cast<std::uint64_t>(cap + 1));
       d.delay_ms = std::max({d.jitter_ms, std::int64_t{50}, e.retry_after_ms.value_or(0)});
     }
