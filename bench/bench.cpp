@@ -15,9 +15,9 @@
 #include <mutex>
 
 #include "cases.hpp"
-#include "check.hpp"
-#include "compile.hpp"
-#include "compiled.hpp"
+#include "check/check.hpp"
+#include "compile/compile.hpp"
+#include "table/compiled.hpp"
 #include "parse.hpp"
 
 namespace recourse::bench {

@@ -1,7 +1,7 @@
 // The benchmark cases and their agreement checks (see cases.hpp).
 #include "cases.hpp"
 
-#include "backoff.hpp"
+#include "eval/backoff.hpp"
 
 #include <algorithm>
 #include <filesystem>

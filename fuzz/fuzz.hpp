@@ -17,8 +17,8 @@
 #include <string_view>
 #include <vector>
 
-#include "backoff.hpp"
-#include "compiled.hpp"
+#include "eval/backoff.hpp"
+#include "table/compiled.hpp"
 #include "recourse/recourse.hpp"
 
 #ifndef RECOURSE_SOURCE_DIR

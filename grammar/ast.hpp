@@ -1,7 +1,7 @@
 // The abstract syntax tree of a .recourse file, with source positions.
 //
 // Stage: produced by grammar/parse.cpp from the PEGTL parse tree; read by the checker
-// (engine/src/check.cpp), the compiler, the reference interpreter and the formatter. The AST
+// (engine/src/check/check.cpp), the compiler, the reference interpreter and the formatter. The AST
 // keeps the author's spelling (names, units) so the checker can point at the exact token; all
 // meaning (which attribute, which code) is resolved by the checker, not here.
 #pragma once

@@ -1,7 +1,7 @@
 // CellSet: the cell sets of decision-table columns, inline up to 128 cells and on the heap
 // beyond; copies, moves and the set operations the compiler and the analysis use.
 #include "support.hpp"
-#include "table.hpp"
+#include "table/table.hpp"
 
 using recourse::detail::CellSet;
 

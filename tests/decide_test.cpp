@@ -1,6 +1,6 @@
 // Evaluate stage: the meaning of tests on absent values, derived attributes, the budget guards,
 // backoff and jitter, idempotency-key directives, unknown codes and policy selection.
-#include "backoff.hpp"
+#include "eval/backoff.hpp"
 #include "support.hpp"
 
 namespace {

@@ -10,7 +10,7 @@
 #include <set>
 #include <sstream>
 
-#include "backoff.hpp"
+#include "eval/backoff.hpp"
 #include "recourse/sample.hpp"
 #include "support.hpp"
 

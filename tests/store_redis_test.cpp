@@ -12,7 +12,7 @@
 
 #include <filesystem>
 
-#include "store_backends.hpp"
+#include "store/backends.hpp"
 #include "store_conformance.hpp"
 #include "support.hpp"
 

@@ -1,0 +1,24 @@
+// Analysis stage: proofs and findings over a compiled table, decided exactly by cube algebra
+// (coverage questions in cover.hpp, concrete inputs in witness.hpp).
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "parse.hpp"
+#include "table/compiled.hpp"
+
+namespace recourse::detail {
+
+/// Proves the built-in invariants and the author's assertions over the table (errors E101-E104,
+/// E120 with a counterexample input that `recourse decide` reproduces), and reports unreachable
+/// rules (W101), retry rules a server can steer into retrying permanent failures (W103) and retry
+/// rules that trust `retryable` without looking at `code` (W104). `sources` are the texts
+/// the policy's positions point into. `max_work` bounds the row tests of all the coverage
+/// questions (CompileOptions::max_analysis_work); the questions left beyond it are W109.
+void analyze(const Compiled& policy, const grammar::Sources& sources, std::size_t max_work,
+             std::vector<Diagnostic>& diagnostics);
+
+}  // namespace recourse::detail

@@ -1,0 +1,213 @@
+// Witnesses: a cube of the table -> a concrete envelope and context whose decision lands in it.
+//
+// The analysis, diff and sample report inputs, never cells: realize() picks a value in each
+// cell of the cube (a few variants, since derived attributes such as attempts_left tie several
+// fields together), computes the attributes again with make_point() and keeps the input only
+// when its decision keeps the route of the row it matches. input_json() prints it for
+// `recourse decide`.
+#include "analyze/witness.hpp"
+
+#include <nlohmann/json.hpp>
+
+namespace recourse::detail {
+
+std::optional<Input> realize(const Compiled& p, const Cube& cube) {
+  const Table& t = p.table;
+  for (int variant = 0; variant < 4; ++variant) {
+    Input in;
+    Envelope& e = in.envelope;
+    Context& c = in.context;
+    c.tool = p.spec.name;
+    c.side_effect = SideEffect::None;
+    std::optional<std::int64_t> attempts_left, time_left, cost_left, slack;
+    std::optional<bool> field_in_args;
+    std::vector<std::string> owned;  // strings for "other" cells
+    owned.reserve(t.columns.size());
+    for (std::size_t k = 0; k < t.columns.size(); ++k) {
+      const Column& col = t.columns[k];
+      // Plain inputs read best: the first allowed cell, but the last (the most left) for the
+      // budgets left and absent for optional envelope fields; odd variants look from the other
+      // end. The tool takes the policy's own name when allowed (so a bundle picks this policy).
+      const bool budget = col.attr == Attr::AttemptsLeft || col.attr == Attr::TimeLeft ||
+                          col.attr == Attr::CostLeft || col.attr == Attr::DeadlineSlack ||
+                          (info(col.attr).untrusted && col.attr != Attr::Code);
+      const bool from_end = (variant % 2 == 1) != budget;
+      std::size_t cell = col.cells;
+      if (col.attr == Attr::Tool)
+        for (std::size_t i = 0; i < col.strings.size(); ++i)
+          if (col.strings[i] == p.spec.name && cube[k].test(i)) cell = i;
+      for (std::size_t i = 0; i < col.cells && cell == col.cells; ++i) {
+        const std::size_t at = from_end ? col.cells - 1 - i : i;
+        if (cube[k].test(at)) {
+          cell = at;
+          break;
+        }
+      }
+      if (cell == col.cells) return std::nullopt;
+      const bool absent = info(col.attr).untrusted && cell == col.cells - 1;
+      std::int64_t num = 0;
+      std::string str;
+      if (!absent) {
+        switch (info(col.attr).type) {
+          case Type::Duration:
+          case Type::Count: {
+            const std::int64_t lo =
+                cell == 0 ? std::numeric_limits<std::int64_t>::min() : col.cuts[cell - 1];
+            const std::int64_t hi =
+                cell == col.cuts.size() ? std::numeric_limits<std::int64_t>::max() : col.cuts[cell];
+            const bool derived = col.attr == Attr::AttemptsLeft || col.attr == Attr::TimeLeft ||
+                                 col.attr == Attr::CostLeft || col.attr == Attr::DeadlineSlack;
+            const std::int64_t floor = derived ? -1'000'000 : col.attr == Attr::Attempt ? 1 : 0;
+            const std::int64_t low = std::max(lo, floor);
+            num = variant >= 2 && hi - 1 >= low && hi < 1'000'000'000'000 ? hi - 1 : low;
+            // Time left: prefer an hour when the cell allows, so the backoff fits before the
+            // deadline (that check follows the lookup).
+            if (col.attr == Attr::TimeLeft && hi == std::numeric_limits<std::int64_t>::max())
+              num = std::max(num, std::int64_t{3'600'000});
+            if (num >= hi) return std::nullopt;
+            break;
+          }
+          case Type::String:
+            str = cell < col.strings.size() ? col.strings[cell] : "other-" + std::to_string(k);
+            break;
+          default:
+            num = static_cast<std::int64_t>(cell);
+        }
+      }
+      switch (col.attr) {
+        case Attr::Code:
+          if (!absent) e.code = p.spec.codes.at(static_cast<std::size_t>(num));
+          break;
+        case Attr::Retryable:
+          if (!absent) e.retryable = num != 0;
+          break;
+        case Attr::Field:
+          if (!absent) e.field = str;
+          break;
+        case Attr::Suggestion:
+          if (!absent) e.suggestion = str;
+          break;
+        case Attr::TraceId:
+          if (!absent) e.trace_id = str;
+          break;
+        case Attr::RetryAfter:
+          if (!absent) e.retry_after_ms = num;
+          break;
+        case Attr::Idempotent:
+          c.idempotent = num != 0;
+          break;
+        case Attr::SideEffect:
+          c.side_effect = static_cast<SideEffect>(num);
+          break;
+        case Attr::Attempt:
+          c.attempt = num;
+          break;
+        case Attr::Repairs:
+          c.repairs = num;
+          break;
+        case Attr::Elapsed:
+          c.elapsed_ms = num;
+          break;
+        case Attr::Tool:
+          c.tool = str;
+          break;
+        case Attr::Repeats:
+          c.repeats = num;
+          break;
+        case Attr::IdempotencyKey:
+          c.idempotency_key_pinned = num == 1;
+          if (num == 1) c.idempotency_key = "key-1";
+          break;
+        case Attr::Circuit:
+          c.circuit = static_cast<CircuitState>(num);
+          break;
+        case Attr::RetryThrottled:
+          c.retry_throttled = num != 0;
+          break;
+        case Attr::AttemptsLeft:
+          attempts_left = num;
+          break;
+        case Attr::TimeLeft:
+          time_left = num;
+          break;
+        case Attr::CostLeft:
+          cost_left = num;
+          break;
+        case Attr::DeadlineSlack:
+          if (!absent) slack = num;
+          break;
+        case Attr::FieldInArguments:
+          if (!absent) field_in_args = num != 0;
+          break;
+        default:
+          break;
+      }
+    }
+    // Derived attributes: choose the host's inputs that give them.
+    if (attempts_left) {
+      const std::int64_t v = *attempts_left;
+      const std::int64_t m =
+          std::clamp<std::int64_t>(c.attempt + std::max<std::int64_t>(v, 0), 1, p.attempt_ceiling);
+      c.max_attempts = m;
+      c.lower_retries = std::max<std::int64_t>(0, m - c.attempt - v);
+    }
+    if (time_left) c.deadline_ms = std::max<std::int64_t>(0, c.elapsed_ms + *time_left);
+    if (cost_left && p.spec.cost_max != kNoLimit)
+      c.cost_spent = std::max<std::int64_t>(0, p.spec.cost_max - *cost_left);
+    if (slack && e.retry_after_ms && time_left)
+      c.deadline_ms = std::max<std::int64_t>(0, c.elapsed_ms + *e.retry_after_ms + *slack);
+    if (slack && !e.retry_after_ms) e.retry_after_ms = std::max<std::int64_t>(0, -*slack);
+    if (field_in_args) {
+      if (!e.field) e.field = "arg";
+      c.arguments =
+          *field_in_args ? std::vector<std::string>{*e.field} : std::vector<std::string>{};
+    }
+    // The check: the input's own attributes fall in the cube, and deciding it (the steps after
+    // the lookup included) gives the row's route.
+    std::uint32_t warnings = 0;
+    std::string_view nearest;
+    const Point point = make_point(p, e, c, p.wanted, warnings, nearest);
+    bool inside = true;
+    for (std::size_t k = 0; k < t.columns.size() && inside; ++k)
+      inside = cube[k].test(t.columns[k].cell_of(point.slot(t.columns[k].attr)));
+    if (!inside) continue;
+    const std::uint32_t row = t.match(point);
+    const RowAction& a = t.actions[t.rows[row].action];
+    Decision d;
+    finish(p, a.action, a.label, a.exhausted, row, point, e, c, d);
+    if (d.route == a.action.route) return in;
+  }
+  return std::nullopt;
+}
+
+std::string input_json(const Input& in) {
+  using json = nlohmann::ordered_json;
+  const Envelope& e = in.envelope;
+  const Context& c = in.context;
+  json env = json::object();
+  if (e.code) env["code"] = *e.code;
+  if (e.retryable) env["retryable"] = *e.retryable;
+  if (e.field) env["field"] = *e.field;
+  if (e.suggestion) env["suggestion"] = *e.suggestion;
+  if (e.retry_after_ms) env["retryAfterMs"] = *e.retry_after_ms;
+  if (e.trace_id) env["traceId"] = *e.trace_id;
+  json ctx = {{"tool", c.tool},
+              {"sideEffect", name_of(c.side_effect.value_or(SideEffect::Unknown))},
+              {"attempt", c.attempt}};
+  if (c.idempotent) ctx["idempotent"] = *c.idempotent;
+  if (c.repairs) ctx["repairs"] = c.repairs;
+  if (c.elapsed_ms) ctx["elapsedMs"] = c.elapsed_ms;
+  if (c.max_attempts) ctx["maxAttempts"] = *c.max_attempts;
+  if (c.lower_retries) ctx["lowerRetries"] = c.lower_retries;
+  if (c.deadline_ms) ctx["deadlineMs"] = *c.deadline_ms;
+  if (c.repeats) ctx["repeats"] = c.repeats;
+  if (c.cost_spent) ctx["costSpent"] = c.cost_spent;
+  if (c.idempotency_key_pinned) ctx["idempotencyKey"] = c.idempotency_key;
+  if (c.circuit != CircuitState::Closed) ctx["circuit"] = name_of(c.circuit);
+  if (c.retry_throttled) ctx["retryThrottled"] = true;
+  if (c.arguments) ctx["arguments"] = *c.arguments;
+  return "envelope " + env.dump(-1, ' ', false, json::error_handler_t::replace) + " context " +
+         ctx.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+}  // namespace recourse::detail

@@ -1,0 +1,25 @@
+// Witnesses: concrete inputs for cubes of a compiled table (witness.cpp).
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "table/compiled.hpp"
+
+namespace recourse::detail {
+
+/// A concrete envelope and context.
+struct Input {
+  Envelope envelope;
+  Context context;
+};
+
+/// An input whose attributes fall in `cube` and whose decision by `policy` keeps the route of
+/// the row it matches (the checks after the lookup included); nullopt when the choices tried do
+/// not land there (derived attributes can make a cell combination infeasible).
+std::optional<Input> realize(const Compiled& policy, const Cube& cube);
+
+/// `envelope {...} context {...}`, ready for `recourse decide`.
+std::string input_json(const Input& input);
+
+}  // namespace recourse::detail

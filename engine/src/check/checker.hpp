@@ -1,0 +1,170 @@
+// The checker's state and its parts, shared by the files of the check stage: check.cpp (values,
+// conditions, routes, the policy), blocks.cpp (the tool, limits, breaker, throttle, backoff and
+// hit settings) and items.cpp (sequence bounds, tests, maps, waivers, assertions). Internal.
+#pragma once
+
+#include <algorithm>
+#include <array>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "model/model.hpp"
+#include "parse.hpp"
+#include "source/nearest.hpp"
+
+namespace recourse::detail {
+
+// Checks one file's policies. Every member reports into `out` and counts errors of the policy
+// being checked; run() keeps the specs of the policies with none.
+class Checker {
+ public:
+  Checker(const ast::File& file, const grammar::Sources& sources, const CompileOptions& options,
+          std::vector<Diagnostic>& out)
+      : file_(file), sources_(sources), options_(options), out_(out) {}
+
+  std::vector<PolicySpec> run() {
+    std::vector<PolicySpec> specs;
+    if (file_.version && file_.version->text != "1") {
+      error("E002", file_.version->pos, "unknown language version " + file_.version->text,
+            "this engine reads version 1");
+      return specs;
+    }
+    for (const auto& policy : file_.policies) {
+      errors_ = 0;
+      PolicySpec spec = check_policy(policy);
+      if (errors_ == 0) specs.push_back(std::move(spec));
+    }
+    return specs;
+  }
+
+ private:
+  using Op = ast::Op;
+  using Kind = ast::Value::Kind;
+
+  // Counts beyond this are surely mistakes; it keeps every sum of counts far from overflow.
+  static constexpr std::int64_t kMaxCount = 1'000'000'000;
+  static constexpr const auto& kRoutes = Names<Route>::kValues;
+
+  void report(Severity severity, const char* code, ast::Pos pos, std::string message,
+              std::string help) {
+    Diagnostic d;
+    d.severity = severity;
+    d.code = code;
+    grammar::locate(d, sources_, pos);
+    d.message = std::move(message);
+    d.help = std::move(help);
+    out_.push_back(std::move(d));
+    if (severity == Severity::Error) ++errors_;
+  }
+  void error(const char* code, ast::Pos pos, std::string message, std::string help = {}) {
+    report(Severity::Error, code, pos, std::move(message), std::move(help));
+  }
+  void warning(const char* code, ast::Pos pos, std::string message, std::string help = {}) {
+    report(Severity::Warning, code, pos, std::move(message), std::move(help));
+  }
+
+  template <typename Range>
+  static std::string did_you_mean(std::string_view name, const Range& candidates) {
+    const auto n = nearest(name, candidates);
+    return n.empty() ? std::string() : "did you mean '" + std::string(n) + "'?";
+  }
+
+  // ---- values -------------------------------------------------------------------------------
+
+  // A duration literal in ms: a number with a unit (ms, s, m, h) that is a whole number of ms.
+  std::optional<std::int64_t> duration(const ast::Value& v);
+
+  // A plain integer (a count).
+  std::optional<std::int64_t> count(const ast::Value& v);
+
+  // A plain number (a ratio, a factor).
+  std::optional<double> real(const ast::Value& v);
+  // `true` or `false`.
+  std::optional<bool> boolean(const ast::Value& v);
+  // A code name the policy knows, as its id.
+  std::optional<std::int64_t> code_id(const ast::Value& v, const PolicySpec& spec);
+
+  // ---- conditions ---------------------------------------------------------------------------
+
+  // A literal compared with `attr`, of the attribute's type.
+  std::optional<Constant> constant(Attr attr, const ast::Value& v, const PolicySpec& spec);
+  // A `when` expression, resolved; nullopt after reporting its errors.
+  std::optional<Cond> condition(const ast::Expr& e, const PolicySpec& spec);
+  // The expression as the author wrote it, for dumps and reports.
+  static std::string text_of(const ast::Expr& e);
+
+  // ---- routes -------------------------------------------------------------------------------
+
+  // `-> ROUTE [target]`: a known route with the target it needs.
+  std::optional<Action> action(const ast::Route& r);
+
+  // ---- blocks -------------------------------------------------------------------------------
+
+  template <typename Handler>
+  void settings(const std::vector<ast::Setting>& list, const std::vector<std::string_view>& keys,
+                const char* block, Handler&& handle) {
+    std::set<std::string> seen;
+    for (const auto& s : list) {
+      if (std::find(keys.begin(), keys.end(), s.key) == keys.end()) {
+        error("E018", s.pos, std::string("unknown ") + block + " setting '" + s.key + "'",
+              did_you_mean(s.key, keys));
+        continue;
+      }
+      if (!seen.insert(s.key).second) {
+        error("E021", s.pos, std::string(block) + " setting '" + s.key + "' is set twice");
+        continue;
+      }
+      if (s.is_list != (s.key == "arguments")) {
+        error("E019", s.pos,
+              s.is_list ? "'" + s.key + "' takes one value, not a list"
+                        : "'" + s.key + "' takes a [list]");
+        continue;
+      }
+      handle(s);
+    }
+  }
+
+  // One method per block: its settings into `spec` (blocks.cpp).
+  void tool_block(const ast::Policy& p, PolicySpec& spec);
+  // on_exhausted / on_open: never retry or repair; `replace` goes to the tool's fallback.
+  void fallback_route(const ast::Setting& s, const PolicySpec& spec, Action& out);
+  void limits_block(const ast::Policy& p, PolicySpec& spec);
+  void breaker_block(const ast::Policy& p, PolicySpec& spec);
+  void throttle_block(const ast::Policy& p, PolicySpec& spec);
+  void backoff(const ast::Policy& p, PolicySpec& spec);
+
+  // ---- policy -------------------------------------------------------------------------------
+
+  // One policy: codes, blocks, rules, default, then the other items (items.cpp), lowered.
+  PolicySpec check_policy(const ast::Policy& p);
+
+  // `assert sequence METRIC [CODE] <= LIMIT`: a known metric, a code only for calls_after, a
+  // duration for the wait metrics and a count for the others.
+  void sequence_bounds(const ast::Policy& p, PolicySpec& spec);
+
+  // `test` blocks: the context must read (strictly, as `recourse decide` reads it), the envelope
+  // must be JSON, and the expectation must name a route, rules and budgets the policy has.
+  void tests(const ast::Policy& p, PolicySpec& spec);
+
+  // `map PROTOCOL KEY -> CODE` (adapters.hpp): the key must be one the protocol can send, the
+  // code one the policy knows, and each (protocol, key) is mapped once.
+  void mappings(const ast::Policy& p, PolicySpec& spec);
+
+  // `hit first|safest|unique` (blocks.cpp).
+  void hit_policy(const ast::Policy& p, PolicySpec& spec);
+  // `waive INVARIANT because "..."`: a known invariant, waived once.
+  void waivers(const ast::Policy& p, PolicySpec& spec);
+  // `assert never|always ROUTES when ...`.
+  void assertions(const ast::Policy& p, PolicySpec& spec);
+
+  const ast::File& file_;
+  const grammar::Sources& sources_;
+  const CompileOptions& options_;
+  std::vector<Diagnostic>& out_;
+  std::size_t errors_ = 0;
+};
+
+}  // namespace recourse::detail

@@ -1,0 +1,29 @@
+// Compile stage: PolicySpec -> decision table.
+#pragma once
+
+#include <optional>
+#include <vector>
+
+#include "parse.hpp"
+#include "table/table.hpp"
+
+namespace recourse::detail {
+
+/// The order rules take in the table: file order, or under `hit safest` by safety_rank then file
+/// order (first match over that order picks the most conservative matching rule); the default
+/// is always last.
+std::vector<std::uint32_t> rule_order(const PolicySpec& spec);
+
+/// Builds the table of `spec`: columns and cells, one row per DNF term of each rule (guard rows
+/// first for retry and repair rules), the bitsets, and the direct array when the domain is small
+/// enough. A rule whose condition expands beyond options.max_terms_per_rule terms is E093 and
+/// yields nullopt.
+/// Warns W001 for a retry or repair rule that matches an absent envelope value only through `not`.
+/// `sources` are the texts the policy's positions point into, for diagnostics.
+/// With `also`, the columns also carry that policy's attributes and cuts, so two versions of a
+/// policy share one cell space (recourse diff). Both must declare the same codes.
+std::optional<Table> compile(const PolicySpec& spec, const CompileOptions& options,
+                             const grammar::Sources& sources, std::vector<Diagnostic>& diagnostics,
+                             const PolicySpec* also = nullptr);
+
+}  // namespace recourse::detail

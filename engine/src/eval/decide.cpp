@@ -1,0 +1,262 @@
+// Evaluate stage: envelope + context -> attributes -> table row -> decision.
+//
+// make_point() computes the attributes before the lookup, the derived ones included
+// (attempts_left = max attempts - attempt, with the host's per-call override clamped to the
+// engine's ceiling; time_left = deadline - elapsed; `field in arguments` against the host's list
+// or the tool block's): for decide() only those the table's columns and finish() read, for the
+// reference interpreter all of them. The table picks the row; finish() adds what is computed after
+// the lookup: the delay (tested, not proven), budgets left, the idempotency-key directive and the
+// trace id. Nothing here allocates or throws.
+#include <algorithm>
+
+#include "eval/backoff.hpp"
+#include "source/nearest.hpp"
+#include "table/compiled.hpp"
+
+namespace recourse {
+
+const char* to_string(Route route) noexcept {
+  return detail::name_of(route).data();
+}
+
+const char* to_string(KeyDirective directive) noexcept {
+  return detail::name_of(directive).data();
+}
+
+namespace detail {
+
+void CodeIndex::emplace(std::string_view name, std::int64_t id) {
+  entries_.push_back({name, id});
+  std::size_t size = 4;
+  while (size < entries_.size() * 4) size *= 2;
+  slots_.assign(size, Slot{});
+  for (const Slot& e : entries_) {
+    std::size_t i = hash(e.name) & (size - 1);
+    while (slots_[i].id >= 0) i = (i + 1) & (size - 1);
+    slots_[i] = e;
+  }
+}
+
+namespace {
+
+std::int64_t max_attempts(const Compiled& p, const Context& c) {
+  return std::min(c.max_attempts.value_or(p.spec.attempts), p.attempt_ceiling);
+}
+
+std::int64_t saturating_sub(std::int64_t a, std::int64_t b) {
+  std::int64_t r;
+  if (__builtin_sub_overflow(a, b, &r))
+    return b > 0 ? std::numeric_limits<std::int64_t>::min()
+                 : std::numeric_limits<std::int64_t>::max();
+  return r;
+}
+
+// a - b where kNoLimit stays kNoLimit.
+std::int64_t left(std::int64_t limit, std::int64_t used) {
+  return limit == kNoLimit ? kNoLimit : saturating_sub(limit, used);
+}
+
+std::int64_t deadline_of(const Compiled& p, const Context& c) {
+  return c.deadline_ms.value_or(p.spec.deadline_ms);
+}
+
+}  // namespace
+
+Point make_point(const Compiled& p, const Envelope& e, const Context& c, std::uint32_t wanted,
+                 std::uint32_t& warnings, std::string_view& nearest_code) noexcept {
+  Point point;
+  // The code is always resolved: an unknown code warns whatever the table tests.
+  if (e.code) {
+    std::int64_t id = p.code_ids.find(*e.code);
+    if (id < 0) {
+      id = kUnknownCodeId;
+      warnings |= recourse::kUnknownCode;
+      nearest_code = nearest(*e.code, p.spec.codes);
+    }
+    point.set(Attr::Code, id);
+  }
+  if (!c.side_effect) warnings |= kSideEffectAssumed;
+  auto want = [&](Attr a) { return (wanted & bit(a)) != 0; };
+  auto text = [&](Attr a, const std::optional<std::string>& s) {
+    if (s && want(a)) point.set(a, *s);
+  };
+  auto number = [&](Attr a, std::int64_t v) {
+    if (want(a)) point.set(a, v);
+  };
+  if (e.retryable) number(Attr::Retryable, *e.retryable);
+  text(Attr::Field, e.field);
+  text(Attr::Suggestion, e.suggestion);
+  if (e.retry_after_ms) number(Attr::RetryAfter, *e.retry_after_ms);
+  text(Attr::TraceId, e.trace_id);
+  number(Attr::Idempotent, c.idempotent.value_or(p.spec.idempotent));
+  number(Attr::SideEffect, static_cast<std::int64_t>(c.side_effect.value_or(SideEffect::Unknown)));
+  number(Attr::Attempt, c.attempt);
+  number(Attr::Repairs, c.repairs);
+  number(Attr::Elapsed, c.elapsed_ms);
+  if (want(Attr::Tool)) point.set(Attr::Tool, std::string_view(c.tool));
+  number(Attr::Repeats, c.repeats);
+  number(Attr::IdempotencyKey, c.idempotency_key_pinned ? 1 : 0);
+  number(Attr::Circuit, static_cast<std::int64_t>(c.circuit));
+  number(Attr::RetryThrottled, c.retry_throttled);
+  // Retries made below us count against the same attempts budget (no multiplying across layers).
+  number(Attr::AttemptsLeft,
+         saturating_sub(saturating_sub(max_attempts(p, c), c.attempt), c.lower_retries));
+  const std::int64_t time_left = left(deadline_of(p, c), c.elapsed_ms);
+  number(Attr::TimeLeft, time_left);
+  number(Attr::CostLeft, left(p.spec.cost_max, c.cost_spent));
+  if (e.retry_after_ms) number(Attr::DeadlineSlack, left(time_left, *e.retry_after_ms));
+  if (e.field && want(Attr::FieldInArguments)) {
+    const auto& args = c.arguments ? *c.arguments : p.spec.arguments;
+    const bool in = std::find(args.begin(), args.end(), *e.field) != args.end();
+    point.set(Attr::FieldInArguments, in);
+  }
+  return point;
+}
+
+std::uint64_t mint_trace_id(const Context& c, std::uint64_t seed) noexcept {
+  return splitmix64(fnv1a(c.operation_id, fnv1a(c.tool)) ^ static_cast<std::uint64_t>(c.attempt) ^
+                    seed);
+}
+
+void finish(const Compiled& p, const Action& a, std::string_view label, std::string_view exhausted,
+            std::uint32_t row, const Point& point, const Envelope& e, const Context& c,
+            Decision& d) noexcept {
+  d.route = a.route;
+  d.rule = label;
+  d.reason = a.reason;
+  d.target = a.target;
+  d.exhausted = exhausted;
+  d.row = row;
+  d.policy = p.spec.name;
+  d.policy_hash = p.hash;
+  d.attempt = c.attempt;
+  d.retry_after_ms = e.retry_after_ms;
+  if (c.store_unavailable) d.warnings |= kStoreUnavailable;
+  if (!e.trace_id) {
+    d.warnings |= kTraceIdMinted;
+    d.minted_trace_id = mint_trace_id(c, p.seed);
+  }
+  const bool keys = p.spec.honours_keys;
+  const std::int64_t time_left = point.number(Attr::TimeLeft);
+  if (d.route == Route::Retry) {
+    const std::string_view key_source = !c.operation_id.empty() ? std::string_view(c.operation_id)
+                                        : e.trace_id            ? std::string_view(*e.trace_id)
+                                                                : std::string_view(c.tool);
+    const Delay delay = backoff_delay(p.spec.backoff, c.attempt, fnv1a(key_source, p.seed));
+    d.delay_ms = std::max({delay.delay_ms, p.spec.min_delay_ms, e.retry_after_ms.value_or(0)});
+    d.jitter_draw = delay.draw_ms;
+    d.idempotency_key = keys ? KeyDirective::Reuse : KeyDirective::None;
+    // The deadline covers the waits too. The guard rows proved the hint fits; the backoff is
+    // computed after the lookup, so this last check is tested, not proven.
+    if (d.delay_ms >= time_left) {
+      d.route = p.spec.on_exhausted.route;
+      d.target = p.spec.on_exhausted.target;
+      d.rule = "budget:deadline";
+      d.reason = "the next attempt would start after the deadline";
+      d.exhausted = "deadline";
+      d.delay_ms = 0;
+      d.jitter_draw = 0;
+      d.idempotency_key = KeyDirective::None;
+    }
+  } else if (d.route == Route::Repair) {
+    d.idempotency_key = keys ? KeyDirective::New : KeyDirective::None;
+  }
+
+  // Budgets before this decision and after the call it leads to.
+  const bool call = d.route == Route::Retry || d.route == Route::Repair;
+  auto spend = [](std::int64_t before, std::int64_t amount) {
+    return before == kNoLimit ? kNoLimit
+                              : std::max<std::int64_t>(0, saturating_sub(before, amount));
+  };
+  d.attempts_left = std::max<std::int64_t>(0, point.number(Attr::AttemptsLeft));
+  d.repairs_left = std::max<std::int64_t>(0, saturating_sub(p.spec.repairs, c.repairs));
+  d.attempts = {d.attempts_left, spend(d.attempts_left, call ? 1 : 0)};
+  d.repairs = {d.repairs_left, spend(d.repairs_left, d.route == Route::Repair ? 1 : 0)};
+  const std::int64_t cost_left = std::max<std::int64_t>(0, point.number(Attr::CostLeft));
+  d.cost = {cost_left, spend(cost_left, call ? p.spec.cost : 0)};
+  const std::int64_t time_before = std::max<std::int64_t>(0, time_left);
+  d.time_ms = {time_before, spend(time_before, d.delay_ms)};
+  if (call) {
+    if (p.spec.try_timeout_ms != kNoLimit || d.time_ms.after != kNoLimit)
+      d.timeout_ms = std::min(p.spec.try_timeout_ms, d.time_ms.after);
+    if (c.now_ms && d.route == Route::Retry) d.retry_at_ms = *c.now_ms + d.delay_ms;
+  }
+}
+
+}  // namespace detail
+
+Decision Policy::decide_unpinned(const Envelope& envelope, const Context& context) const noexcept {
+  Decision d;
+  const detail::Compiled& p = *impl_;
+  const detail::Point point =
+      detail::make_point(p, envelope, context, p.wanted, d.warnings, d.nearest_code);
+  const std::uint32_t row = p.table.match(point);
+  const detail::RowAction& a = p.table.actions[p.table.rows[row].action];
+  detail::finish(p, a.action, a.label, a.exhausted, row, point, envelope, context, d);
+  return d;
+}
+
+Decision Policy::decide(const Envelope& envelope, const Context& context) const noexcept {
+  Decision d = decide_unpinned(envelope, context);
+  d.keep_alive = impl_;
+  return d;
+}
+
+std::string_view Policy::name() const noexcept {
+  return impl_->spec.name;
+}
+std::string_view Policy::hash() const noexcept {
+  return impl_->hash;
+}
+std::int64_t Policy::call_cost() const noexcept {
+  return impl_->spec.cost;
+}
+const std::vector<CodeMapping>& Policy::mappings() const noexcept {
+  return impl_->spec.mappings;
+}
+std::string Policy::dump() const {
+  return detail::dump(impl_->table, impl_->spec, true);
+}
+
+const Policy* Bundle::find(std::string_view tool) const noexcept {
+  auto by_name = [](const Policy& p, std::string_view n) { return p.name() < n; };
+  for (std::string_view name : {tool, std::string_view("*")}) {
+    auto it = std::lower_bound(policies_.begin(), policies_.end(), name, by_name);
+    if (it != policies_.end() && it->name() == name) return &*it;
+  }
+  return nullptr;
+}
+
+Decision Bundle::unreadable(const Context& context) const noexcept {
+  Decision d;
+  if (const Policy* p = find(context.tool)) {
+    d.policy = p->name();
+    d.policy_hash = p->hash();
+    d.keep_alive = p->impl_;
+  }
+  d.route = Route::Stop;
+  d.rule = "unreadable_envelope";
+  d.reason = "the envelope could not be read";
+  d.attempt = context.attempt;
+  d.warnings = kUnreadableEnvelope | kTraceIdMinted;
+  d.minted_trace_id = detail::mint_trace_id(context, 0);
+  return d;
+}
+
+Decision Bundle::decide(const Envelope& envelope, const Context& context) const noexcept {
+  if (const Policy* p = find(context.tool)) return p->decide(envelope, context);
+  Decision d;
+  d.route = Route::Stop;
+  d.rule = "no_policy";
+  d.reason = "no policy for this tool and no \"*\" policy";
+  d.attempt = context.attempt;
+  d.retry_after_ms = envelope.retry_after_ms;
+  d.warnings = kNoPolicy;
+  if (!envelope.trace_id) {
+    d.warnings |= kTraceIdMinted;
+    d.minted_trace_id = detail::mint_trace_id(context, 0);
+  }
+  return d;
+}
+
+}  // namespace recourse

@@ -1,0 +1,338 @@
+// The checked policy model: what the checker produces and what the compiler, the reference
+// interpreter and decide() consume.
+//
+// Everything here is resolved: attributes are ids with types, codes are ids into the policy's
+// code table, durations are ms, routes are enums. The attribute catalogue (kAttributes) is the
+// one place that lists the language's attributes, their types, whether they come from the
+// untrusted envelope (and so have an `absent` value) and their JSON keys.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <limits>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ast.hpp"
+#include "model/names.hpp"
+#include "recourse/adapters.hpp"
+#include "recourse/policy.hpp"
+
+namespace recourse::detail {
+
+/// Value types of attributes. Enum attributes list their values in AttrInfo::values.
+enum class Type : std::uint8_t { Code, Bool, Enum, String, Duration, Count };
+
+/// Attribute ids; kAttributes is indexed by them.
+enum class Attr : std::uint8_t {
+  Code,
+  Retryable,
+  Field,
+  Suggestion,
+  RetryAfter,
+  TraceId,  // envelope (untrusted)
+  Idempotent,
+  SideEffect,
+  Attempt,
+  Repairs,
+  Elapsed,
+  Tool,
+  Repeats,  // context (trusted)
+  IdempotencyKey,
+  Circuit,
+  RetryThrottled,  // context or host state
+  AttemptsLeft,
+  TimeLeft,
+  CostLeft,          // derived before the lookup
+  FieldInArguments,  // derived: `field in arguments`
+  DeadlineSlack,     // derived, guards only
+  kCount
+};
+inline constexpr std::size_t kAttrCount = static_cast<std::size_t>(Attr::kCount);
+
+/// The values of the idempotency_key attribute: whether the host pinned the call's key.
+inline constexpr std::array<std::string_view, 2> kKeyStates = {"none", "pinned"};
+
+struct AttrInfo {
+  std::string_view name;      ///< in the language
+  std::string_view json_key;  ///< in the envelope or context JSON ("" for derived)
+  Type type;
+  bool untrusted;                            ///< from the envelope: has an `absent` value
+  bool internal = false;                     ///< derived for the guards; not usable in rules
+  const std::string_view* values = nullptr;  ///< Enum: the values, in id order
+  std::size_t value_count = 0;
+};
+
+inline constexpr std::array<AttrInfo, kAttrCount> kAttributes = {{
+    {"code", "code", Type::Code, true},
+    {"retryable", "retryable", Type::Bool, true},
+    {"field", "field", Type::String, true},
+    {"suggestion", "suggestion", Type::String, true},
+    {"retry_after", "retryAfterMs", Type::Duration, true},
+    {"trace_id", "traceId", Type::String, true},
+    {"idempotent", "idempotent", Type::Bool, false},
+    {"side_effect", "sideEffect", Type::Enum, false, false, Names<SideEffect>::kValues.data(),
+     Names<SideEffect>::kValues.size()},
+    {"attempt", "attempt", Type::Count, false},
+    {"repairs", "repairs", Type::Count, false},
+    {"elapsed", "elapsedMs", Type::Duration, false},
+    {"tool", "tool", Type::String, false},
+    {"repeats", "repeats", Type::Count, false},
+    {"idempotency_key", "idempotencyKey", Type::Enum, false, false, kKeyStates.data(),
+     kKeyStates.size()},
+    {"circuit", "circuit", Type::Enum, false, false, Names<CircuitState>::kValues.data(),
+     Names<CircuitState>::kValues.size()},
+    {"retry_throttled", "retryThrottled", Type::Bool, false},
+    {"attempts_left", "", Type::Count, false},
+    {"time_left", "", Type::Duration, false},
+    {"cost_left", "", Type::Count, false},
+    {"field in arguments", "", Type::Bool, true},
+    {"deadline_slack", "", Type::Duration, true, true},
+}};
+
+inline const AttrInfo& info(Attr a) {
+  return kAttributes[static_cast<std::size_t>(a)];
+}
+
+/// The built-in codes, ids 0..9 in every policy; declared codes follow.
+inline constexpr std::array<std::string_view, 10> kBuiltinCodes = {
+    "TRANSIENT", "RATE_LIMITED", "TIMEOUT",        "VALIDATION",       "PERMISSION",
+    "NOT_FOUND", "CONFLICT",     "QUOTA_EXCEEDED", "CONTEXT_OVERFLOW", "UNKNOWN"};
+inline constexpr std::int64_t kUnknownCodeId = 9;  ///< UNKNOWN's id
+inline constexpr std::int64_t kNoLimit = std::numeric_limits<std::int64_t>::max();
+
+/// One attribute's value for one input. Enums and booleans are small integers in `num`.
+struct Slot {
+  bool present = false;
+  std::int64_t num = 0;
+  std::string_view str;
+};
+
+/// Bit `a` for attribute a, in masks of attributes.
+inline constexpr std::uint32_t bit(Attr a) {
+  return std::uint32_t{1} << static_cast<unsigned>(a);
+}
+inline constexpr std::uint32_t kAllAttrs = (std::uint32_t{1} << kAttrCount) - 1;
+
+/// The attributes of one input, computed before the lookup (see decide.cpp). Numbers (code and
+/// enum ids, 0/1, counts, ms) are in `num`, text in `text`, and bit a of `present` is set when
+/// attribute a has a value. Only the attributes make_point() was asked for are written: the
+/// arrays are left uninitialised, so a decision pays for the columns its table has, not for all.
+struct Point {
+  struct Text {  // a trivial string_view, so the array needs no initialisation
+    const char* data;
+    std::size_t size;
+  };
+  std::int64_t num[kAttrCount];
+  Text text[kAttrCount];
+  std::uint32_t present = 0;
+
+  bool has(Attr a) const noexcept { return present & bit(a); }
+  std::int64_t number(Attr a) const noexcept { return num[static_cast<std::size_t>(a)]; }
+  void set(Attr a, std::int64_t v) noexcept {
+    num[static_cast<std::size_t>(a)] = v;
+    present |= bit(a);
+  }
+  void set(Attr a, std::string_view s) noexcept {
+    text[static_cast<std::size_t>(a)] = {s.data(), s.size()};
+    num[static_cast<std::size_t>(a)] = 0;
+    present |= bit(a);
+  }
+  /// The attribute as a Slot (absent when not present), for eval_test().
+  Slot slot(Attr a) const noexcept {
+    if (!has(a)) return {};
+    const Text& t = text[static_cast<std::size_t>(a)];
+    return info(a).type == Type::String ? Slot{true, 0, std::string_view(t.data, t.size)}
+                                        : Slot{true, number(a), {}};
+  }
+};
+
+/// A resolved constant of a test: a number (count, ms, enum id, 0/1) or a string.
+struct Constant {
+  std::int64_t num = 0;
+  std::string str;
+};
+
+/// A resolved condition: the AST's shape with attributes and constants resolved.
+struct Cond {
+  ast::Expr::Kind kind = ast::Expr::Kind::Test;
+  ast::Pos pos;
+  std::vector<Cond> children;
+  Attr attr = Attr::Code;
+  ast::Op op = ast::Op::Truthy;
+  std::vector<Constant> values;
+  std::string text;  ///< the test as written, for explanations
+};
+
+/// A route with its target and reason.
+struct Action {
+  Route route = Route::Stop;
+  std::string target;
+  std::string reason;
+};
+
+/// A rule after checking. `when` empty matches every input.
+struct RuleSpec {
+  std::string name;
+  ast::Pos pos;
+  std::optional<Cond> when;
+  Action action;
+};
+
+/// A guard: overrides a retry or repair chosen by a rule when `when` holds. Guards are
+/// synthesized by the checker from the tool facts and limits, in the documented precedence
+/// order: side-effect gates, the Retry-After cap, spent budgets, the open circuit.
+struct Guard {
+  std::string name;       ///< e.g. "budget:attempts"; shown as the decision's rule
+  std::string exhausted;  ///< the budget's name in the decision ("" for gates and the circuit)
+  bool applies_to_retry = true;
+  bool applies_to_repair = true;
+  Cond when;
+  Action action;
+};
+
+enum class BackoffKind : std::uint8_t { Constant, Linear, Exponential };
+template <>
+struct Names<BackoffKind> {
+  static constexpr std::array<std::string_view, 3> kValues = {"constant", "linear", "exponential"};
+};
+enum class Jitter : std::uint8_t { None, Full, Equal, Decorrelated };
+template <>
+struct Names<Jitter> {
+  static constexpr std::array<std::string_view, 4> kValues = {"none", "full", "equal",
+                                                              "decorrelated"};
+};
+
+/// Backoff parameters; the defaults are those of a policy without a backoff line.
+struct Backoff {
+  BackoffKind kind = BackoffKind::Exponential;
+  std::int64_t base_ms = 250;
+  double factor = 2.0;
+  std::int64_t max_ms = 20000;
+  Jitter jitter = Jitter::Full;
+};
+
+/// Circuit breaker settings (`breaker { }`): open after `failures` consecutive failures, or when
+/// at least `min_calls` of the last `window` calls ended and `ratio` of them failed; stay open for
+/// `cooldown_ms`, then let one probe through (half-open).
+struct Breaker {
+  bool enabled = false;
+  std::int64_t failures = 5;
+  double ratio = 0;  ///< 0: ratio rule off
+  std::int64_t window = 20;
+  std::int64_t min_calls = 10;
+  std::int64_t cooldown_ms = 30000;
+  bool shared = false;      ///< scope = shared: kept in the shared store (default: per process)
+  bool by_quorum = false;   ///< scope = quorum: per process, open when `quorum` processes see it
+  std::int64_t quorum = 2;  ///< quorum = N
+};
+
+/// Retry throttling (`throttle { }`), gRFC A6: tokens start at max_tokens; each failure the
+/// engine decides to retry costs 1, each success gives token_ratio back; retries are allowed
+/// only while tokens > max_tokens / 2.
+struct Throttle {
+  bool enabled = false;
+  double max_tokens = 10;
+  double token_ratio = 0.1;
+};
+
+/// `assert never|always ROUTES when COND`: proven over the compiled table (analyze.cpp).
+struct AssertSpec {
+  ast::Pos pos;
+  bool never = true;         ///< never: no input in `when` decides one of `routes`; always: all do
+  std::uint32_t routes = 0;  ///< bit (1 << Route) per route
+  Cond when;
+  std::string text;       ///< as written, for reports
+  std::string invariant;  ///< for a built-in invariant: its name (kInvariants or "bounded_retries")
+};
+
+/// Built-in invariants (docs/language.md, "Verification"). The first two hold by the side-effect
+/// gates; waiving one removes its gate.
+inline constexpr std::array<std::string_view, 3> kInvariants = {
+    "retry_after_commit",      ///< no retry or repair after a committed side effect
+    "unsafe_resend",           ///< no resend of a non-idempotent call with an unknown outcome
+    "context_overflow_retry",  ///< CONTEXT_OVERFLOW is never retried unchanged
+};
+
+/// How rules combine (`hit`). First: the first matching rule in file order. Safest: among the
+/// matching rules the most conservative route wins (stop > escalate > authorize > replace,
+/// degrade > repair > retry; ties by file order), like Cedar's forbid-overrides. Unique: no input
+/// may match two rules with different routes (the checker proves it), so order does not matter.
+enum class HitPolicy : std::uint8_t { First, Safest, Unique };
+template <>
+struct Names<HitPolicy> {
+  static constexpr std::array<std::string_view, 3> kValues = {"first", "safest", "unique"};
+};
+
+/// Conservativeness of a route under `hit safest`: lower wins.
+inline int safety_rank(Route r) {
+  switch (r) {
+    case Route::Stop:
+      return 0;
+    case Route::Escalate:
+      return 1;
+    case Route::Authorize:
+      return 2;
+    case Route::Replace:
+    case Route::Degrade:
+      return 3;
+    case Route::Repair:
+      return 4;
+    default:
+      return 5;  // retry
+  }
+}
+
+/// A checked policy: the input of compile() and of the reference interpreter.
+/// A `test` block, checked: the decision the policy must make for one input. Unset
+/// expectations are not checked.
+struct TestSpec {
+  std::string name;
+  std::string file;
+  ast::Pos pos;
+  std::string envelope;  ///< JSON as written; read by read_envelope when the test runs
+  Context context;       ///< read by read_context; tool defaults to the policy's name
+  Route route = Route::Stop;
+  std::optional<std::string> target, rule, exhausted;
+  std::optional<std::int64_t> delay_min_ms, delay_max_ms;
+  std::string expected;  ///< the expectation as written (canonical spelling), for reports
+};
+
+struct PolicySpec {
+  std::string name;
+  std::string file;
+  ast::Pos pos;
+  bool idempotent = false;             ///< tool default
+  bool honours_keys = false;           ///< tool honours idempotency keys
+  std::vector<std::string> arguments;  ///< tool's argument names
+  std::int64_t cost = 1;               ///< tool.cost: units each call charges
+  std::string verify;                  ///< tool.verify: the tool that checks an unknown outcome
+  std::string fallback;                ///< tool.fallback: replace target when budgets run out
+  std::int64_t attempts = 3;           ///< limits.attempts, calls including the first
+  std::int64_t repairs = 1;            ///< limits.repairs
+  std::int64_t retry_after_max_ms = 60000;
+  std::int64_t deadline_ms = kNoLimit;  ///< limits.deadline (kNoLimit: none)
+  std::int64_t min_delay_ms = 50;
+  std::int64_t cost_max = kNoLimit;  ///< limits.cost (kNoLimit: none)
+  std::int64_t repeats = kNoLimit;  ///< limits.repeats: identical failures allowed (kNoLimit: none)
+  std::int64_t try_timeout_ms = kNoLimit;  ///< limits.try_timeout (kNoLimit: none)
+  Action on_exhausted;                     ///< route when a budget guard fires
+  Action on_open;                          ///< route while the circuit is open
+  Breaker breaker;
+  Throttle throttle;
+  Backoff backoff;
+  std::vector<std::string> codes;  ///< built-ins then declared
+  std::vector<RuleSpec> rules;     ///< author rules, then the default as a rule without `when`
+  std::vector<Guard> guards;       ///< in precedence order
+  std::vector<AssertSpec> assertions;
+  HitPolicy hit = HitPolicy::First;
+  bool implicit_default = false;      ///< no `default` line: proven unreachable, else E016
+  std::vector<std::string> waived;    ///< invariants waived (names from kInvariants)
+  std::vector<CodeMapping> mappings;  ///< `map` lines: adapter overrides for this tool
+  std::vector<TestSpec> tests;        ///< `test` blocks of this policy (not of its bases)
+  std::vector<SequenceBound> bounds;  ///< `assert sequence` lines (checked by recourse fuzz)
+};
+
+}  // namespace recourse::detail

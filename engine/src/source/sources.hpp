@@ -1,0 +1,34 @@
+// Policy files on disk: bounded reads and the loader that finds a base policy's file
+// (`extends "NAME"` -> NAME.recourse beside the extending file). Used by compile_paths() and
+// diff(), so both resolve bases the same way.
+#pragma once
+
+#include <deque>
+#include <filesystem>
+#include <optional>
+#include <string>
+
+#include "check/inherit.hpp"
+#include "recourse/policy.hpp"
+
+namespace recourse::detail {
+
+/// Reads a file, at most one byte past options.max_source_bytes (enough to report E090; a
+/// device such as /dev/zero cannot exhaust memory). nullopt when it cannot be read.
+std::optional<std::string> read_bounded(const std::filesystem::path& path,
+                                        const CompileOptions& options);
+
+/// A loader for inherit(): reads NAME.recourse beside the extending file, keeps its text in
+/// `loaded` (a deque: the texts keep their addresses), adds it to `refs` and parses it with that
+/// source index. Names that could leave the directory (`/`, a leading `.`), the `given` paths
+/// (compiled already: they do not define the name) and paths tried before are never read.
+/// Diagnostics of the base file go to `diagnostics`.
+BaseLoader file_loader(grammar::Sources& refs, std::deque<Source>& loaded,
+                       const CompileOptions& options, std::vector<Diagnostic>& diagnostics,
+                       const std::vector<std::string>& given);
+
+/// E090 when `src` is larger than options.max_source_bytes; false otherwise.
+bool over_limit(const Source& src, const CompileOptions& options,
+                std::vector<Diagnostic>& diagnostics);
+
+}  // namespace recourse::detail

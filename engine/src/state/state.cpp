@@ -1,0 +1,217 @@
+// Budget state: Workflow (per-operation counters) and Health (per-tool breaker, retry tokens and
+// the ledger's side effect) over a Store. See recourse/state.hpp for the contracts and
+// store_logic.cpp for the arithmetic (gRFC A6 tokens, breaker transitions).
+#include "recourse/state.hpp"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include "eval/backoff.hpp"
+#include "table/compiled.hpp"
+
+namespace recourse {
+namespace {
+
+std::uint64_t failure_key(const Context& c, const Envelope& e, std::string_view args_hash) {
+  std::uint64_t h = detail::fnv1a(c.tool);
+  h = detail::fnv1a(e.code.value_or("\x01"
+                                    "absent"),
+                    h ^ 0x1f);
+  h = detail::fnv1a(e.field.value_or("\x01"
+                                     "absent"),
+                    h ^ 0x2f);
+  return detail::splitmix64(detail::fnv1a(args_hash, h ^ 0x3f));
+}
+
+std::int64_t milli(double tokens) {
+  return static_cast<std::int64_t>(tokens * 1000.0 + 0.5);
+}
+
+BucketSpec bucket_spec(const detail::Throttle& t) {
+  return {milli(t.max_tokens), milli(t.token_ratio)};
+}
+
+BreakerSpec breaker_spec(const detail::Breaker& b) {
+  return {b.failures, milli(b.ratio), b.window, b.min_calls, b.cooldown_ms};
+}
+
+// Restores `store` from JSON, prefixing errors with `what`.
+bool restore(MemoryStore& store, std::string_view json, std::string& error, const char* what) {
+  if (store.from_json(json, error)) return true;
+  error = std::string(what) + ": " + error;
+  return false;
+}
+
+}  // namespace
+
+// ---- Workflow -------------------------------------------------------------------------------
+
+Workflow::Workflow(std::shared_ptr<Store> store, std::string scope)
+    : local_(std::make_shared<MemoryStore>()),
+      store_(store ? std::move(store) : local_),
+      scope_(std::move(scope)) {}
+
+std::optional<OperationState> Workflow::count(const Context& c, const CountEvent& event,
+                                              std::int64_t now_ms) const {
+  const std::string key = scope_.empty() ? c.operation_id : scope_ + "/" + c.operation_id;
+  now_ms_ = std::max(now_ms_, now_ms);
+  if (store_ == local_) return local_->count(key, event, now_ms);
+  local_->count(key, event, now_ms);  // the mirror this process falls back to
+  return store_->count(key, event, now_ms);
+}
+
+void Workflow::record_attempt(const Context& c, std::int64_t cost, std::int64_t now_ms) {
+  count(c, {CountEvent::Attempt, cost}, now_ms);
+}
+
+void Workflow::record_failure(const Context& c, const Envelope& e) {
+  count(c, {CountEvent::Failure, 0, failure_key(c, e, c.args_hash)}, now_ms_);
+}
+
+void Workflow::record_decision(const Context& c, const Decision& d) {
+  count(c, {CountEvent::Decision, 0, 0, d.route == Route::Repair}, now_ms_);
+}
+
+void Workflow::record_success(const Context& c) {
+  count(c, {CountEvent::Success}, now_ms_);
+}
+
+void Workflow::apply(Context& c, std::int64_t now_ms) const {
+  auto op = count(c, {CountEvent::Read}, now_ms);
+  if (!op) {
+    c.store_unavailable = true;
+    const std::string key = scope_.empty() ? c.operation_id : scope_ + "/" + c.operation_id;
+    op = local_->count(key, {CountEvent::Read}, now_ms);
+  }
+  if (!op || !op->recorded()) return;
+  // The larger count wins: the host may have counted calls this workflow never saw.
+  c.attempt = std::max(c.attempt, op->attempts);
+  c.repairs = std::max(c.repairs, op->repairs);
+  c.repeats = std::max(c.repeats, op->repeats);
+  c.cost_spent = std::max(c.cost_spent, op->cost);
+  c.elapsed_ms = std::max(c.elapsed_ms, now_ms - op->started_ms);
+}
+
+std::optional<OperationState> Workflow::find(std::string_view operation_id) const {
+  Context c;
+  c.operation_id = std::string(operation_id);
+  auto op = count(c, {CountEvent::Read}, now_ms_);
+  return op && op->recorded() ? op : std::nullopt;
+}
+
+std::string Workflow::to_json() const {
+  return local_->to_json();
+}
+
+bool Workflow::from_json(std::string_view json, std::string& error) {
+  return restore(*local_, json, error, "workflow state");
+}
+
+// ---- Health ---------------------------------------------------------------------------------
+
+Health::Health(std::shared_ptr<Store> store, HealthOptions options)
+    : local_(std::make_shared<MemoryStore>()),
+      store_(store ? std::move(store) : local_),
+      options_(options),
+      fallback_milli_(options.fallback_tokens * 1000) {
+  if (options_.worker.empty()) {
+    char host[256] = {};
+    gethostname(host, sizeof host - 1);
+    options_.worker = fmt::format("{}:{}:{}", host, getpid(), static_cast<const void*>(this));
+  }
+}
+
+Store& Health::breakers(const Policy& policy) const {
+  return policy.impl_->spec.breaker.shared ? *store_ : *local_;
+}
+
+void Health::record_failure(const Policy& policy, const Context& c, std::int64_t now_ms) {
+  const detail::Breaker& b = policy.impl_->spec.breaker;
+  if (!b.enabled) return;
+  now_ms_ = std::max(now_ms_.load(), now_ms);
+  Store& store = breakers(policy);
+  if (&store != local_.get()) store.outcome(c.tool, c.operation_id, true, breaker_spec(b), now_ms);
+  local_->outcome(c.tool, c.operation_id, true, breaker_spec(b), now_ms);
+}
+
+void Health::prepare(const Policy& policy, Context& c, std::int64_t now_ms) {
+  const detail::PolicySpec& spec = policy.impl_->spec;
+  now_ms_ = std::max(now_ms_.load(), now_ms);
+  c.circuit = CircuitState::Closed;
+  c.retry_throttled = false;
+  bool down = false;
+  if (spec.breaker.enabled) {
+    const BreakerSpec b = breaker_spec(spec.breaker);
+    auto circuit = breakers(policy).probe(c.tool, c.operation_id, b, now_ms);
+    if (!circuit) {
+      down = true;
+      circuit = local_->probe(c.tool, c.operation_id, b, now_ms);
+    }
+    c.circuit = circuit.value_or(CircuitState::Closed);
+    if (spec.breaker.by_quorum) {  // this process's breaker votes; the votes decide
+      const bool open = c.circuit != CircuitState::Closed;
+      if (auto live = store_->vote(c.tool, options_.worker, open, b.cooldown_ms, now_ms))
+        c.circuit = *live < spec.breaker.quorum ? CircuitState::Closed
+                    : open                      ? c.circuit
+                                                : CircuitState::Open;
+      else
+        down = true;  // the process's own breaker decides
+    }
+  }
+  if (spec.throttle.enabled) {
+    const BucketSpec t = bucket_spec(spec.throttle);
+    if (auto tokens = store_->bucket(c.tool, BucketEvent::Read, t, now_ms)) {
+      c.retry_throttled = *tokens * 2 <= t.max_milli;
+      fallback_milli_ = options_.fallback_tokens * 1000;  // the store answers: refill
+    } else {
+      down = true;
+      c.retry_throttled = !options_.fail_open && fallback_milli_.load() < 1000;
+    }
+  }
+  if (!c.side_effect && !c.operation_id.empty()) {
+    if (auto entry = store_->read(c.operation_id, now_ms)) {
+      c.side_effect = side_effect_of(entry->state);
+    } else {
+      down = true;
+      c.side_effect = SideEffect::Unknown;  // an unreadable ledger entry reads as unknown
+    }
+  }
+  if (down) c.store_unavailable = true;
+  if (c.store_unavailable) ++unavailable_;
+}
+
+void Health::record_decision(const Policy& policy, const Context& c, const Decision& d) {
+  const detail::Throttle& t = policy.impl_->spec.throttle;
+  if (!t.enabled || d.route != Route::Retry) return;
+  if (!store_->bucket(c.tool, BucketEvent::Retry, bucket_spec(t), now_ms_))
+    fallback_milli_ = std::max<std::int64_t>(0, fallback_milli_.load() - 1000);
+}
+
+void Health::record_success(const Policy& policy, const Context& c, std::int64_t now_ms) {
+  const detail::PolicySpec& spec = policy.impl_->spec;
+  now_ms_ = std::max(now_ms_.load(), now_ms);
+  if (spec.throttle.enabled)
+    store_->bucket(c.tool, BucketEvent::Success, bucket_spec(spec.throttle), now_ms);
+  if (!spec.breaker.enabled) return;
+  const BreakerSpec b = breaker_spec(spec.breaker);
+  Store& store = breakers(policy);
+  if (&store != local_.get()) store.outcome(c.tool, c.operation_id, false, b, now_ms);
+  local_->outcome(c.tool, c.operation_id, false, b, now_ms);
+}
+
+ToolHealth Health::get(std::string_view tool) const {
+  ToolHealth h = local_->tool(tool, now_ms_).value_or(ToolHealth{});
+  if (store_ != local_)
+    if (auto shared = store_->tool(tool, now_ms_)) h.milli_tokens = shared->milli_tokens;
+  return h;
+}
+
+std::string Health::to_json() const {
+  return local_->to_json();
+}
+
+bool Health::from_json(std::string_view json, std::string& error) {
+  return restore(*local_, json, error, "health state");
+}
+
+}  // namespace recourse

@@ -1,0 +1,521 @@
+// The Redis store: a fleet of processes on many hosts sharing one Redis (https://redis.io/docs/
+// interact/programmability/eval-intro/). hiredis 0.14 (Debian 12), using only the API it shares
+// with hiredis 1.x: redisConnect*WithTimeout, redisSetTimeout, redisCommandArgv, freeReplyObject.
+//
+// Each operation is one Lua script over one key, so it is atomic; the scripts are loaded once
+// (SCRIPT LOAD), called by EVALSHA and loaded again when the server answers NOSCRIPT (a restart
+// or a failover empties its script cache). Time comes from the server's TIME inside the script,
+// so the fleet shares one clock; the caller's now_ms is ignored. Tokens are integer
+// milli-tokens (Redis truncates Lua numbers to integers in replies), the 64-call breaker window
+// is a string of '0'/'1' (a Lua number holds 53 bits), the failure hash a decimal string. Every
+// key gets a TTL (PEXPIRE) and a hash tag, recourse:{<tool or operation>}:<kind>, so a cluster
+// keeps each script's key in one slot. The rules are those of store_logic.cpp.
+//
+// Every command has a short timeout (StoreOptions::timeout_ms); after a failure the store's own
+// breaker fails calls fast for down_ms, then reconnects. The ledger is enabled only when the
+// server runs with appendonly yes and appendfsync always (checked at connect).
+#include <hiredis/hiredis.h>
+#include <pthread.h>
+#include <signal.h>
+
+#include <algorithm>
+#include <chrono>
+#include <stdexcept>
+
+#include "store/backends.hpp"
+#include "store/logic.hpp"
+
+namespace recourse::detail {
+namespace {
+
+constexpr const char* kPrelude = R"lua(
+if redis.replicate_commands then pcall(redis.replicate_commands) end
+local function now_ms()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+local function load(key)
+  local h, raw = {}, redis.call('HGETALL', key)
+  for i = 1, #raw, 2 do h[raw[i]] = raw[i + 1] end
+  return h
+end
+local function num(h, f, d) return tonumber(h[f] or d) end
+local function save(key, h, ttl)
+  local args = {}
+  for k, v in pairs(h) do args[#args + 1] = k; args[#args + 1] = tostring(v) end
+  if #args > 0 then redis.call('HSET', key, unpack(args)) end
+  redis.call('PEXPIRE', key, ttl)
+end
+local function view(h, now, claimed)
+  local state = h.state or 'absent'
+  if state == 'pending' and now >= num(h, 'lease', 0) then state = 'unknown' end
+  return {state, h.key or '', num(h, 'updated', 0), num(h, 'lease', 0), claimed}
+end
+)lua";
+
+enum Script {
+  kBucket,
+  kOutcome,
+  kProbe,
+  kVote,
+  kTool,
+  kCount,
+  kClaim,
+  kTransition,
+  kRead,
+  kScripts
+};
+
+// ARGV per script: bucket (event 0 read|1 retry|2 success, max, ratio, ttl); outcome (operation,
+// failed 0|1, failures, ratio, window, min_calls, ttl); probe (operation, cooldown, ttl); vote
+// (worker, open 0|1, vote_ms, ttl); count
+// (kind 0 read|1 attempt|2 failure|3 decision|4 success, cost, failure hash, repair 0|1, ttl);
+// claim (key, lease, ttl); transition (to, ttl).
+constexpr const char* kBodies[kScripts] = {
+    R"lua(
+local m, max = num(load(KEYS[1]), 'milli', -1), tonumber(ARGV[2])
+local tokens = m < 0 and max or m
+if ARGV[1] == '1' then m = math.max(0, tokens - 1000)
+elseif ARGV[1] == '2' and m >= 0 then m = math.min(max, tokens + tonumber(ARGV[3])) end
+if ARGV[1] ~= '0' then save(KEYS[1], {milli = m}, ARGV[4]) end
+if m < 0 then return max end
+return m
+)lua",
+    R"lua(
+local now, h = now_ms(), load(KEYS[1])
+local width = math.min(tonumber(ARGV[5]), 64)
+local function push(bit)
+  h.window = string.sub(bit .. (h.window or ''), 1, width)
+  h.calls = math.min(width, num(h, 'calls', 0) + 1)
+end
+if ARGV[2] == '0' then
+  h.consecutive = 0; push('0'); h.circuit = 0; h.probe_op = ''; h.probe_until = 0
+elseif num(h, 'circuit', 0) ~= 0 then
+  if num(h, 'probe_until', 0) > 0 and (h.probe_op or '') == ARGV[1] then
+    h.opened = now; h.probe_op = ''; h.probe_until = 0
+  end
+else
+  h.consecutive = num(h, 'consecutive', 0) + 1; push('1')
+  local _, failed = string.gsub(h.window, '1', '')
+  local ratio = tonumber(ARGV[4])
+  local by_ratio = ratio > 0 and h.calls >= tonumber(ARGV[6]) and failed * 1000 >= ratio * h.calls
+  if h.consecutive >= tonumber(ARGV[3]) or by_ratio then h.circuit = 1; h.opened = now end
+end
+save(KEYS[1], h, ARGV[7])
+return num(h, 'circuit', 0)
+)lua",
+    R"lua(
+local now, h = now_ms(), load(KEYS[1])
+if num(h, 'circuit', 0) == 0 then return 0 end
+local lease = num(h, 'probe_until', 0)
+local live = lease > 0 and now < lease
+if live and h.probe_op == ARGV[1] then return 2 end
+if not live and now - num(h, 'opened', 0) >= tonumber(ARGV[2]) then
+  save(KEYS[1], {probe_op = ARGV[1], probe_until = now + tonumber(ARGV[2])}, ARGV[3])
+  return 2
+end
+return 1
+)lua",
+    R"lua(
+local now = now_ms()
+if ARGV[2] == '1' then redis.call('HSET', KEYS[1], ARGV[1], now + tonumber(ARGV[3]))
+else redis.call('HDEL', KEYS[1], ARGV[1]) end
+local raw, live = redis.call('HGETALL', KEYS[1]), 0
+for i = 1, #raw, 2 do
+  if tonumber(raw[i + 1]) > now then live = live + 1 else redis.call('HDEL', KEYS[1], raw[i]) end
+end
+redis.call('PEXPIRE', KEYS[1], ARGV[4])
+return live
+)lua",
+    R"lua(
+local h = load(KEYS[1])
+return {num(h, 'circuit', 0), num(h, 'consecutive', 0), h.window or '', num(h, 'calls', 0),
+        num(h, 'opened', 0), h.probe_op or '', num(h, 'probe_until', 0), num(h, 'milli', -1)}
+)lua",
+    R"lua(
+local now, h, k = now_ms(), load(KEYS[1]), ARGV[1]
+local attempts, repeats = num(h, 'attempts', 0), num(h, 'repeats', 0)
+local recorded = attempts > 0 or repeats > 0
+if k == '1' then
+  if not recorded then h.started = now end
+  h.attempts = attempts + 1
+  if h.pending == '1' then h.repairs = num(h, 'repairs', 0) + 1 end
+  h.pending = '0'; h.cost = num(h, 'cost', 0) + tonumber(ARGV[2])
+elseif k == '2' then
+  if repeats > 0 and h.last == ARGV[3] then h.repeats = repeats + 1 else h.repeats = 1 end
+  h.last = ARGV[3]
+elseif k == '3' then
+  if recorded then h.pending = ARGV[4] end
+elseif k == '4' then
+  redis.call('DEL', KEYS[1])
+  return {0, 0, 0, 0, 0, '0', 0}
+end
+if k ~= '0' then save(KEYS[1], h, ARGV[5]) end
+return {num(h, 'attempts', 0), num(h, 'repairs', 0), num(h, 'repeats', 0), num(h, 'cost', 0),
+        num(h, 'started', 0), h.last or '0', h.pending == '1' and 1 or 0}
+)lua",
+    R"lua(
+local now, h, claimed = now_ms(), load(KEYS[1]), 0
+local state = h.state or 'absent'
+if state == 'absent' or state == 'released' then
+  if (h.key or '') == '' then h.key = ARGV[1] end
+  h.state = 'pending'; h.updated = now; h.lease = now + tonumber(ARGV[2]); claimed = 1
+  save(KEYS[1], h, ARGV[3])
+end
+return view(h, now, claimed)
+)lua",
+    R"lua(
+local now, h = now_ms(), load(KEYS[1])
+if h.state == 'pending' and (ARGV[1] == 'committed' or ARGV[1] == 'released') then
+  h.state = ARGV[1]; h.updated = now; h.lease = 0
+  save(KEYS[1], h, ARGV[2])
+end
+return view(h, now, 0)
+)lua",
+    R"lua(
+return view(load(KEYS[1]), now_ms(), 0)
+)lua"};
+
+using Reply = std::unique_ptr<redisReply, void (*)(void*)>;
+
+std::int64_t integer(const redisReply* r) {
+  if (r->type == REDIS_REPLY_INTEGER) return r->integer;
+  if (r->type == REDIS_REPLY_STRING) return std::stoll(std::string(r->str, r->len));
+  throw std::runtime_error("unexpected reply");
+}
+
+std::string text(const redisReply* r) {
+  if (r->type != REDIS_REPLY_STRING && r->type != REDIS_REPLY_STATUS)
+    throw std::runtime_error("unexpected reply");
+  return std::string(r->str, r->len);
+}
+
+const redisReply* element(const redisReply* r, std::size_t i) {
+  if (r->type != REDIS_REPLY_ARRAY || i >= r->elements) throw std::runtime_error("short reply");
+  return r->element[i];
+}
+
+// Blocks SIGPIPE in this thread while it talks to the server, so writing to a dead server fails
+// with an error instead of killing the host; a SIGPIPE raised meanwhile is consumed.
+class NoSigpipe {
+ public:
+  NoSigpipe() {
+    sigemptyset(&pipe_);
+    sigaddset(&pipe_, SIGPIPE);
+    sigset_t pending;
+    sigpending(&pending);
+    was_pending_ = sigismember(&pending, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &pipe_, &old_);
+  }
+  ~NoSigpipe() {
+    sigset_t pending;
+    sigpending(&pending);
+    if (!was_pending_ && sigismember(&pending, SIGPIPE)) {
+      const timespec zero{0, 0};
+      sigtimedwait(&pipe_, nullptr, &zero);
+    }
+    pthread_sigmask(SIG_SETMASK, &old_, nullptr);
+  }
+
+ private:
+  sigset_t pipe_, old_;
+  bool was_pending_ = false;
+};
+
+std::int64_t wall_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+class RedisStore final : public Store {
+ private:
+  static CircuitState circuit(const redisReply* r) {
+    const std::int64_t c = integer(r);
+    if (c < 0 || c > 2) throw std::runtime_error("bad circuit");
+    return static_cast<CircuitState>(c);
+  }
+  static std::string key(const char* kind, std::string_view name) {
+    return "recourse:{" + std::string(name) + "}:" + kind;
+  }
+  std::string ttl() const {
+    return std::to_string(std::max<std::int64_t>(1, options_.state_ttl_ms));
+  }
+  std::string ledger_ttl() const {
+    return std::to_string(std::max<std::int64_t>(1, options_.ledger_ttl_ms));
+  }
+
+  std::optional<LedgerEntry> ledger(Script script, std::string_view operation,
+                                    std::vector<std::string> args) noexcept {
+    if (!ledger_refusal.empty()) return std::nullopt;
+    return call(script, key("ledger", operation), std::move(args), [&](const redisReply* r) {
+      LedgerEntry e;
+      e.operation = std::string(operation);
+      const std::string state = text(element(r, 0));
+      e.state = state == "absent"    ? LedgerState::Absent
+                : state == "unknown" ? LedgerState::Unknown
+                                     : ledger_state(state);
+      e.idempotency_key = text(element(r, 1));
+      e.updated_ms = integer(element(r, 2));
+      e.lease_until_ms = integer(element(r, 3));
+      e.claimed = integer(element(r, 4)) != 0;
+      return e;
+    });
+  }
+
+  // Connects (within timeout_ms); the first time, checks the ledger's durability and loads the
+  // scripts.
+  // Throws on failure (the context is dropped).
+  void connect() {
+    const timeval tv{static_cast<time_t>(options_.timeout_ms / 1000),
+                     static_cast<suseconds_t>(options_.timeout_ms % 1000 * 1000)};
+    ctx_ = unix_path_.empty() ? redisConnectWithTimeout(host_.c_str(), port_, tv)
+                              : redisConnectUnixWithTimeout(unix_path_.c_str(), tv);
+    if (!ctx_ || ctx_->err) {
+      const std::string why = ctx_ ? ctx_->errstr : "out of memory";
+      drop();
+      throw std::runtime_error("cannot connect to " + url_ + ": " + why);
+    }
+    if (redisSetTimeout(ctx_, tv) != REDIS_OK) {
+      drop();
+      throw std::runtime_error("cannot set a timeout on " + url_);
+    }
+    if (!checked_) {
+      checked_ = true;
+      auto fsync = raw({"CONFIG", "GET", "appendfsync"});
+      auto aof = raw({"CONFIG", "GET", "appendonly"});
+      auto value = [](const Reply& r) {
+        return r && r->type == REDIS_REPLY_ARRAY && r->elements == 2 ? text(r->element[1])
+                                                                     : std::string("?");
+      };
+      if (!fsync || !aof) throw std::runtime_error("no answer from " + url_);
+      if (value(aof) != "yes" || value(fsync) != "always")
+        ledger_refusal = "ledger disabled: " + url_ + " runs with appendonly " + value(aof) +
+                         " and appendfsync " + value(fsync) +
+                         " (the ledger needs appendonly yes and appendfsync always)";
+    }
+    if (shas_[0].empty())  // once: after a restart, NOSCRIPT loads each script again
+      for (int i = 0; i < kScripts; ++i) load(i);
+  }
+
+  void load(int i) {
+    auto r = raw({"SCRIPT", "LOAD", sources_[i]});
+    if (!r || r->type != REDIS_REPLY_STRING) throw std::runtime_error("SCRIPT LOAD failed");
+    shas_[i] = text(r.get());
+    ++script_loads;
+  }
+
+  void drop() {
+    if (ctx_) redisFree(ctx_);
+    ctx_ = nullptr;
+  }
+
+  // One command on the live connection; nullptr (and the connection dropped) on an I/O error.
+  Reply raw(const std::vector<std::string>& args) {
+    std::vector<const char*> argv;
+    std::vector<std::size_t> lens;
+    for (const auto& a : args) {
+      argv.push_back(a.data());
+      lens.push_back(a.size());
+    }
+    auto* r = static_cast<redisReply*>(
+        redisCommandArgv(ctx_, static_cast<int>(argv.size()), argv.data(), lens.data()));
+    if (!r) drop();
+    return Reply(r, freeReplyObject);
+  }
+
+  // A command under the lock and the store's breaker: reconnects when the connection is gone
+  // and the breaker allows; nullopt-like empty Reply on failure (the breaker opens).
+  Reply command(const std::vector<std::string>& args) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return guarded([&] { return raw(args); });
+  }
+
+  template <typename Body>
+  Reply guarded(Body body) {
+    const std::int64_t now = wall_ms();
+    if (now < down_until_) return Reply(nullptr, freeReplyObject);
+    NoSigpipe no_sigpipe;
+    try {
+      if (!ctx_) connect();
+      Reply r = body();
+      if (!r || r->type == REDIS_REPLY_ERROR) throw std::runtime_error("command failed");
+      return r;
+    } catch (const std::exception&) {
+      drop();
+      down_until_ = now + options_.down_ms;
+      return Reply(nullptr, freeReplyObject);
+    }
+  }
+
+  // EVALSHA of one script on one key, loading it again on NOSCRIPT; `parse` reads the reply.
+  template <typename Parse>
+  auto call(Script script, const std::string& key, std::vector<std::string> args,
+            Parse parse) noexcept -> std::optional<decltype(parse(nullptr))> {
+    try {
+      std::lock_guard<std::mutex> lock(mutex_);
+      Reply r = guarded([&] {
+        std::vector<std::string> argv = {"EVALSHA", shas_[script], "1", key};
+        argv.insert(argv.end(), args.begin(), args.end());
+        Reply reply = raw(argv);
+        if (reply && reply->type == REDIS_REPLY_ERROR &&
+            std::string_view(reply->str, reply->len).substr(0, 8) == "NOSCRIPT") {
+          load(script);
+          argv[1] = shas_[script];
+          reply = raw(argv);
+        }
+        return reply;
+      });
+      if (!r) return std::nullopt;
+      return parse(r.get());
+    } catch (const std::exception&) {
+      return std::nullopt;
+    }
+  }
+
+ public:
+  RedisStore(std::string_view url, const StoreSpec& spec, const StoreOptions& o)
+      : url_(url), host_(spec.host), port_(spec.port), options_(o) {
+    if (spec.kind == StoreSpec::Kind::RedisUnix) unix_path_ = spec.path;
+    for (int i = 0; i < kScripts; ++i) sources_[i] = std::string(kPrelude) + kBodies[i];
+    std::lock_guard<std::mutex> lock(mutex_);
+    NoSigpipe no_sigpipe;
+    connect();
+  }
+  ~RedisStore() override {
+    if (ctx_) redisFree(ctx_);
+  }
+
+  /// Whether the ledger is enabled, and why not.
+  std::string ledger_refusal;
+
+  std::optional<std::int64_t> bucket(std::string_view tool, BucketEvent event,
+                                     const BucketSpec& spec, std::int64_t) noexcept override {
+    return call(kBucket, key("tool", tool),
+                {std::to_string(static_cast<int>(event)), std::to_string(spec.max_milli),
+                 std::to_string(spec.ratio_milli), ttl()},
+                integer);
+  }
+  std::optional<CircuitState> outcome(std::string_view tool, std::string_view operation,
+                                      bool failed, const BreakerSpec& b,
+                                      std::int64_t) noexcept override {
+    return call(kOutcome, key("tool", tool),
+                {std::string(operation), failed ? "1" : "0", std::to_string(b.failures),
+                 std::to_string(b.ratio_milli), std::to_string(b.window),
+                 std::to_string(b.min_calls), ttl()},
+                circuit);
+  }
+  std::optional<CircuitState> probe(std::string_view tool, std::string_view operation,
+                                    const BreakerSpec& b, std::int64_t) noexcept override {
+    return call(kProbe, key("tool", tool),
+                {std::string(operation), std::to_string(b.cooldown_ms), ttl()}, circuit);
+  }
+  std::optional<std::int64_t> vote(std::string_view tool, std::string_view worker, bool open,
+                                   std::int64_t vote_ms, std::int64_t) noexcept override {
+    return call(kVote, key("quorum", tool),
+                {std::string(worker), open ? "1" : "0", std::to_string(vote_ms), ttl()}, integer);
+  }
+  std::optional<ToolHealth> tool(std::string_view tool, std::int64_t) noexcept override {
+    return call(kTool, key("tool", tool), {}, [](const redisReply* r) {
+      ToolHealth h;
+      h.circuit = circuit(element(r, 0));
+      h.consecutive_failures = integer(element(r, 1));
+      const std::string window = text(element(r, 2));
+      for (std::size_t i = 0; i < window.size() && i < 64; ++i)
+        if (window[i] == '1') h.window |= std::uint64_t{1} << i;
+      h.window_calls = integer(element(r, 3));
+      h.opened_ms = integer(element(r, 4));
+      h.probe_operation = text(element(r, 5));
+      h.probe_until_ms = integer(element(r, 6));
+      h.probe_taken = h.probe_until_ms > 0;
+      h.milli_tokens = integer(element(r, 7));
+      return h;
+    });
+  }
+  std::optional<OperationState> count(std::string_view operation, const CountEvent& e,
+                                      std::int64_t) noexcept override {
+    return call(kCount, key("op", operation),
+                {std::to_string(static_cast<int>(e.kind)), std::to_string(e.cost),
+                 std::to_string(e.failure), e.repair ? "1" : "0", ttl()},
+                [](const redisReply* r) {
+                  OperationState op;
+                  op.attempts = integer(element(r, 0));
+                  op.repairs = integer(element(r, 1));
+                  op.repeats = integer(element(r, 2));
+                  op.cost = integer(element(r, 3));
+                  op.started_ms = integer(element(r, 4));
+                  op.last_failure = std::stoull(text(element(r, 5)));
+                  op.repair_pending = integer(element(r, 6)) != 0;
+                  return op;
+                });
+  }
+  std::optional<LedgerEntry> claim(std::string_view operation, std::string_view idempotency_key,
+                                   std::int64_t lease_ms, std::int64_t) noexcept override {
+    return ledger(kClaim, operation,
+                  {std::string(idempotency_key), std::to_string(lease_ms), ledger_ttl()});
+  }
+  std::optional<LedgerEntry> transition(std::string_view operation, LedgerState to,
+                                        std::int64_t) noexcept override {
+    return ledger(kTransition, operation, {to_string(to), ledger_ttl()});
+  }
+  std::optional<LedgerEntry> read(std::string_view operation, std::int64_t) noexcept override {
+    return ledger(kRead, operation, {});
+  }
+  std::optional<std::vector<LedgerEntry>> entries(std::size_t limit,
+                                                  std::int64_t now) noexcept override {
+    if (!ledger_refusal.empty()) return std::nullopt;
+    std::vector<std::string> keys;
+    std::string cursor = "0";
+    do {  // SCAN: keys of the ledger, a batch at a time
+      auto batch = command({"SCAN", cursor, "MATCH", "recourse:{*}:ledger", "COUNT", "1000"});
+      if (!batch) return std::nullopt;
+      cursor = text(element(batch.get(), 0));
+      const redisReply* found = element(batch.get(), 1);
+      for (std::size_t i = 0; i < found->elements; ++i) keys.push_back(text(found->element[i]));
+    } while (cursor != "0");
+    std::sort(keys.begin(), keys.end());
+    std::vector<LedgerEntry> out;
+    for (const std::string& k : keys) {
+      if (out.size() >= limit) break;
+      auto e = read(std::string_view(k).substr(10, k.size() - 10 - 8), now);
+      if (!e) return std::nullopt;
+      if (e->state != LedgerState::Absent) out.push_back(*e);
+    }
+    return out;
+  }
+  std::string name() const override { return url_; }
+
+  /// Scripts loaded (at connect and after NOSCRIPT).
+  std::int64_t script_loads = 0;
+
+ private:
+  std::string url_, host_, unix_path_;
+  int port_;
+  StoreOptions options_;
+  std::string sources_[kScripts], shas_[kScripts];
+  std::mutex mutex_;
+  redisContext* ctx_ = nullptr;
+  std::int64_t down_until_ = 0;
+  bool checked_ = false;
+};
+
+}  // namespace
+
+StoreResult open_redis(std::string_view url, const StoreSpec& spec, const StoreOptions& options) {
+  StoreResult r;
+  try {
+    auto store = std::make_shared<RedisStore>(url, spec, options);
+    if (!store->ledger_refusal.empty()) r.warnings.push_back(store->ledger_refusal);
+    r.store = std::move(store);
+  } catch (const std::exception& e) {
+    r.error = std::string("redis: ") + e.what();
+  }
+  return r;
+}
+
+std::int64_t redis_script_loads(const Store& store) {
+  const auto* redis = dynamic_cast<const RedisStore*>(&store);
+  return redis ? redis->script_loads : -1;
+}
+
+}  // namespace recourse::detail

@@ -1,0 +1,91 @@
+// A compiled policy: its checked spec, its decision table and what decide() needs besides.
+// Immutable once built; shared (through Policy and Decision::keep_alive) between threads.
+#pragma once
+
+#include <cstring>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "table/table.hpp"
+
+namespace recourse::detail {
+
+/// The policy's codes by name, for decide(): open addressing over a hash of the length and three
+/// bytes, then one comparison. Allocates nothing on lookup (a std::unordered_map hashes every
+/// byte and divides by a prime).
+class CodeIndex {
+ public:
+  /// Adds `name` (a view into the policy's code table) with its id.
+  void emplace(std::string_view name, std::int64_t id);
+  /// The id of `name`, or -1.
+  std::int64_t find(std::string_view name) const noexcept {
+    if (slots_.empty()) return -1;
+    for (std::size_t i = hash(name) & (slots_.size() - 1);; i = (i + 1) & (slots_.size() - 1)) {
+      if (slots_[i].id < 0) return -1;
+      if (same(slots_[i].name, name)) return slots_[i].id;
+    }
+  }
+
+ private:
+  // a == b by eight-byte words: codes are short, and a call to memcmp costs more than them.
+  static bool same(std::string_view a, std::string_view b) noexcept {
+    if (a.size() != b.size()) return false;
+    std::size_t i = 0;
+    for (; i + 8 <= a.size(); i += 8) {
+      std::uint64_t x, y;
+      std::memcpy(&x, a.data() + i, 8);
+      std::memcpy(&y, b.data() + i, 8);
+      if (x != y) return false;
+    }
+    for (; i < a.size(); ++i)
+      if (a[i] != b[i]) return false;
+    return true;
+  }
+  static std::size_t hash(std::string_view s) noexcept {
+    if (s.empty()) return 0;
+    const auto at = [&](std::size_t i) {
+      return static_cast<std::size_t>(static_cast<unsigned char>(s[i]));
+    };
+    return (s.size() * 0x9e37u) ^ (at(0) * 0x85ebu) ^ (at(s.size() / 2) * 0xc2b2u) ^
+           (at(s.size() - 1) * 0x27d4u);
+  }
+  struct Slot {
+    std::string_view name;
+    std::int64_t id = -1;
+  };
+  std::vector<Slot> entries_, slots_;  // slots_: a power of two, at most a quarter full
+};
+
+struct Compiled {
+  PolicySpec spec;
+  Table table;
+  std::string hash;        ///< "sha256:<hex>" of the dump without positions: same table, same hash
+  CodeIndex code_ids;      ///< views into spec.codes
+  std::uint64_t seed = 0;  ///< jitter seed, from the policy's name
+  std::int64_t attempt_ceiling = 10;
+  /// The attributes decide() computes: the table's columns and what finish() reads.
+  std::uint32_t wanted = kAllAttrs;
+
+  /// Builds the compiled form (the table must come from compile(spec)).
+  static std::shared_ptr<const Compiled> make(PolicySpec spec, Table table,
+                                              std::int64_t attempt_ceiling);
+};
+
+/// The attributes in `wanted` (a mask of bit(Attr)) of one input, computed before the lookup;
+/// the code is always resolved. Unknown codes read as UNKNOWN with the recourse::kUnknownCode
+/// warning set and `nearest` naming the known code closest to the input.
+Point make_point(const Compiled& policy, const Envelope& envelope, const Context& context,
+                 std::uint32_t wanted, std::uint32_t& warnings, std::string_view& nearest) noexcept;
+
+/// The trace id minted for an envelope without one: a hash of (tool, operation id, attempt,
+/// seed), printed as "local-%016x".
+std::uint64_t mint_trace_id(const Context& context, std::uint64_t seed) noexcept;
+
+/// Fills a decision from the action chosen (by the table or the interpreter; `label` and
+/// `exhausted` must live in `policy`): delay, budgets, key directive, trace id.
+void finish(const Compiled& policy, const Action& action, std::string_view label,
+            std::string_view exhausted, std::uint32_t row, const Point& point,
+            const Envelope& envelope, const Context& context, Decision& decision) noexcept;
+
+}  // namespace recourse::detail

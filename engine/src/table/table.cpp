@@ -1,0 +1,358 @@
+// Decision table: cell sets, cell lookup, matching and the stable text dump.
+#include "table/table.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstring>
+#include <utility>
+
+#include "recourse/diagnostic.hpp"
+
+namespace recourse::detail {
+
+CellSet::CellSet(std::size_t cells, bool full)
+    : cells_(static_cast<std::uint32_t>(cells)),
+      count_(static_cast<std::uint32_t>((cells + 63) / 64)) {
+  if (count_ > kInline) heap_ = std::make_unique<std::uint64_t[]>(count_);
+  std::uint64_t* w = data();
+  std::fill(w, w + count_, full ? ~std::uint64_t{0} : 0);
+  if (full && cells % 64) w[count_ - 1] = (std::uint64_t{1} << (cells % 64)) - 1;
+}
+
+CellSet& CellSet::operator=(const CellSet& other) {
+  if (this == &other) return *this;
+  static_assert(kInline == 2, "the inline copy below copies two words");
+  if (other.count_ <= kInline) {  // the usual case: two words, no call to memmove
+    heap_.reset();
+    inline_[0] = other.inline_[0];
+    inline_[1] = other.inline_[1];
+  } else if (!heap_ || count_ != other.count_) {
+    heap_ = std::make_unique<std::uint64_t[]>(other.count_);
+  }
+  cells_ = other.cells_;
+  count_ = other.count_;
+  if (count_ <= kInline) return *this;
+  std::copy(other.heap_.get(), other.heap_.get() + count_, heap_.get());
+  return *this;
+}
+
+CellSet& CellSet::operator=(CellSet&& other) noexcept {
+  if (this == &other) return *this;
+  cells_ = std::exchange(other.cells_, 0);
+  count_ = std::exchange(other.count_, 0);
+  heap_ = std::move(other.heap_);
+  std::copy(other.inline_, other.inline_ + kInline, inline_);
+  return *this;
+}
+
+bool CellSet::operator==(const CellSet& other) const {
+  return count_ == other.count_ && std::equal(data(), data() + count_, other.data());
+}
+
+bool CellSet::empty() const {
+  const std::uint64_t* w = data();
+  return std::all_of(w, w + count_, [](std::uint64_t x) { return x == 0; });
+}
+
+bool CellSet::full() const {
+  const std::uint64_t* w = data();
+  const std::size_t whole = cells_ / 64;
+  for (std::size_t i = 0; i < whole; ++i)
+    if (w[i] != ~std::uint64_t{0}) return false;
+  return cells_ % 64 == 0 || w[whole] == (std::uint64_t{1} << (cells_ % 64)) - 1;
+}
+
+CellSet& CellSet::operator&=(const CellSet& other) {
+  std::uint64_t* w = data();
+  const std::uint64_t* o = other.data();
+  for (std::size_t i = 0; i < count_; ++i) w[i] &= o[i];
+  return *this;
+}
+
+CellSet& CellSet::operator|=(const CellSet& other) {
+  std::uint64_t* w = data();
+  const std::uint64_t* o = other.data();
+  for (std::size_t i = 0; i < count_; ++i) w[i] |= o[i];
+  return *this;
+}
+
+CellSet& CellSet::operator-=(const CellSet& other) {
+  std::uint64_t* w = data();
+  const std::uint64_t* o = other.data();
+  for (std::size_t i = 0; i < count_; ++i) w[i] &= ~o[i];
+  return *this;
+}
+
+CellSet CellSet::complement() const {
+  CellSet out(cells_, true);
+  out -= *this;
+  return out;
+}
+
+Cube intersect(const Cube& a, const Cube& b) {
+  Cube out = a;
+  for (std::size_t c = 0; c < out.size(); ++c) out[c] &= b[c];
+  return out;
+}
+
+bool intersects(const Cube& a, const Cube& b) {
+  for (std::size_t c = 0; c < a.size(); ++c)
+    if (!a[c].intersects(b[c])) return false;
+  return true;
+}
+
+bool holds_none(const Cube& x) {
+  return std::any_of(x.begin(), x.end(), [](const CellSet& set) { return set.empty(); });
+}
+
+std::size_t Column::cut_cell(std::int64_t num) const noexcept {
+  return static_cast<std::size_t>(std::upper_bound(cuts.begin(), cuts.end(), num) - cuts.begin());
+}
+
+Slot Column::representative(std::size_t cell, std::string& scratch) const {
+  Slot s;
+  if (info(attr).untrusted && cell == cells - 1) return s;  // absent
+  s.present = true;
+  switch (info(attr).type) {
+    case Type::Duration:
+    case Type::Count:
+      s.num = cell == 0 ? std::numeric_limits<std::int64_t>::min() : cuts[cell - 1];
+      break;
+    case Type::String:
+      if (cell < strings.size()) {
+        s.str = strings[cell];
+      } else {  // "other": longer than every constant, so equal to none
+        scratch.clear();
+        for (const auto& k : strings) scratch += k;
+        scratch += '\x01';
+        s.str = scratch;
+      }
+      break;
+    default:
+      s.num = static_cast<std::int64_t>(cell);
+  }
+  return s;
+}
+
+std::string Column::cell_name(std::size_t cell) const {
+  if (info(attr).untrusted && cell == cells - 1) return "absent";
+  switch (info(attr).type) {
+    case Type::Code:
+      return code_names.at(cell);
+    case Type::Bool:
+      return cell ? "true" : "false";
+    case Type::Enum:
+      return std::string(info(attr).values[cell]);
+    case Type::String:
+      return cell < strings.size() ? quoted(strings[cell]) : "other";
+    default: {
+      auto bound = [](std::int64_t v) {
+        if (v == std::numeric_limits<std::int64_t>::min()) return std::string("-inf");
+        if (v == std::numeric_limits<std::int64_t>::max()) return std::string("+inf");
+        return std::to_string(v);
+      };
+      const std::int64_t lo = cell == 0 ? std::numeric_limits<std::int64_t>::min() : cuts[cell - 1];
+      const std::int64_t hi =
+          cell == cuts.size() ? std::numeric_limits<std::int64_t>::max() : cuts[cell];
+      return fmt::format("[{},{})", bound(lo), bound(hi));
+    }
+  }
+}
+
+std::uint32_t Table::match_cells(const std::size_t* cells) const noexcept {
+  const std::uint64_t* column_bits[kAttrCount];
+  const std::size_t n = columns.size();
+  for (std::size_t c = 0; c < n; ++c) column_bits[c] = row_bits(c, cells[c]);
+  for (std::size_t w = 0; w < words; ++w) {
+    std::uint64_t acc = ~std::uint64_t{0};
+    for (std::size_t c = 0; c < n && acc; ++c) acc &= column_bits[c][w];
+    if (acc)
+      return static_cast<std::uint32_t>(w * 64 + static_cast<std::size_t>(__builtin_ctzll(acc)));
+  }
+  return static_cast<std::uint32_t>(rows.size() - 1);  // unreachable: the default row matches all
+}
+
+void Table::build_probes() {
+  probes.clear();
+  probe_cuts.clear();
+  std::vector<Probe> group[kProbeGroups];
+  for (std::size_t c = 0; c < columns.size(); ++c) {
+    const Column& col = columns[c];
+    Probe p;
+    p.attr = static_cast<std::uint32_t>(col.attr);
+    p.column = static_cast<std::uint32_t>(c);
+    p.absent = static_cast<std::uint32_t>(col.cells - 1);
+    p.base = cell_base[c];
+    const bool untrusted = info(col.attr).untrusted;
+    if (col.numeric && col.cuts.size() == 1) {
+      p.cut = col.cuts[0];
+      group[kOneCut].push_back(p);
+    } else if (col.numeric && col.cuts.size() <= 8) {
+      p.first = static_cast<std::uint32_t>(probe_cuts.size());
+      p.count = static_cast<std::uint32_t>(col.cuts.size());
+      probe_cuts.insert(probe_cuts.end(), col.cuts.begin(), col.cuts.end());
+      group[kCuts].push_back(p);
+    } else if (!col.numeric && !col.strings.empty()) {
+      group[kText].push_back(p);
+    } else if (col.numeric) {
+      group[kOther].push_back(p);
+    } else {  // codes, enums, booleans, and text no rule compares (a present text's num is 0)
+      group[untrusted ? kValue : kTrustedValue].push_back(p);
+    }
+  }
+  for (std::size_t g = 0; g < kProbeGroups; ++g) {
+    probes.insert(probes.end(), group[g].begin(), group[g].end());
+    group_end[g] = static_cast<std::uint32_t>(probes.size());
+  }
+}
+
+namespace {
+
+// `has ? value : absent` without a branch: whether an envelope attribute is present varies from
+// call to call, so a branch would be mispredicted.
+inline std::size_t present_or(bool has, std::size_t value, std::size_t absent) {
+  return absent ^ ((value ^ absent) & (std::size_t{0} - has));
+}
+
+// Calls cell(probe, cell) for each column of the point, one loop per probe group, so no loop
+// branches on the kind of column.
+template <class Cell>
+inline void for_each_cell(const Table& t, const Point& point, Cell cell) {
+  const Probe* const first = t.probes.data();
+  const Probe* p = first;
+  auto has = [&](const Probe* q) { return (point.present >> q->attr & 1) != 0; };
+  for (const Probe* end = first + t.group_end[kTrustedValue]; p != end; ++p)
+    cell(*p, static_cast<std::size_t>(point.num[p->attr]));
+  for (const Probe* end = first + t.group_end[kValue]; p != end; ++p)
+    cell(*p, present_or(has(p), static_cast<std::size_t>(point.num[p->attr]), p->absent));
+  for (const Probe* end = first + t.group_end[kOneCut]; p != end; ++p)
+    cell(*p, present_or(has(p), point.num[p->attr] >= p->cut, p->absent));
+  for (const Probe* end = first + t.group_end[kCuts]; p != end; ++p) {
+    const std::int64_t v = point.num[p->attr];
+    const std::int64_t* k = t.probe_cuts.data() + p->first;
+    std::size_t n = 0;
+    for (std::uint32_t i = 0; i < p->count; ++i) n += v >= k[i];
+    cell(*p, present_or(has(p), n, p->absent));
+  }
+  for (const Probe* end = first + t.group_end[kText]; p != end; ++p) {
+    const Point::Text& text = point.text[p->attr];
+    const std::vector<std::string>& constants = t.columns[p->column].strings;
+    std::size_t n = constants.size();  // "other" unless a constant is equal
+    if (has(p))
+      for (std::size_t i = 0; i < constants.size(); ++i)
+        if (constants[i].size() == text.size &&
+            std::memcmp(constants[i].data(), text.data, text.size) == 0) {
+          n = i;
+          break;
+        }
+    cell(*p, has(p) ? n : p->absent);
+  }
+  for (const Probe* end = first + t.group_end[kOther]; p != end; ++p)
+    cell(*p, t.columns[p->column].cell_of(point.slot(static_cast<Attr>(p->attr))));
+}
+
+}  // namespace
+
+std::uint32_t Table::match(const Point& point) const noexcept {
+  if (strategy == Strategy::Direct) {
+    std::size_t index = 0;
+    const std::uint32_t* offset = cell_offset.data();
+    for_each_cell(*this, point,
+                  [&](const Probe& p, std::size_t cell) { index += offset[p.base + cell]; });
+    return entries[index];
+  }
+  std::size_t cells[kAttrCount];
+  for_each_cell(*this, point, [&](const Probe& p, std::size_t cell) { cells[p.column] = cell; });
+  return match_cells(cells);
+}
+
+std::string dump(const Table& table, const PolicySpec& spec, bool for_people) {
+  // Everything that changes a decision is in the dump (so in the hash): settings, then the table.
+  auto ms = [](std::int64_t v) {
+    return v == kNoLimit ? std::string("none") : std::to_string(v) + "ms";
+  };
+  auto action = [](const Action& a) {
+    std::string s = to_string(a.route);
+    if (!a.target.empty()) s += " " + quoted(a.target);
+    if (!a.reason.empty()) s += " " + quoted(a.reason);
+    return s;
+  };
+  std::string out = fmt::format("policy {}\nhit {}\n", quoted(spec.name), name_of(spec.hit));
+  std::string args;
+  for (const auto& a : spec.arguments) args += (args.empty() ? "" : ",") + quoted(a);
+  out += fmt::format(
+      "tool idempotent={} idempotency_keys={} cost={} arguments=[{}] verify={} fallback={}\n",
+      spec.idempotent, spec.honours_keys, spec.cost, args, quoted(spec.verify),
+      quoted(spec.fallback));
+  out += fmt::format(
+      "limits attempts={} repairs={} retry_after_max={} deadline={} min_delay={} cost={} "
+      "repeats={} "
+      "try_timeout={} on_exhausted={} on_open={}\n",
+      spec.attempts, spec.repairs, ms(spec.retry_after_max_ms), ms(spec.deadline_ms),
+      ms(spec.min_delay_ms), spec.cost_max == kNoLimit ? "none" : std::to_string(spec.cost_max),
+      spec.repeats == kNoLimit ? "none" : std::to_string(spec.repeats), ms(spec.try_timeout_ms),
+      action(spec.on_exhausted), action(spec.on_open));
+  const Backoff& b = spec.backoff;
+  out += fmt::format("backoff {} base={}ms factor={} max={}ms jitter={}\n", name_of(b.kind),
+                     b.base_ms, b.factor, b.max_ms, name_of(b.jitter));
+  if (spec.breaker.enabled)
+    out += fmt::format("breaker failures={} ratio={} window={} min_calls={} cooldown={}ms\n",
+                       spec.breaker.failures, spec.breaker.ratio, spec.breaker.window,
+                       spec.breaker.min_calls, spec.breaker.cooldown_ms);
+  if (spec.throttle.enabled)
+    out += fmt::format("throttle max_tokens={} token_ratio={}\n", spec.throttle.max_tokens,
+                       spec.throttle.token_ratio);
+  for (const auto& m : spec.mappings)  // adapter overrides change the envelope, so the decision
+    out += fmt::format("map {} {} -> {}\n", to_string(m.protocol), quoted(m.key), m.code);
+  // Declared codes change a decision even when no rule tests `code`: an envelope naming one is
+  // not UNKNOWN (no unknown_code warning, no nearestCode). A code column names them all itself.
+  const bool code_column = std::any_of(table.columns.begin(), table.columns.end(),
+                                       [](const Column& c) { return c.attr == Attr::Code; });
+  if (!code_column && spec.codes.size() > kBuiltinCodes.size()) {
+    std::string declared;
+    for (std::size_t i = kBuiltinCodes.size(); i < spec.codes.size(); ++i)
+      declared += " " + spec.codes[i];
+    out += "codes" + declared + "\n";
+  }
+  if (for_people && table.strategy == Strategy::Direct) {
+    std::string cells, classes;
+    for (std::size_t c = 0; c < table.columns.size(); ++c) {
+      cells += (cells.empty() ? "" : "x") + std::to_string(table.columns[c].cells);
+      classes += (classes.empty() ? "" : "x") + std::to_string(table.classes[c]);
+    }
+    out += fmt::format("strategy direct {} classes of {} cells = {} entries\n",
+                       classes.empty() ? "1" : classes, cells.empty() ? "1" : cells,
+                       table.entries.size());
+  } else if (for_people) {
+    out += fmt::format("strategy bitset {} rows x {} words\n", table.rows.size(), table.words);
+  }
+  out += "columns\n";
+  for (std::size_t c = 0; c < table.columns.size(); ++c) {
+    const Column& col = table.columns[c];
+    out += fmt::format("  c{} {}:", c, info(col.attr).name);
+    for (std::size_t k = 0; k < col.cells; ++k) out += " " + col.cell_name(k);
+    out += "\n";
+  }
+  out += "rows\n";
+  for (std::size_t r = 0; r < table.rows.size(); ++r) {
+    const Row& row = table.rows[r];
+    const RowAction& a = table.actions[row.action];
+    std::string cube;
+    for (std::size_t c = 0; c < table.columns.size(); ++c) {
+      if (row.cube[c].full()) continue;
+      std::string cells;
+      for (std::size_t k = 0; k < table.columns[c].cells; ++k)
+        if (row.cube[c].test(k))
+          cells += (cells.empty() ? "" : ",") + table.columns[c].cell_name(k);
+      cube += fmt::format(" {}={{{}}}", info(table.columns[c].attr).name, cells);
+    }
+    out += fmt::format("  r{} {}{}{} -> {}", r, a.label, cube.empty() ? " *" : "", cube,
+                       action(a.action));
+    if (for_people) out += fmt::format("  @{}:{}:{}", spec.file, a.pos.line, a.pos.column);
+    out += "\n";
+  }
+  return out;
+}
+
+}  // namespace recourse::detail

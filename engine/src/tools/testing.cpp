@@ -1,0 +1,89 @@
+// Policy tests: runs the `test` blocks the checker turned into TestSpecs and compares each
+// decision with its expectation.
+#include <fmt/format.h>
+
+#include "recourse/policy.hpp"
+#include "table/compiled.hpp"
+
+namespace recourse {
+namespace {
+
+// A rule or guard name as a test writes it: guards ("budget:attempts") need quotes.
+std::string rule_name(std::string_view name) {
+  const bool plain = !name.empty() && name.find_first_not_of(
+                                          "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                          "0123456789_") == std::string_view::npos;
+  return plain ? std::string(name) : fmt::format("\"{}\"", name);
+}
+
+// The decision in the words of an expectation: route, target, rule, delay (retries), exhausted
+// budget; pasted after `expect`, it is a test of this decision.
+std::string describe(const Decision& d) {
+  std::string s = to_string(d.route);
+  if (!d.target.empty()) s += fmt::format(" \"{}\"", d.target);
+  s += " rule " + rule_name(d.rule);
+  if (d.route == Route::Retry) s += fmt::format(" delay {}ms", d.delay_ms);
+  if (!d.exhausted.empty()) s += fmt::format(" exhausted {}", d.exhausted);
+  return s;
+}
+
+std::vector<std::string> mismatches(const detail::TestSpec& t, const Decision& d) {
+  std::vector<std::string> out;
+  if (d.route != t.route)
+    out.push_back(
+        fmt::format("route: expected {}, got {}", to_string(t.route), to_string(d.route)));
+  if (t.target && *t.target != d.target)
+    out.push_back(fmt::format("target: expected \"{}\", got \"{}\"", *t.target, d.target));
+  if (t.rule && *t.rule != d.rule)
+    out.push_back(fmt::format("rule: expected {}, got {}", *t.rule, d.rule));
+  if (t.delay_min_ms && (d.delay_ms < *t.delay_min_ms || d.delay_ms > *t.delay_max_ms))
+    out.push_back(*t.delay_min_ms == *t.delay_max_ms
+                      ? fmt::format("delay: expected {}ms, got {}ms", *t.delay_min_ms, d.delay_ms)
+                      : fmt::format("delay: expected {}ms..{}ms, got {}ms", *t.delay_min_ms,
+                                    *t.delay_max_ms, d.delay_ms));
+  if (t.exhausted && *t.exhausted != d.exhausted)
+    out.push_back(fmt::format("exhausted: expected {}, got {}", *t.exhausted,
+                              d.exhausted.empty() ? "none" : d.exhausted));
+  return out;
+}
+
+}  // namespace
+
+PolicyInfo Policy::info() const {
+  const detail::PolicySpec& s = impl_->spec;
+  auto limit = [](std::int64_t v) { return v == detail::kNoLimit ? kUnlimited : v; };
+  PolicyInfo i;
+  i.attempts = s.attempts;
+  i.repairs = s.repairs;
+  i.min_delay_ms = s.min_delay_ms;
+  i.retry_after_max_ms = s.retry_after_max_ms;
+  i.deadline_ms = limit(s.deadline_ms);
+  i.backoff_max_ms = s.backoff.max_ms;
+  i.codes = s.codes;
+  i.arguments = s.arguments;
+  i.bounds = s.bounds;
+  return i;
+}
+
+std::vector<TestResult> Policy::run_tests() const {
+  std::vector<TestResult> results;
+  for (const detail::TestSpec& t : impl_->spec.tests) {
+    const EnvelopeResult read = read_envelope(t.envelope);
+    const Decision d = decide(read.envelope, t.context);
+    TestResult r;
+    r.policy = impl_->spec.name;
+    r.name = t.name;
+    r.file = t.file;
+    r.line = t.pos.line;
+    r.column = t.pos.column;
+    r.expected = t.expected;
+    r.actual = describe(d);
+    r.mismatches = mismatches(t, d);
+    r.passed = r.mismatches.empty();
+    r.decision_json = to_json(d, read.envelope);
+    results.push_back(std::move(r));
+  }
+  return results;
+}
+
+}  // namespace recourse
