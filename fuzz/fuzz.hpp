@@ -124,7 +124,7 @@ inline Pools pools_of(const recourse::detail::PolicySpec& spec) {
   for (std::int64_t v :
        {spec.attempts, spec.repairs, spec.retry_after_max_ms, spec.deadline_ms, spec.min_delay_ms,
         spec.cost_max, spec.cost, spec.repeats, spec.backoff.base_ms, spec.backoff.max_ms})
-    if (v != recourse::detail::kNoLimit)
+    if (v != recourse::kUnlimited)
       for (std::int64_t d = -1; d <= 1; ++d) numbers.insert(v + d);
   for (const auto& a : spec.arguments) strings.insert(a);
   strings.erase("");
@@ -163,7 +163,7 @@ inline void draw_input(Source& src, const Pools& pools, const recourse::detail::
   if (src.coin()) c.max_attempts = 1 + static_cast<std::int64_t>(src.below(12));
   if (src.coin()) {
     const std::int64_t deadline = src.coin() ? nonneg(kMaxMs) : spec.deadline_ms;
-    if (deadline != recourse::detail::kNoLimit) {
+    if (deadline != recourse::kUnlimited) {
       c.deadline_ms = deadline;
       // Land on the edges of time_left: elapsed = deadline - k.
       if (src.coin()) c.elapsed_ms = std::clamp<std::int64_t>(deadline - number() % 3, 0, kMaxMs);
@@ -245,7 +245,7 @@ inline void same_decision(const recourse::Policy& policy, const recourse::Envelo
 inline void valid_decision(const recourse::Decision& d, const recourse::Envelope& e,
                            const recourse::Context& c, const std::string& context_text = "") {
   using recourse::Route;
-  using recourse::detail::kNoLimit;
+  using recourse::kUnlimited;
   // Built only when a check fails (FUZZ_CHECK evaluates its detail then).
   const auto where_text = [&] {
     return context_text + "\n" + describe(e, c) + "\ndecision " + recourse::to_json(d, e);
@@ -287,8 +287,8 @@ inline void valid_decision(const recourse::Decision& d, const recourse::Envelope
                    (d.route == Route::Retry && s.honours_keys && c.idempotency_key_pinned),
                where_text());
     FUZZ_CHECK(d.attempts.before > 0, where_text());
-    FUZZ_CHECK(s.repeats == kNoLimit || c.repeats < s.repeats, where_text());
-    FUZZ_CHECK(s.cost_max == kNoLimit || d.cost.before >= s.cost, where_text());
+    FUZZ_CHECK(s.repeats == kUnlimited || c.repeats < s.repeats, where_text());
+    FUZZ_CHECK(s.cost_max == kUnlimited || d.cost.before >= s.cost, where_text());
     FUZZ_CHECK(d.time_ms.before > 0, where_text());
     FUZZ_CHECK(!(s.breaker.enabled && c.circuit == recourse::CircuitState::Open), where_text());
   }
@@ -304,7 +304,7 @@ inline void valid_decision(const recourse::Decision& d, const recourse::Envelope
     FUZZ_CHECK(d.delay_ms <= std::max({s.backoff.max_ms, s.min_delay_ms, hint}), where_text());
     FUZZ_CHECK(d.jitter_draw >= 0 && d.jitter_draw <= std::max(s.backoff.max_ms, d.delay_ms),
                where_text());
-    FUZZ_CHECK(d.time_ms.before == kNoLimit || d.delay_ms < d.time_ms.before, where_text());
+    FUZZ_CHECK(d.time_ms.before == kUnlimited || d.delay_ms < d.time_ms.before, where_text());
     if (c.now_ms) FUZZ_CHECK(d.retry_at_ms == *c.now_ms + d.delay_ms, where_text());
   }
 }

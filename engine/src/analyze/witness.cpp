@@ -152,7 +152,7 @@ std::optional<Input> realize(const Compiled& p, const Cube& cube) {
       c.lower_retries = std::max<std::int64_t>(0, m - c.attempt - v);
     }
     if (time_left) c.deadline_ms = std::max<std::int64_t>(0, c.elapsed_ms + *time_left);
-    if (cost_left && p.spec.cost_max != kNoLimit)
+    if (cost_left && p.spec.cost_max != kUnlimited)
       c.cost_spent = std::max<std::int64_t>(0, p.spec.cost_max - *cost_left);
     if (slack && e.retry_after_ms && time_left)
       c.deadline_ms = std::max<std::int64_t>(0, c.elapsed_ms + *e.retry_after_ms + *slack);

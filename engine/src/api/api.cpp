@@ -84,22 +84,8 @@ CompileResult compile_all(const std::vector<Source>& given, const CompileOptions
   try {
     grammar::Sources refs;
     std::deque<Source> loaded;  // base files read on demand; a deque keeps their addresses
-    std::vector<ast::File> files;
-    auto add = [&](const Source& src) -> std::optional<ast::File> {
-      if (detail::over_limit(src, options, out.diagnostics)) return std::nullopt;
-      const auto index = static_cast<std::uint32_t>(refs.size());
-      refs.push_back({src.path, src.text});
-      return grammar::parse(src.path, src.text, options.max_depth, out.diagnostics, index);
-    };
-    for (const Source& src : given)
-      if (auto f = add(src)) files.push_back(std::move(*f));
-    detail::BaseLoader load;
-    if (load_bases) {
-      std::vector<std::string> paths;
-      for (const Source& src : given) paths.push_back(src.path);
-      load = detail::file_loader(refs, loaded, options, out.diagnostics, paths);
-    }
-    detail::inherit(files, refs, load, options.max_extends_depth, out.diagnostics);
+    const std::vector<ast::File> files =
+        detail::read_policies(given, options, load_bases, refs, loaded, out.diagnostics);
 
     std::vector<Policy> policies;
     std::vector<std::pair<std::string, std::pair<std::string, ast::Pos>>> names;

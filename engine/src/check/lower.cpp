@@ -145,7 +145,7 @@ void add_guards(PolicySpec& spec) {
               "retry_after > " + ms(spec.retry_after_max_ms)),
          "server asked to wait longer than retry_after_max");
   // A call stuck failing the same way is the most specific diagnosis: it comes first.
-  if (spec.repeats != kNoLimit)
+  if (spec.repeats != kUnlimited)
     budget("repeats", kBoth,
            test(Attr::Repeats, Op::Ge, spec.repeats, "repeats >= " + std::to_string(spec.repeats)),
            "the same call failed the same way too often; change approach");
@@ -154,7 +154,7 @@ void add_guards(PolicySpec& spec) {
   budget("repairs", kRepair,
          test(Attr::Repairs, Op::Ge, spec.repairs, "repairs >= " + std::to_string(spec.repairs)),
          "repair budget spent");
-  if (spec.cost_max != kNoLimit)
+  if (spec.cost_max != kUnlimited)
     budget("cost", kBoth,
            test(Attr::CostLeft, Op::Lt, spec.cost, "cost_left < " + std::to_string(spec.cost)),
            "cost budget spent");

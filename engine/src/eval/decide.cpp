@@ -51,9 +51,9 @@ std::int64_t saturating_sub(std::int64_t a, std::int64_t b) {
   return r;
 }
 
-// a - b where kNoLimit stays kNoLimit.
+// a - b where kUnlimited stays kUnlimited.
 std::int64_t left(std::int64_t limit, std::int64_t used) {
-  return limit == kNoLimit ? kNoLimit : saturating_sub(limit, used);
+  return limit == kUnlimited ? kUnlimited : saturating_sub(limit, used);
 }
 
 std::int64_t deadline_of(const Compiled& p, const Context& c) {
@@ -165,7 +165,7 @@ void finish(const Compiled& p, const Action& a, std::string_view label, std::str
   // Budgets before this decision and after the call it leads to.
   const bool call = d.route == Route::Retry || d.route == Route::Repair;
   auto spend = [](std::int64_t before, std::int64_t amount) {
-    return before == kNoLimit ? kNoLimit
+    return before == kUnlimited ? kUnlimited
                               : std::max<std::int64_t>(0, saturating_sub(before, amount));
   };
   d.attempts_left = std::max<std::int64_t>(0, point.number(Attr::AttemptsLeft));
@@ -177,7 +177,7 @@ void finish(const Compiled& p, const Action& a, std::string_view label, std::str
   const std::int64_t time_before = std::max<std::int64_t>(0, time_left);
   d.time_ms = {time_before, spend(time_before, d.delay_ms)};
   if (call) {
-    if (p.spec.try_timeout_ms != kNoLimit || d.time_ms.after != kNoLimit)
+    if (p.spec.try_timeout_ms != kUnlimited || d.time_ms.after != kUnlimited)
       d.timeout_ms = std::min(p.spec.try_timeout_ms, d.time_ms.after);
     if (c.now_ms && d.route == Route::Retry) d.retry_at_ms = *c.now_ms + d.delay_ms;
   }

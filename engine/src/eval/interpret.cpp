@@ -23,7 +23,7 @@ std::string value_text(const Compiled& p, Attr attr, const Slot& s) {
     case Type::String:
       return "\"" + std::string(s.str) + "\"";
     case Type::Duration:
-      return s.num == kNoLimit ? "unlimited" : std::to_string(s.num) + "ms";
+      return s.num == kUnlimited ? "unlimited" : std::to_string(s.num) + "ms";
     default:
       return std::to_string(s.num);
   }

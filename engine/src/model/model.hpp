@@ -101,7 +101,6 @@ inline constexpr std::array<std::string_view, 10> kBuiltinCodes = {
     "TRANSIENT", "RATE_LIMITED", "TIMEOUT",        "VALIDATION",       "PERMISSION",
     "NOT_FOUND", "CONFLICT",     "QUOTA_EXCEEDED", "CONTEXT_OVERFLOW", "UNKNOWN"};
 inline constexpr std::int64_t kUnknownCodeId = 9;  ///< UNKNOWN's id
-inline constexpr std::int64_t kNoLimit = std::numeric_limits<std::int64_t>::max();
 
 /// One attribute's value for one input. Enums and booleans are small integers in `num`.
 struct Slot {
@@ -217,13 +216,14 @@ struct Backoff {
 /// Circuit breaker settings (`breaker { }`): open after `failures` consecutive failures, or when
 /// at least `min_calls` of the last `window` calls ended and `ratio` of them failed; stay open for
 /// `cooldown_ms`, then let one probe through (half-open).
+/// The defaults are the store's (recourse::BreakerSpec), so both read the same numbers.
 struct Breaker {
   bool enabled = false;
-  std::int64_t failures = 5;
-  double ratio = 0;  ///< 0: ratio rule off
-  std::int64_t window = 20;
-  std::int64_t min_calls = 10;
-  std::int64_t cooldown_ms = 30000;
+  std::int64_t failures = BreakerSpec{}.failures;
+  double ratio = 0;  ///< 0: ratio rule off (BreakerSpec::ratio_milli is 0 by default too)
+  std::int64_t window = BreakerSpec{}.window;
+  std::int64_t min_calls = BreakerSpec{}.min_calls;
+  std::int64_t cooldown_ms = BreakerSpec{}.cooldown_ms;
   bool shared = false;      ///< scope = shared: kept in the shared store (default: per process)
   bool by_quorum = false;   ///< scope = quorum: per process, open when `quorum` processes see it
   std::int64_t quorum = 2;  ///< quorum = N
@@ -313,13 +313,14 @@ struct PolicySpec {
   std::int64_t attempts = 3;           ///< limits.attempts, calls including the first
   std::int64_t repairs = 1;            ///< limits.repairs
   std::int64_t retry_after_max_ms = 60000;
-  std::int64_t deadline_ms = kNoLimit;  ///< limits.deadline (kNoLimit: none)
+  std::int64_t deadline_ms = kUnlimited;  ///< limits.deadline (kUnlimited: none)
   std::int64_t min_delay_ms = 50;
-  std::int64_t cost_max = kNoLimit;  ///< limits.cost (kNoLimit: none)
-  std::int64_t repeats = kNoLimit;  ///< limits.repeats: identical failures allowed (kNoLimit: none)
-  std::int64_t try_timeout_ms = kNoLimit;  ///< limits.try_timeout (kNoLimit: none)
-  Action on_exhausted;                     ///< route when a budget guard fires
-  Action on_open;                          ///< route while the circuit is open
+  std::int64_t cost_max = kUnlimited;  ///< limits.cost (kUnlimited: none)
+  std::int64_t repeats =
+      kUnlimited;  ///< limits.repeats: identical failures allowed (kUnlimited: none)
+  std::int64_t try_timeout_ms = kUnlimited;  ///< limits.try_timeout (kUnlimited: none)
+  Action on_exhausted;                       ///< route when a budget guard fires
+  Action on_open;                            ///< route while the circuit is open
   Breaker breaker;
   Throttle throttle;
   Backoff backoff;

@@ -61,4 +61,26 @@ BaseLoader file_loader(grammar::Sources& refs, std::deque<Source>& loaded,
   };
 }
 
+std::vector<ast::File> read_policies(const std::vector<Source>& given,
+                                     const CompileOptions& options, bool load_bases,
+                                     grammar::Sources& refs, std::deque<Source>& loaded,
+                                     std::vector<Diagnostic>& diagnostics) {
+  std::vector<ast::File> files;
+  for (const Source& src : given) {
+    if (over_limit(src, options, diagnostics)) continue;
+    const auto index = static_cast<std::uint32_t>(refs.size());
+    refs.push_back({src.path, src.text});
+    if (auto f = grammar::parse(src.path, src.text, options.max_depth, diagnostics, index))
+      files.push_back(std::move(*f));
+  }
+  BaseLoader load;
+  if (load_bases) {
+    std::vector<std::string> paths;
+    for (const Source& src : given) paths.push_back(src.path);
+    load = file_loader(refs, loaded, options, diagnostics, paths);
+  }
+  inherit(files, refs, load, options.max_extends_depth, diagnostics);
+  return files;
+}
+
 }  // namespace recourse::detail

@@ -1,6 +1,7 @@
-// Policy files on disk: bounded reads and the loader that finds a base policy's file
-// (`extends "NAME"` -> NAME.recourse beside the extending file). Used by compile_paths() and
-// diff(), so both resolve bases the same way.
+// Policy files on disk: bounded reads, the loader that finds a base policy's file
+// (`extends "NAME"` -> NAME.recourse beside the extending file), and read_policies(), the
+// pipeline's front (size limit, parse, inherit) that compile() and diff() share, so both read
+// and resolve policies the same way.
 #pragma once
 
 #include <deque>
@@ -26,6 +27,16 @@ std::optional<std::string> read_bounded(const std::filesystem::path& path,
 BaseLoader file_loader(grammar::Sources& refs, std::deque<Source>& loaded,
                        const CompileOptions& options, std::vector<Diagnostic>& diagnostics,
                        const std::vector<std::string>& given);
+
+/// The front of the pipeline, shared by compile() and diff(): each of `given` checked against
+/// the size limit (E090) and parsed, then its `extends` resolved (inherit()), reading each base
+/// as NAME.recourse beside its file when `load_bases`. Appends every source read to `refs`
+/// (bases' texts are kept in `loaded`); `refs` views the texts of `given` and `loaded`, so both
+/// must outlive it. Returns the given files that parsed, then the bases read.
+std::vector<ast::File> read_policies(const std::vector<Source>& given,
+                                     const CompileOptions& options, bool load_bases,
+                                     grammar::Sources& refs, std::deque<Source>& loaded,
+                                     std::vector<Diagnostic>& diagnostics);
 
 /// E090 when `src` is larger than options.max_source_bytes; false otherwise.
 bool over_limit(const Source& src, const CompileOptions& options,

@@ -267,44 +267,75 @@ std::uint32_t Table::match(const Point& point) const noexcept {
   return match_cells(cells);
 }
 
-std::string dump(const Table& table, const PolicySpec& spec, bool for_people) {
-  // Everything that changes a decision is in the dump (so in the hash): settings, then the table.
+namespace {
+
+// `route "target" "reason"`, as the dump shows a row's or a setting's action.
+std::string action(const Action& a) {
+  std::string s = to_string(a.route);
+  if (!a.target.empty()) s += " " + quoted(a.target);
+  if (!a.reason.empty()) s += " " + quoted(a.reason);
+  return s;
+}
+
+}  // namespace
+
+std::vector<SettingLine> settings(const Table& table, const PolicySpec& spec) {
+  // Everything that changes a decision is here (so in the dump, and in the hash).
   auto ms = [](std::int64_t v) {
-    return v == kNoLimit ? std::string("none") : std::to_string(v) + "ms";
+    return v == kUnlimited ? std::string("none") : std::to_string(v) + "ms";
   };
-  auto action = [](const Action& a) {
-    std::string s = to_string(a.route);
-    if (!a.target.empty()) s += " " + quoted(a.target);
-    if (!a.reason.empty()) s += " " + quoted(a.reason);
-    return s;
+  auto count = [](std::int64_t v) {
+    return v == kUnlimited ? std::string("none") : std::to_string(v);
   };
-  std::string out = fmt::format("policy {}\nhit {}\n", quoted(spec.name), name_of(spec.hit));
+  auto flag = [](bool b) { return std::string(b ? "true" : "false"); };
+  auto real = [](double v) { return fmt::format("{}", v); };
+  auto pair = [](std::string key, std::string value) {
+    std::string text = key + "=" + value;
+    return Setting{std::move(key), std::move(value), std::move(text)};
+  };
+  auto bare = [](std::string key, std::string value) {
+    return Setting{std::move(key), value, value};
+  };
+  std::vector<SettingLine> out;
+  out.push_back({"hit", {bare("", std::string(name_of(spec.hit)))}});
   std::string args;
   for (const auto& a : spec.arguments) args += (args.empty() ? "" : ",") + quoted(a);
-  out += fmt::format(
-      "tool idempotent={} idempotency_keys={} cost={} arguments=[{}] verify={} fallback={}\n",
-      spec.idempotent, spec.honours_keys, spec.cost, args, quoted(spec.verify),
-      quoted(spec.fallback));
-  out += fmt::format(
-      "limits attempts={} repairs={} retry_after_max={} deadline={} min_delay={} cost={} "
-      "repeats={} "
-      "try_timeout={} on_exhausted={} on_open={}\n",
-      spec.attempts, spec.repairs, ms(spec.retry_after_max_ms), ms(spec.deadline_ms),
-      ms(spec.min_delay_ms), spec.cost_max == kNoLimit ? "none" : std::to_string(spec.cost_max),
-      spec.repeats == kNoLimit ? "none" : std::to_string(spec.repeats), ms(spec.try_timeout_ms),
-      action(spec.on_exhausted), action(spec.on_open));
+  out.push_back({"tool",
+                 {pair("idempotent", flag(spec.idempotent)),
+                  pair("idempotency_keys", flag(spec.honours_keys)),
+                  pair("cost", std::to_string(spec.cost)), pair("arguments", "[" + args + "]"),
+                  pair("verify", quoted(spec.verify)), pair("fallback", quoted(spec.fallback))}});
+  out.push_back(
+      {"limits",
+       {pair("attempts", std::to_string(spec.attempts)),
+        pair("repairs", std::to_string(spec.repairs)),
+        pair("retry_after_max", ms(spec.retry_after_max_ms)),
+        pair("deadline", ms(spec.deadline_ms)), pair("min_delay", ms(spec.min_delay_ms)),
+        pair("cost", count(spec.cost_max)), pair("repeats", count(spec.repeats)),
+        pair("try_timeout", ms(spec.try_timeout_ms)),
+        pair("on_exhausted", action(spec.on_exhausted)), pair("on_open", action(spec.on_open))}});
   const Backoff& b = spec.backoff;
-  out += fmt::format("backoff {} base={}ms factor={} max={}ms jitter={}\n", name_of(b.kind),
-                     b.base_ms, b.factor, b.max_ms, name_of(b.jitter));
+  out.push_back({"backoff",
+                 {Setting{"kind", std::string(name_of(b.kind)), std::string(name_of(b.kind))},
+                  pair("base", std::to_string(b.base_ms) + "ms"), pair("factor", real(b.factor)),
+                  pair("max", std::to_string(b.max_ms) + "ms"),
+                  pair("jitter", std::string(name_of(b.jitter)))}});
   if (spec.breaker.enabled)
-    out += fmt::format("breaker failures={} ratio={} window={} min_calls={} cooldown={}ms\n",
-                       spec.breaker.failures, spec.breaker.ratio, spec.breaker.window,
-                       spec.breaker.min_calls, spec.breaker.cooldown_ms);
+    out.push_back({"breaker",
+                   {pair("failures", std::to_string(spec.breaker.failures)),
+                    pair("ratio", real(spec.breaker.ratio)),
+                    pair("window", std::to_string(spec.breaker.window)),
+                    pair("min_calls", std::to_string(spec.breaker.min_calls)),
+                    pair("cooldown", std::to_string(spec.breaker.cooldown_ms) + "ms")}});
   if (spec.throttle.enabled)
-    out += fmt::format("throttle max_tokens={} token_ratio={}\n", spec.throttle.max_tokens,
-                       spec.throttle.token_ratio);
-  for (const auto& m : spec.mappings)  // adapter overrides change the envelope, so the decision
-    out += fmt::format("map {} {} -> {}\n", to_string(m.protocol), quoted(m.key), m.code);
+    out.push_back({"throttle",
+                   {pair("max_tokens", real(spec.throttle.max_tokens)),
+                    pair("token_ratio", real(spec.throttle.token_ratio))}});
+  for (const auto& m : spec.mappings) {  // adapter overrides change the envelope, so the decision
+    std::string key = fmt::format("{} {}", to_string(m.protocol), quoted(m.key));
+    std::string text = key + " -> " + m.code;
+    out.push_back({"map", {Setting{std::move(key), m.code, std::move(text)}}});
+  }
   // Declared codes change a decision even when no rule tests `code`: an envelope naming one is
   // not UNKNOWN (no unknown_code warning, no nearestCode). A code column names them all itself.
   const bool code_column = std::any_of(table.columns.begin(), table.columns.end(),
@@ -312,8 +343,18 @@ std::string dump(const Table& table, const PolicySpec& spec, bool for_people) {
   if (!code_column && spec.codes.size() > kBuiltinCodes.size()) {
     std::string declared;
     for (std::size_t i = kBuiltinCodes.size(); i < spec.codes.size(); ++i)
-      declared += " " + spec.codes[i];
-    out += "codes" + declared + "\n";
+      declared += (declared.empty() ? "" : " ") + spec.codes[i];
+    out.push_back({"codes", {bare("", declared)}});
+  }
+  return out;
+}
+
+std::string dump(const Table& table, const PolicySpec& spec, bool for_people) {
+  std::string out = fmt::format("policy {}\n", quoted(spec.name));
+  for (const SettingLine& line : settings(table, spec)) {
+    out += line.section;
+    for (const Setting& s : line.settings) out += " " + s.text;
+    out += "\n";
   }
   if (for_people && table.strategy == Strategy::Direct) {
     std::string cells, classes;

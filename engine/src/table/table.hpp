@@ -198,6 +198,22 @@ struct Table {
   std::uint32_t match_cells(const std::size_t* cells) const noexcept;
 };
 
+/// One setting as a dump shows it: `text` (`attempts=3`, or a bare `first`), and as diff names
+/// it: `key` within its line's section (empty for a section's one bare value) and `value`.
+struct Setting {
+  std::string key, value, text;
+};
+/// One line of a dump's settings header: its section (`limits`, `backoff`, `map`, ...) and its
+/// settings in order.
+struct SettingLine {
+  std::string section;
+  std::vector<Setting> settings;
+};
+/// Everything besides the rows that changes a decision, in dump order: the one source of the
+/// dump's header and of diff's setting changes. Breaker and throttle lines only when enabled;
+/// declared codes only when no column tests `code`.
+std::vector<SettingLine> settings(const Table& table, const PolicySpec& spec);
+
 /// The policy's settings and table as stable text. `for_people` adds the matcher's strategy and
 /// each row's position (`@file:line:col`); without them it is the canonical text the policy hash
 /// is taken of, so the same settings and rows give the same hash whatever the matcher.

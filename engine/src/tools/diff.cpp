@@ -9,7 +9,6 @@
 
 #include <algorithm>
 #include <map>
-#include <sstream>
 
 #include "analyze/analyze.hpp"
 #include "analyze/cover.hpp"
@@ -23,79 +22,48 @@
 namespace recourse {
 namespace {
 
-// One version: parsed, its bases (NAME.recourse beside it) merged in as compile_paths() does,
-// then checked.
-std::optional<detail::PolicySpec> spec_of(grammar::Sources& sources, std::deque<Source>& loaded,
-                                          std::uint32_t index, std::string_view name,
-                                          const CompileOptions& options,
+// One version: read as compile_paths() reads it (its bases NAME.recourse beside it), then checked.
+std::optional<detail::PolicySpec> spec_of(const std::vector<Source>& version,
+                                          grammar::Sources& sources, std::deque<Source>& loaded,
+                                          std::string_view name, const CompileOptions& options,
                                           std::vector<Diagnostic>& out) {
-  const grammar::SourceRef src = sources[index];
-  auto file = grammar::parse(src.path, src.text, options.max_depth, out, index);
-  if (!file) return std::nullopt;
-  std::vector<ast::File> files{std::move(*file)};
-  detail::inherit(files, sources,
-                  detail::file_loader(sources, loaded, options, out, {std::string(src.path)}),
-                  options.max_extends_depth, out);
+  const std::vector<ast::File> files =
+      detail::read_policies(version, options, true, sources, loaded, out);
+  if (files.empty()) return std::nullopt;
   auto specs = detail::check(files.front(), sources, options, out);
   if (has_errors(out)) return std::nullopt;
   for (auto& s : specs)
     if (name.empty() ? specs.size() == 1 : s.name == name) return std::move(s);
   Diagnostic d;
   d.code = "E040";
-  d.file = std::string(src.path);
+  d.file = version.front().path;
   d.message = name.empty() ? "the file holds several policies: name the one to compare"
                            : fmt::format("no policy \"{}\" in the file", name);
   out.push_back(std::move(d));
   return std::nullopt;
 }
 
-// The settings header of a table dump (the lines before "columns") as "section.key" -> value:
-// `limits attempts=3 ...` gives limits.attempts = 3; `backoff exponential ...` backoff.kind;
-// `hit first` hit. Values may hold quoted strings and lists, never split inside them.
-std::vector<std::pair<std::string, std::string>> settings_of(const std::string& dump) {
-  std::vector<std::pair<std::string, std::string>> out;
-  std::istringstream in(dump);
-  std::string line;
-  std::getline(in, line);  // policy "name"
-  while (std::getline(in, line) && line != "columns") {
-    std::vector<std::string> words(1);
-    bool quoted = false;
-    int depth = 0;
-    for (char c : line) {
-      if (c == '"') quoted = !quoted;
-      if (!quoted && (c == '[' || c == ']')) depth += c == '[' ? 1 : -1;
-      if (c == ' ' && !quoted && depth == 0) {
-        words.emplace_back();
-        continue;
-      }
-      words.back() += c;
-    }
-    const std::string& section = words.front();
-    if (words.size() == 2 && words[1].find('=') == std::string::npos) {
-      out.push_back({section, words[1]});
-      continue;
-    }
-    for (std::size_t i = 1; i < words.size(); ++i) {
-      const auto eq = words[i].find('=');
-      if (eq == std::string::npos)
-        out.push_back({section + ".kind", words[i]});
-      else
-        out.push_back({section + "." + words[i].substr(0, eq), words[i].substr(eq + 1)});
-    }
-  }
-  return out;
-}
-
-std::vector<SettingChange> setting_changes(const std::string& before, const std::string& after) {
-  const auto a = settings_of(before), b = settings_of(after);
-  auto value = [](const auto& list, const std::string& key) -> std::string {
+// The settings that differ, named `section.key` (`limits.attempts`) or `section` for a bare
+// value (`hit`), "absent" on the side that lacks one (a breaker turned on).
+std::vector<SettingChange> setting_changes(const detail::Compiled& before,
+                                           const detail::Compiled& after) {
+  using List = std::vector<std::pair<std::string, std::string>>;
+  auto named = [](const detail::Compiled& p) {
+    List out;
+    for (const detail::SettingLine& line : detail::settings(p.table, p.spec))
+      for (const detail::Setting& s : line.settings)
+        out.push_back({s.key.empty() ? line.section : line.section + "." + s.key, s.value});
+    return out;
+  };
+  const List a = named(before), b = named(after);
+  auto value = [](const List& list, const std::string& key) -> std::string {
     for (const auto& [k, v] : list)
       if (k == key) return v;
     return "absent";
   };
   std::vector<SettingChange> out;
   std::vector<std::string> keys;
-  for (const auto* list : {&a, &b})
+  for (const List* list : {&a, &b})
     for (const auto& [k, v] : *list)
       if (std::find(keys.begin(), keys.end(), k) == keys.end()) keys.push_back(k);
   for (const auto& k : keys)
@@ -109,10 +77,11 @@ DiffResult diff(const Source& before, const Source& after, std::string_view poli
                 const CompileOptions& options) {
   DiffResult result;
   try {
-    grammar::Sources sources{{before.path, before.text}, {after.path, after.text}};
+    grammar::Sources sources;
     std::deque<Source> bases;
-    auto a = spec_of(sources, bases, 0, policy, options, result.diagnostics);
-    auto b = spec_of(sources, bases, 1, policy, options, result.diagnostics);
+    const std::vector<Source> versions[2] = {{before}, {after}};  // `sources` views their texts
+    auto a = spec_of(versions[0], sources, bases, policy, options, result.diagnostics);
+    auto b = spec_of(versions[1], sources, bases, policy, options, result.diagnostics);
     if (!a || !b) return result;
     if (a->codes != b->codes) {
       auto missing = [](const std::vector<std::string>& from, const std::vector<std::string>& in) {
@@ -139,8 +108,7 @@ DiffResult diff(const Source& before, const Source& after, std::string_view poli
         detail::Compiled::make(std::move(*a), std::move(*ta), options.attempt_ceiling);
     const auto new_policy =
         detail::Compiled::make(std::move(*b), std::move(*tb), options.attempt_ceiling);
-    result.settings = setting_changes(detail::dump(old_policy->table, old_policy->spec, false),
-                                      detail::dump(new_policy->table, new_policy->spec, false));
+    result.settings = setting_changes(*old_policy, *new_policy);
     const detail::Table& told = old_policy->table;
     const detail::Table& tnew = new_policy->table;
     std::map<std::pair<std::string, std::string>, bool> seen;

@@ -51,13 +51,12 @@ std::vector<std::string> mismatches(const detail::TestSpec& t, const Decision& d
 
 PolicyInfo Policy::info() const {
   const detail::PolicySpec& s = impl_->spec;
-  auto limit = [](std::int64_t v) { return v == detail::kNoLimit ? kUnlimited : v; };
   PolicyInfo i;
   i.attempts = s.attempts;
   i.repairs = s.repairs;
   i.min_delay_ms = s.min_delay_ms;
   i.retry_after_max_ms = s.retry_after_max_ms;
-  i.deadline_ms = limit(s.deadline_ms);
+  i.deadline_ms = s.deadline_ms;
   i.backoff_max_ms = s.backoff.max_ms;
   i.codes = s.codes;
   i.arguments = s.arguments;
