@@ -372,3 +372,19 @@ TEST_CASE("fmt: every bundled policy is in the canonical layout", "[fmt]") {
   CHECK(r.status == 0);
   CHECK(r.out.empty());
 }
+
+TEST_CASE("format: explain shows a test as fmt prints it, escapes included", "[format]") {
+  const std::string text =
+      "policy \"p\" {\n  rule r when suggestion == \"say \\\"hi\\\"\\n\\\\\" -> stop\n"
+      "  default -> escalate\n}\n";
+  std::vector<recourse::Diagnostic> diagnostics;
+  const auto formatted = recourse::format(text, diagnostics);
+  REQUIRE(formatted);
+  CHECK_THAT(*formatted, Catch::Contains("suggestion == \"say \\\"hi\\\"\\n\\\\\""));
+  const recourse::Policy p = test::policy(text);
+  const auto x = p.explain(test::envelope(R"({"code":"TRANSIENT","suggestion":"x"})"),
+                           test::context(R"({"tool":"p","sideEffect":"none"})"));
+  REQUIRE_FALSE(x.rules.empty());
+  REQUIRE_FALSE(x.rules[0].tests.empty());
+  CHECK(x.rules[0].tests[0].test == "suggestion == \"say \\\"hi\\\"\\n\\\\\"");
+}

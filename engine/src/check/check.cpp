@@ -13,6 +13,7 @@
 #include "check/checker.hpp"
 #include "check/lower.hpp"
 #include "parse.hpp"
+#include "print.hpp"
 #include "source/nearest.hpp"
 
 namespace recourse::detail {
@@ -158,7 +159,7 @@ std::optional<Cond> Checker::condition(const ast::Expr& e, const PolicySpec& spe
     return c;
   }
   c.op = e.op;
-  c.text = text_of(e);
+  c.text = grammar::condition_text(e);
   std::optional<Attr> attr;
   std::vector<std::string_view> names;
   for (std::size_t i = 0; i < kAttrCount; ++i) {
@@ -224,32 +225,6 @@ std::optional<Cond> Checker::condition(const ast::Expr& e, const PolicySpec& spe
   }
   if (!ok) return std::nullopt;
   return c;
-}
-
-std::string Checker::text_of(const ast::Expr& e) {
-  std::string s = e.attr;
-  auto value = [](const ast::Value& v) {
-    return v.kind == Kind::String ? "\"" + v.text + "\"" : v.text + v.unit;
-  };
-  switch (e.op) {
-    case Op::Truthy:
-      return s;
-    case Op::IsAbsent:
-      return s + " is absent";
-    case Op::IsPresent:
-      return s + " is present";
-    case Op::InArguments:
-      return s + " in arguments";
-    case Op::InList: {
-      s += " in [";
-      for (std::size_t i = 0; i < e.values.size(); ++i) s += (i ? ", " : "") + value(e.values[i]);
-      return s + "]";
-    }
-    default:
-      break;
-  }
-  static constexpr std::array<const char*, 6> ops = {"==", "!=", "<", "<=", ">", ">="};
-  return s + " " + ops[static_cast<std::size_t>(e.op)] + " " + value(e.values.at(0));
 }
 
 std::optional<Action> Checker::action(const ast::Route& r) {

@@ -93,8 +93,6 @@ class Checker {
   std::optional<Constant> constant(Attr attr, const ast::Value& v, const PolicySpec& spec);
   // A `when` expression, resolved; nullopt after reporting its errors.
   std::optional<Cond> condition(const ast::Expr& e, const PolicySpec& spec);
-  // The expression as the author wrote it, for dumps and reports.
-  static std::string text_of(const ast::Expr& e);
 
   // ---- routes -------------------------------------------------------------------------------
 

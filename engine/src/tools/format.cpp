@@ -22,9 +22,15 @@
 
 #include "ast.hpp"
 #include "parse.hpp"
+#include "print.hpp"
 
 namespace recourse {
 namespace {
+
+using grammar::condition_text;
+using grammar::list_text;
+using grammar::quote_literal;
+using grammar::value_text;
 
 constexpr std::size_t kWidth = 100;   // columns a one-line block or rule may take
 constexpr std::size_t kIndent = 2;    // per nesting level
@@ -124,135 +130,29 @@ class SourceText {
 
 // ---- printing values and conditions -----------------------------------------------------------
 
-std::string quote(std::string_view s) {
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (c == '\n') {
-      out += "\\n";
-    } else if (c == '\t') {
-      out += "\\t";
-    } else {
-      out += c;
-    }
-  }
-  return out + "\"";
-}
-
-std::string value(const ast::Value& v) {
-  switch (v.kind) {
-    case ast::Value::Kind::String:
-      return quote(v.text);
-    case ast::Value::Kind::Number:
-      return v.text + v.unit;
-    default:
-      return v.text;
-  }
-}
-
-std::string list(const std::vector<ast::Value>& values) {
-  std::string out = "[";
-  for (std::size_t i = 0; i < values.size(); ++i) out += (i ? ", " : "") + value(values[i]);
-  return out + "]";
-}
-
 std::string setting(const ast::Setting& s) {
-  return s.key + " = " + (s.is_list || s.values.size() != 1 ? list(s.values) : value(s.values[0]));
-}
-
-const char* op_text(ast::Op op) {
-  switch (op) {
-    case ast::Op::Eq:
-      return " == ";
-    case ast::Op::Ne:
-      return " != ";
-    case ast::Op::Lt:
-      return " < ";
-    case ast::Op::Le:
-      return " <= ";
-    case ast::Op::Gt:
-      return " > ";
-    case ast::Op::Ge:
-      return " >= ";
-    default:
-      return "";
-  }
-}
-
-// Binding strength: `not` binds tightest, then `and`, then `or`. A child is parenthesized only
-// when it binds looser than its context requires; `a or (b or c)` prints as `a or b or c`.
-enum Prec { kOr, kAnd, kNot };
-
-void cond(const ast::Expr& e, Prec context, std::string& out) {
-  switch (e.kind) {
-    case ast::Expr::Kind::Or:
-    case ast::Expr::Kind::And: {
-      const bool is_or = e.kind == ast::Expr::Kind::Or;
-      const Prec mine = is_or ? kOr : kAnd;
-      const bool paren = context > mine;
-      if (paren) out += '(';
-      for (std::size_t i = 0; i < e.children.size(); ++i) {
-        if (i) out += is_or ? " or " : " and ";
-        cond(e.children[i], mine, out);
-      }
-      if (paren) out += ')';
-      return;
-    }
-    case ast::Expr::Kind::Not:
-      out += "not ";
-      if (!e.children.empty()) cond(e.children[0], kNot, out);
-      return;
-    case ast::Expr::Kind::Test:
-      out += e.attr;
-      switch (e.op) {
-        case ast::Op::InList:
-          out += " in " + list(e.values);
-          break;
-        case ast::Op::InArguments:
-          out += " in arguments";
-          break;
-        case ast::Op::IsAbsent:
-          out += " is absent";
-          break;
-        case ast::Op::IsPresent:
-          out += " is present";
-          break;
-        case ast::Op::Truthy:
-          break;
-        default:
-          out += op_text(e.op);
-          if (!e.values.empty()) out += value(e.values[0]);
-      }
-      return;
-  }
-}
-
-std::string cond(const ast::Expr& e) {
-  std::string out;
-  cond(e, kOr, out);
-  return out;
+  return s.key + " = " +
+         (s.is_list || s.values.size() != 1 ? list_text(s.values) : value_text(s.values[0]));
 }
 
 std::string route(const ast::Route& r) {
   std::string out = r.kind;
-  for (const auto& a : r.args) out += " " + value(a);
+  for (const auto& a : r.args) out += " " + value_text(a);
   return out;
 }
 
 std::string bound(const ast::Bound& b) {
-  return "assert sequence " + value(b.metric) + (b.code ? " " + value(*b.code) : "") +
-         " <= " + value(b.limit);
+  return "assert sequence " + value_text(b.metric) + (b.code ? " " + value_text(*b.code) : "") +
+         " <= " + value_text(b.limit);
 }
 
 std::string expectation(const ast::Expectation& e) {
-  std::string out = "expect " + value(e.route);
-  if (e.target) out += " " + value(*e.target);
-  if (e.rule) out += " rule " + value(*e.rule);
-  if (e.delay_min) out += " delay " + value(*e.delay_min);
-  if (e.delay_max) out += ".." + value(*e.delay_max);
-  if (e.exhausted) out += " exhausted " + value(*e.exhausted);
+  std::string out = "expect " + value_text(e.route);
+  if (e.target) out += " " + value_text(*e.target);
+  if (e.rule) out += " rule " + value_text(*e.rule);
+  if (e.delay_min) out += " delay " + value_text(*e.delay_min);
+  if (e.delay_max) out += ".." + value_text(*e.delay_max);
+  if (e.exhausted) out += " exhausted " + value_text(*e.exhausted);
   return out;
 }
 
@@ -312,7 +212,8 @@ class Builder {
     n.kind = Node::Kind::Policy;
     n.begin = src_.offset(p.pos);
     n.end = end;
-    n.text = "policy " + quote(p.name) + (p.base ? " extends " + quote(p.base->text) : "");
+    n.text = "policy " + quote_literal(p.name) +
+             (p.base ? " extends " + quote_literal(p.base->text) : "");
     const std::size_t close = end - 1;  // the '}'
     for (std::size_t i = 0; i < p.items.size(); ++i) {
       const std::size_t next = i + 1 < p.items.size() ? src_.offset(p.items[i + 1].pos) : close;
@@ -380,12 +281,13 @@ class Builder {
         const ast::Backoff& b = p.backoff.at(it.first);
         n.text = "backoff " + b.kind;
         for (const auto& s : b.params)
-          n.text += " " + s.key + " " + (s.values.empty() ? std::string() : value(s.values[0]));
+          n.text +=
+              " " + s.key + " " + (s.values.empty() ? std::string() : value_text(s.values[0]));
         break;
       }
       case K::Rule: {
         const ast::Rule& r = p.rules.at(it.first);
-        n.text = "rule " + r.name + (r.when ? " when " + cond(*r.when) : std::string());
+        n.text = "rule " + r.name + (r.when ? " when " + condition_text(*r.when) : std::string());
         n.tail = "-> " + route(r.route);
         break;
       }
@@ -396,8 +298,9 @@ class Builder {
       case K::Assert: {
         const ast::Assertion& a = p.assertions.at(it.first);
         const bool bare = a.routes.size() == 1 && a.routes[0].kind == ast::Value::Kind::Ident;
-        n.text = "assert " + value(a.kind) + " " + (bare ? a.routes[0].text : list(a.routes)) +
-                 " when " + cond(a.when);
+        n.text = "assert " + value_text(a.kind) + " " +
+                 (bare ? a.routes[0].text : list_text(a.routes)) + " when " +
+                 condition_text(a.when);
         break;
       }
       case K::Bound:
@@ -405,16 +308,17 @@ class Builder {
         break;
       case K::Waive: {
         const ast::Waiver& w = p.waivers.at(it.first);
-        n.text = "waive " + value(w.name) + " " + quote(w.reason);
+        n.text = "waive " + value_text(w.name) + " " + quote_literal(w.reason);
         break;
       }
       case K::Map: {
         const ast::Mapping& m = p.mappings.at(it.first);
-        n.text = "map " + value(m.protocol) + " " + value(m.key) + " -> " + value(m.code);
+        n.text =
+            "map " + value_text(m.protocol) + " " + value_text(m.key) + " -> " + value_text(m.code);
         break;
       }
       case K::Hit:
-        n.text = "hit " + value(p.hit.at(it.first));
+        n.text = "hit " + value_text(p.hit.at(it.first));
         break;
       case K::Test:
         n = test(p.tests.at(it.first), end);
@@ -433,7 +337,7 @@ class Builder {
   Node test(const ast::Test& t, std::size_t end) {
     Node n;
     n.kind = Node::Kind::Block;
-    n.text = "test " + quote(t.name);
+    n.text = "test " + quote_literal(t.name);
     std::vector<std::pair<ast::Pos, std::string>> lines{{t.envelope_pos, "envelope " + t.envelope}};
     if (t.context) lines.push_back({t.context_pos, "context " + *t.context});
     lines.push_back({t.expect.pos, expectation(t.expect)});
@@ -651,18 +555,19 @@ void describe(const ast::Expr& e, std::string& out) {
       return;
     case ast::Expr::Kind::Test:
       out += "(test " + e.attr + " " + std::to_string(static_cast<int>(e.op)) + " " +
-             list(e.values) + ")";
+             list_text(e.values) + ")";
       return;
   }
 }
 
 std::string describe(const ast::File& f) {
-  std::string out = f.version ? "version " + value(*f.version) + "\n" : std::string();
+  std::string out = f.version ? "version " + value_text(*f.version) + "\n" : std::string();
   auto settings = [&](const char* what, const std::vector<ast::Setting>& v) {
     for (const auto& s : v) out += std::string(what) + " " + setting(s) + "\n";
   };
   for (const auto& p : f.policies) {
-    out += "policy " + quote(p.name) + (p.base ? " extends " + quote(p.base->text) : "") + "\n";
+    out += "policy " + quote_literal(p.name) +
+           (p.base ? " extends " + quote_literal(p.base->text) : "") + "\n";
     settings("tool", p.tool);
     settings("limits", p.limits);
     settings("breaker", p.breaker);
@@ -672,7 +577,7 @@ std::string describe(const ast::File& f) {
       out += "backoff " + b.kind + "\n";
       settings(" param", b.params);
     }
-    out += "codes " + list(p.codes) + "\n";
+    out += "codes " + list_text(p.codes) + "\n";
     for (const auto* rules : {&p.rules, &p.defaults})
       for (const auto& r : *rules) {
         out += "rule " + r.name + " " + route(r.route) + " ";
@@ -680,18 +585,20 @@ std::string describe(const ast::File& f) {
         out += "\n";
       }
     for (const auto& a : p.assertions) {
-      out += "assert " + value(a.kind) + " " + list(a.routes) + " ";
+      out += "assert " + value_text(a.kind) + " " + list_text(a.routes) + " ";
       describe(a.when, out);
       out += "\n";
     }
-    for (const auto& w : p.waivers) out += "waive " + value(w.name) + " " + quote(w.reason) + "\n";
-    for (const auto& h : p.hit) out += "hit " + value(h) + "\n";
+    for (const auto& w : p.waivers)
+      out += "waive " + value_text(w.name) + " " + quote_literal(w.reason) + "\n";
+    for (const auto& h : p.hit) out += "hit " + value_text(h) + "\n";
     for (const auto& m : p.mappings)
-      out += "map " + value(m.protocol) + " " + value(m.key) + " " + value(m.code) + "\n";
+      out += "map " + value_text(m.protocol) + " " + value_text(m.key) + " " + value_text(m.code) +
+             "\n";
     for (const auto& b : p.bounds) out += bound(b) + "\n";
     for (const auto& t : p.tests)
-      out += "test " + quote(t.name) + " " + t.envelope + " " + t.context.value_or("-") + " " +
-             expectation(t.expect) + "\n";
+      out += "test " + quote_literal(t.name) + " " + t.envelope + " " + t.context.value_or("-") +
+             " " + expectation(t.expect) + "\n";
     out += "items " + std::to_string(p.items.size()) + "\n";
   }
   return out;
