@@ -216,6 +216,15 @@ int main(int argc, char** argv) {
                                     NULL) == RECOURSE_OK);
   CHECK(contains(decision, "\"rule\":\"already_charged\""));
   recourse_string_free(decision);
+  /* A key given twice makes the context malformed, whichever value comes last. */
+  const char* twice =
+      "{\"tool\":\"payments.create\",\"sideEffect\":\"committed\",\"sideEffect\":\"none\"}";
+  decision = NULL;
+  CHECK(recourse_engine_decide_json(engine, envelope, strlen(envelope), twice, strlen(twice),
+                                    &decision, &error) == RECOURSE_BAD_INPUT);
+  CHECK(decision == NULL);
+  CHECK(contains(error, "context.sideEffect appears more than once"));
+  recourse_string_free(error);
 
   /* Argument errors are statuses with the reason in `error`, never crashes. */
   CHECK(invalid(recourse_engine_decide_json(NULL, envelope, 1, NULL, 0, &decision, &error), &error,

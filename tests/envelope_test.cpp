@@ -167,6 +167,28 @@ TEST_CASE("context: camelCase keys, strict types", "[envelope]") {
   CHECK(r.errors[0].message == "context.attempt must be an integer in [1, 1000000000]");
 }
 
+TEST_CASE("context: a key given twice is C001 in either order, escaped or not", "[envelope]") {
+  // The last value used to win: committed-then-none retried a payment, none-then-committed did
+  // not.
+  for (const char* json : {R"({"sideEffect":"committed","sideEffect":"none"})",
+                           R"({"sideEffect":"none","sideEffect":"committed"})",
+                           R"({"sideEffect":"committed","side\u0045ffect":"none"})",
+                           R"({"sideEffect":"none","sideEffect":"none"})",
+                           R"({"sideEffect":"none","tool":"t","sideEffect":null})"}) {
+    INFO(json);
+    auto r = recourse::read_context(json);
+    CHECK_FALSE(r.ok);
+    REQUIRE(r.errors.size() == 1);
+    CHECK(r.errors[0].code == "C001");
+    CHECK(r.errors[0].message == "context.sideEffect appears more than once");
+  }
+  // In any object of the context, unknown keys included; the same key in two objects is fine.
+  auto nested = recourse::read_context(R"({"tool":"t","meta":{"a":1,"b":{"c":1,"c":2}}})");
+  CHECK_FALSE(nested.ok);
+  CHECK(nested.errors.at(0).message == "context.meta.b.c appears more than once");
+  CHECK(recourse::read_context(R"({"tool":"t","meta":{"tool":"u"},"list":[{"a":1},{"a":2}]})").ok);
+}
+
 TEST_CASE("envelope: a NUL byte is invalid JSON, not the end of the input", "[envelope]") {
   using namespace std::string_literals;
   const std::string envelope = "{\"code\":\"TRANSIENT\"}\0{\"code\":\"PERMISSION\"} garbage ["s;

@@ -118,7 +118,8 @@ struct ContextResult {
 /// none); it counts as pinned unless `nextAttemptIdempotencyKey` names a different key (a
 /// rotating key makes a resend a new operation); `idempotencyKeyPinned`, when given, says so
 /// outright (the decision log writes it). Unknown keys are ignored; a known key with a wrong
-/// type or range is an error.
+/// type or range is an error (C001), and so is a key given twice in any object of the context
+/// (keys compared as unescaped), since either value would be a guess.
 /// Never throws.
 ContextResult read_context(std::string_view json) noexcept;
 

@@ -132,7 +132,8 @@ RECOURSE_API uint64_t recourse_engine_generation(const recourse_engine* engine);
  * and the context (trusted, read strictly; NULL or "" is an empty context). On RECOURSE_OK
  * `decision` receives the decision's JSON (docs/schema/decision.schema.json). An envelope that
  * is not a JSON object is still decided (stop, warning unreadable_envelope) and returns OK; a
- * malformed context returns RECOURSE_BAD_INPUT with the reason in `error`.
+ * malformed context (a wrong type or range, a key given twice) returns RECOURSE_BAD_INPUT with
+ * the reason in `error`.
  * RECOURSE_INVALID_ARGUMENT (a NULL engine or `decision`, a NULL text with a length) also sets
  * `error`. */
 RECOURSE_API recourse_status recourse_engine_decide_json(

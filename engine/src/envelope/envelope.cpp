@@ -3,9 +3,11 @@
 // The envelope is read with nlohmann's SAX interface: no DOM is built, nesting is bounded while
 // reading, and a key seen twice is visible (a DOM keeps only one of them). Per field, the value
 // either passes its check or the field is absent with a warning; never a different valid value.
-// The context comes from the host and is parsed strictly: any bad field is an error.
+// The context comes from the host and is parsed strictly: any bad field is an error, and so is
+// a key given twice in any of its objects.
 #include <cmath>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "recourse/envelope.hpp"
 
@@ -363,13 +365,36 @@ ContextResult read_context(std::string_view json) noexcept {
     };
     if (json.find('\0') != std::string_view::npos)
       return whole("context is not valid JSON: a NUL byte");
+    // A DOM keeps one value of a key given twice; for a trusted fact (was the payment
+    // committed?) that would be a guess, so a repeated key in any object of the context is C001.
+    // Keys are compared as the parser unescaped them ("side\u0045ffect" is "sideEffect").
+    std::vector<std::set<std::string>> keys;  // per open object
+    std::vector<std::string> path;            // the key being read, per open object
+    std::string repeated;
+    const auto callback = [&](int, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
+      using Event = nlohmann::json::parse_event_t;
+      if (event == Event::object_start) {
+        keys.emplace_back();
+        path.resize(keys.size());
+      } else if (event == Event::object_end) {
+        keys.pop_back();
+      } else if (event == Event::key && repeated.empty()) {
+        const auto& k = parsed.get_ref<const std::string&>();
+        path.resize(keys.size());
+        path.back() = k;
+        if (!keys.back().insert(k).second)
+          for (std::size_t i = 0; i < path.size(); ++i) repeated += (i ? "." : "") + path[i];
+      }
+      return true;
+    };
     nlohmann::json j;
     try {
-      j = nlohmann::json::parse(json.begin(), json.end());
+      j = nlohmann::json::parse(json.begin(), json.end(), callback);
     } catch (const nlohmann::json::exception& e) {
       return whole(std::string("context is not valid JSON: ") + e.what());
     }
     if (!j.is_object()) return whole("context is not a JSON object");
+    if (!repeated.empty()) return whole("context." + repeated + " appears more than once");
     Context& c = out.context;
     r.text(j, "tool", c.tool);
     r.text(j, "operationId", c.operation_id);
