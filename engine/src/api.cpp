@@ -76,10 +76,12 @@ void drop_repeats(std::vector<Diagnostic>& diagnostics) {
   diagnostics = std::move(kept);
 }
 
-// The pipeline: parse every source, resolve `extends` (reading base files beside the extending
-// file with `load_bases`), check, compile and analyse every policy. All or nothing.
-CompileResult compile_all(const std::vector<Source>& given, const CompileOptions& options,
-                          bool load_bases) {
+}  // namespace
+
+namespace detail {
+
+CompileResult compile_sources(const std::vector<Source>& given, const CompileOptions& options,
+                              bool load_bases, bool analyse) {
   CompileResult out;
   try {
     grammar::Sources refs;
@@ -119,7 +121,7 @@ CompileResult compile_all(const std::vector<Source>& given, const CompileOptions
         if (!table) continue;
         auto compiled =
             detail::Compiled::make(std::move(spec), std::move(*table), options.attempt_ceiling);
-        detail::analyze(*compiled, refs, options.max_analysis_work, out.diagnostics);
+        if (analyse) detail::analyze(*compiled, refs, options.max_analysis_work, out.diagnostics);
         policies.push_back(BundleBuilder::wrap(std::move(compiled)));
       }
     }
@@ -135,10 +137,10 @@ CompileResult compile_all(const std::vector<Source>& given, const CompileOptions
   return out;
 }
 
-}  // namespace
+}  // namespace detail
 
 CompileResult compile(const std::vector<Source>& sources, const CompileOptions& options) {
-  return compile_all(sources, options, false);
+  return detail::compile_sources(sources, options, false, true);
 }
 
 CompileResult compile_paths(const std::vector<std::string>& paths, const CompileOptions& options) {
@@ -177,7 +179,7 @@ CompileResult compile_paths(const std::vector<std::string>& paths, const Compile
       unreadable_path(path, "no such file or directory");
     }
   }
-  CompileResult out = compile_all(sources, options, true);
+  CompileResult out = detail::compile_sources(sources, options, true, true);
   if (!unreadable.empty()) {
     out.bundle.reset();
     out.diagnostics.insert(out.diagnostics.begin(), unreadable.begin(), unreadable.end());
