@@ -266,3 +266,32 @@ TEST_CASE("cli: replay carries workflow and tool state across a trace", "[cli][s
   // Deterministic: the same trace gives byte-identical output.
   CHECK(test::run(cmd("replay --format json --policy " + examples() + " " + trace)).out == r.out);
 }
+
+TEST_CASE("cli: replay counts an operation's calls per tool", "[cli][state]") {
+  // payments.lookup (attempts = 4) fails; search.query succeeds between its failures, under the
+  // same workflowId and operationId. The successes reset search.query's counters, not lookup's.
+  std::string trace;
+  for (int i = 0; i < 6; ++i)
+    trace += R"({"tool": "payments.lookup", "now": )" + std::to_string(i * 2000) +
+             R"(, "envelope": {"code": "TRANSIENT", "retryable": true, "traceId": "t"}, )"
+             R"("context": {"workflowId": "wf", "operationId": "op", "sideEffect": "none"}})"
+             "\n"
+             R"({"tool": "search.query", "now": )" +
+             std::to_string(i * 2000 + 1000) +
+             R"(, "outcome": "success", "context": {"workflowId": "wf", "operationId": "op"}})"
+             "\n";
+  const std::string path = temp_file("per-tool.jsonl", trace);
+  auto r = test::run(cmd("replay --format json --policy " + examples() + " " + path));
+  REQUIRE(r.status == 0);
+  const auto out = nlohmann::json::parse(r.out);
+  std::vector<std::pair<std::int64_t, std::string>> calls;
+  for (const auto& d : out["decisions"])
+    calls.emplace_back(d["decision"]["attempt"].get<std::int64_t>(),
+                       d["decision"]["rule"].get<std::string>());
+  const std::vector<std::pair<std::int64_t, std::string>> expected = {
+      {1, "transient"},       {2, "transient"},       {3, "transient"},
+      {4, "budget:attempts"}, {5, "budget:attempts"}, {6, "budget:attempts"}};
+  CHECK(calls == expected);
+  CHECK(out["summary"]["successes"] == 6);
+  std::remove(path.c_str());
+}

@@ -1,6 +1,7 @@
 // Envelope reader: a malformed field is absent with a warning, never another valid value;
 // extreme valid values are kept; whole-input problems are errors. Context reader: strict.
 #include "support.hpp"
+#include "wire/context.hpp"
 
 namespace {
 
@@ -196,4 +197,43 @@ TEST_CASE("envelope: a NUL byte is invalid JSON, not the end of the input", "[en
   CHECK_FALSE(r.ok);
   CHECK(r.error == "invalid JSON at byte 21: a NUL byte");
   CHECK_FALSE(recourse::read_context("{\"tool\":\"t\"}\0{}"s).ok);
+}
+
+TEST_CASE("context: both forms of the one writer read back to the same context", "[envelope]") {
+  recourse::Context c;
+  c.tool = "payments.create";
+  c.idempotent = false;
+  c.side_effect = recourse::SideEffect::Unknown;
+  c.attempt = 3;
+  c.repairs = 1;
+  c.elapsed_ms = 1500;
+  c.arguments = std::vector<std::string>{"amount"};
+  c.max_attempts = 5;
+  c.deadline_ms = 60000;
+  c.operation_id = "order-1";
+  c.workflow_id = "wf";
+  c.lower_retries = 2;
+  c.repeats = 1;
+  c.cost_spent = 7;
+  c.idempotency_key = "key-1";
+  c.idempotency_key_pinned = false;
+  c.circuit = recourse::CircuitState::HalfOpen;
+  c.retry_throttled = true;
+  c.now_ms = 1700000000000;
+  c.args_hash = "ab12";
+  const std::string full = recourse::to_json(c);
+  for (bool compact : {false, true}) {
+    const auto back = recourse::read_context(recourse::detail::context_json(c, compact));
+    INFO(recourse::detail::context_json(c, compact));
+    REQUIRE(back.ok);
+    CHECK(recourse::to_json(back.context) == full);
+  }
+  // A compact form leaves out what a default context has, and a key pinned by being given.
+  recourse::Context d;
+  d.tool = "t";
+  d.side_effect = recourse::SideEffect::None;
+  d.idempotency_key = "k";
+  d.idempotency_key_pinned = true;
+  CHECK(recourse::detail::context_json(d, true) ==
+        R"({"tool":"t","sideEffect":"none","attempt":1,"idempotencyKey":"k"})");
 }

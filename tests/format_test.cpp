@@ -364,6 +364,126 @@ TEST_CASE("fmt: the command rewrites in place, checks, filters stdin", "[fmt][cl
   fs::remove_all(dir);
 }
 
+// A valid policy of exactly `size` bytes whose canonical layout is 12 bytes longer: six
+// comments at column 0 inside the policy each gain the 2-space indent; the rest (indented
+// comments) stays as it is.
+std::string growing_policy(std::size_t size) {
+  std::string text = "version 1\npolicy \"big\" {\n  rule r when retryable -> retry\n";
+  for (int i = 0; i < 6; ++i) text += "# flush left\n";
+  const std::string tail = "  default -> stop\n}\n";
+  const std::string line = "  # " + std::string(60, 'x') + "\n";
+  while (text.size() + line.size() + tail.size() <= size) text += line;
+  const std::size_t pad = size - text.size() - tail.size();  // one shorter comment fills it
+  REQUIRE(pad >= 4);
+  text += "  #" + std::string(pad - 4, 'y') + "\n" + tail;
+  REQUIRE(text.size() == size);
+  return text;
+}
+
+TEST_CASE("fmt: a file its layout would take past the size limit is refused, untouched",
+          "[fmt][cli]") {
+  const std::size_t limit = recourse::CompileOptions{}.max_source_bytes;
+  const std::string text = growing_policy(limit - 8);  // 1,048,568 bytes
+  {
+    recourse::CompileOptions roomy;
+    roomy.max_source_bytes = 2 * limit;
+    std::vector<recourse::Diagnostic> diagnostics;
+    const auto wide = recourse::format(text, diagnostics, "big.recourse", roomy);
+    INFO(describe(diagnostics));
+    REQUIRE(wide);
+    CHECK(wide->size() == limit + 4);  // the canonical layout exists, 4 bytes over the limit
+  }
+  std::vector<recourse::Diagnostic> diagnostics;
+  CHECK_FALSE(recourse::format(text, diagnostics, "big.recourse"));
+  REQUIRE(diagnostics.size() == 1);
+  CHECK(diagnostics[0].code == "E090");
+  CHECK(diagnostics[0].file == "big.recourse");
+  CHECK(diagnostics[0].message ==
+        "formatted, the file would be 1048580 bytes; the limit is 1048576");
+
+  const std::string dir = temp_dir();
+  const std::string big = dir + "/big.recourse", small = dir + "/small.recourse";
+  const std::string messy =
+      "version 1\npolicy \"p\" {  rule   r when retryable -> retry\n"
+      " default->stop }\n";
+  write_file(big, text);
+  write_file(small, messy);
+  fs::permissions(small, fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read);
+  const std::string refused =
+      big + ": error[E090]: formatted, the file would be 1048580 bytes; the limit is 1048576\n";
+  SECTION("in place: refused with exit 1, the file byte for byte as it was; others formatted") {
+    auto r = test::run(cmd(big + " " + small + " 2>&1"));
+    CHECK(r.status == 1);
+    CHECK_THAT(r.out, Catch::StartsWith(refused));
+    CHECK_THAT(r.out, Catch::EndsWith(small + "\n"));
+    CHECK(read_file(big) == text);
+    CHECK(read_file(small) == format_ok(messy));
+    CHECK(fs::status(small).permissions() ==
+          (fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read));
+    std::size_t files = 0;  // no temporary file left behind
+    for (const auto& e : fs::directory_iterator(dir)) files += e.is_regular_file();
+    CHECK(files == 2);
+  }
+  SECTION("--check and stdin refuse it too") {
+    auto r = test::run(cmd("--check " + big + " 2>&1"));
+    CHECK(r.status == 1);
+    CHECK(r.out == refused +
+                       "  help: the file is left as it is; split it, or raise "
+                       "CompileOptions::max_source_bytes\n");
+    r = test::run(cmd("- < " + big + " 2>/dev/null"));
+    CHECK(r.status == 1);
+    CHECK(r.out.empty());
+  }
+  fs::remove_all(dir);
+}
+
+TEST_CASE("fmt: a layout that would compile to another table is refused", "[fmt]") {
+  const std::string original =
+      "policy \"p\" { limits { attempts = 3 } rule r when code == TRANSIENT -> retry default -> "
+      "stop }\n"
+      "policy \"q\" { default -> stop }\n";
+  std::vector<recourse::Diagnostic> diagnostics;
+  // Another layout of the same policies passes.
+  CHECK(recourse::verify_format(original, format_ok(original), diagnostics, "v.recourse"));
+  CHECK(diagnostics.empty());
+  // Another setting is another table.
+  std::string changed = original;
+  changed.replace(changed.find("attempts = 3"), 12, "attempts = 4");
+  const std::string before(test::policy(original.substr(0, original.find('\n'))).hash());
+  const std::string after(test::policy(changed.substr(0, changed.find('\n'))).hash());
+  CHECK_FALSE(recourse::verify_format(original, changed, diagnostics, "v.recourse"));
+  REQUIRE(diagnostics.size() == 1);
+  CHECK(diagnostics[0].code == "E099");
+  CHECK(diagnostics[0].file == "v.recourse");
+  CHECK(diagnostics[0].message ==
+        "internal error while formatting: the formatted text compiles differently (policy \"p\" " +
+            before + " before, policy \"p\" " + after + " after)");
+  // A lost policy, and a text that no longer compiles, are refused.
+  diagnostics.clear();
+  CHECK_FALSE(recourse::verify_format(original, original.substr(0, original.find("policy \"q\"")),
+                                      diagnostics, "v.recourse"));
+  REQUIRE(diagnostics.size() == 1);
+  CHECK_THAT(diagnostics[0].message,
+             Catch::EndsWith("(policy \"q\" " +
+                             std::string(test::policy("policy \"q\" { default -> stop }").hash()) +
+                             " before, nothing after)"));
+  diagnostics.clear();
+  CHECK_FALSE(recourse::verify_format(original, changed + "policy \"q\" { default -> stop }\n",
+                                      diagnostics, "v.recourse"));
+  CHECK_THAT(diagnostics.at(0).message,
+             Catch::Contains("E020: policy \"q\" is defined twice after"));
+  // A file that does not compile may be formatted when the layout fails in the same way.
+  diagnostics.clear();
+  const std::string broken = "policy \"p\" { rule r when code == NOPE -> retry default -> stop }";
+  CHECK(recourse::verify_format(broken, format_ok(broken), diagnostics, "v.recourse"));
+  CHECK(diagnostics.empty());
+  // The size limit applies to the formatted text.
+  recourse::CompileOptions tight;
+  tight.max_source_bytes = original.size();
+  CHECK_FALSE(recourse::verify_format(original, original + "\n", diagnostics, "v.recourse", tight));
+  CHECK(diagnostics.at(0).code == "E090");
+}
+
 TEST_CASE("fmt: every bundled policy is in the canonical layout", "[fmt]") {
   const std::string root = test::source_dir();
   const auto r = test::run(

@@ -1,5 +1,7 @@
 // Budget state: gRFC A6 retry tokens, circuit breaker transitions, per-operation counters, and
 // JSON round trips. Time is passed in; nothing reads a clock.
+#include <nlohmann/json.hpp>
+
 #include "recourse/state.hpp"
 #include "support.hpp"
 
@@ -161,17 +163,108 @@ TEST_CASE("state: a workflow counts attempts, repairs, repeats, cost and time", 
   base.attempt = 7;
   CHECK(at(3000).attempt == 7);
 
-  recourse::Workflow copy;
+  wf.record_success(base);
+  CHECK_FALSE(wf.find("op", "t"));
+}
+
+TEST_CASE("state: counters are kept per operation and tool", "[state]") {
+  const auto p = test::policy(R"(policy "a" {
+    tool { idempotent = true }
+    limits { attempts = 4 on_exhausted = escalate }
+    rule r when code == TRANSIENT -> retry
+    default -> stop })");
+  const auto e = test::envelope(R"({"code":"TRANSIENT","retryable":true})");
+  recourse::Workflow wf;
+  auto call = [](const char* tool) {
+    recourse::Context c;
+    c.tool = tool;
+    c.operation_id = "op";
+    c.side_effect = recourse::SideEffect::None;
+    return c;
+  };
+  std::int64_t now = 0;
+  auto fail = [&](const char* tool) {  // the host's loop for one failed call
+    recourse::Context c = call(tool);
+    wf.record_attempt(c, 1, now);
+    wf.record_failure(c, e);
+    wf.apply(c, now);
+    const auto d = p.decide(e, c);
+    wf.record_decision(c, d);
+    now += 1000;
+    return std::pair(c.attempt, std::string(d.rule));
+  };
+  // Failures of tool a alternate with successes (and failures) of tool b under one operation
+  // id: b's outcomes neither reset a's count nor add to it, so a's fourth call is its last.
+  std::vector<std::pair<std::int64_t, std::string>> a;
+  for (int i = 0; i < 10; ++i) {
+    a.push_back(fail("a"));
+    fail("b");
+    wf.record_success(call("b"));
+  }
+  REQUIRE(a.size() == 10);
+  CHECK(a[0] == std::pair<std::int64_t, std::string>(1, "r"));
+  CHECK(a[2] == std::pair<std::int64_t, std::string>(3, "r"));
+  CHECK(a[3] == std::pair<std::int64_t, std::string>(4, "budget:attempts"));
+  CHECK(a[9] == std::pair<std::int64_t, std::string>(10, "budget:attempts"));
+  REQUIRE(wf.find("op", "a"));
+  CHECK(wf.find("op", "a")->attempts == 10);
+  CHECK_FALSE(wf.find("op", "b"));  // b's own success dropped b's counters
+  fail("b");
+  // A success of a drops a's counters only.
+  wf.record_success(call("a"));
+  CHECK_FALSE(wf.find("op", "a"));
+  REQUIRE(wf.find("op", "b"));
+  CHECK(wf.find("op", "b")->attempts == 1);
+  CHECK(fail("a").first == 1);
+}
+
+TEST_CASE("state: workflow counters survive a JSON round trip", "[state]") {
+  // Ids holding the key's separators stay apart: (a/b, c) and (a, b/c) are two counters.
+  auto store = std::make_shared<recourse::MemoryStore>();
+  recourse::Workflow wf(store, "wf/1");
+  auto attempt = [&](const char* operation, const char* tool, std::int64_t cost) {
+    recourse::Context c;
+    c.operation_id = operation;
+    c.tool = tool;
+    wf.record_attempt(c, cost, 5);
+  };
+  attempt("a/b", "c", 1);
+  attempt("a", "b/c", 2);
+  attempt("a", "b/c", 2);
+  attempt("100%", "t", 3);
+  REQUIRE(wf.find("a/b", "c"));
+  CHECK(wf.find("a/b", "c")->attempts == 1);
+  CHECK(wf.find("a", "b/c")->attempts == 2);
+  CHECK(wf.find("100%", "t")->cost == 3);
+  CHECK_FALSE(wf.find("a", "b"));
+  const auto json = nlohmann::json::parse(wf.to_json());
+  CHECK(json["version"] == 2);
+  CHECK(json["operations"]["a/b"]["c"]["attempts"] == 1);
+  CHECK(json["operations"]["a"]["b/c"]["attempts"] == 2);
+  CHECK(json["operations"]["a"]["b/c"]["cost"] == 4);
+  CHECK(json["operations"]["100%"]["t"]["startedMs"] == 5);
+
+  recourse::Workflow copy(nullptr, "another scope");
   std::string error;
   REQUIRE(copy.from_json(wf.to_json(), error));
   CHECK(copy.to_json() == wf.to_json());
-  CHECK_FALSE(copy.from_json(R"({"operations":{"op":{"attempts":-1}}})", error));
-  CHECK(error == "workflow state: negative counter in operation op");
+  CHECK(copy.find("a", "b/c")->attempts == 2);
+  CHECK_FALSE(copy.from_json(R"({"version":2,"operations":{"op":{"t":{"attempts":-1}}}})", error));
+  CHECK(error == "workflow state: negative counter in operation op, tool t");
+  CHECK_FALSE(copy.from_json(R"({"version":2,"operations":{"op":{"attempts":1}}})", error));
+  CHECK(error == "workflow state: operation op, tool attempts is not an object of counters");
+  CHECK_FALSE(copy.from_json(R"({"version":3,"operations":{}})", error));
+  CHECK(error == "workflow state: version 3 is not 2, the version this build reads");
   CHECK_FALSE(copy.from_json("not json", error));
+  // The form before version 2 counted per operation alone: its counters cannot be given a tool.
+  CHECK_FALSE(copy.from_json(R"({"operations":{"op":{"attempts":1}},"tools":{}})", error));
+  CHECK(error ==
+        "workflow state: counters per operation alone, the form before version 2, cannot be "
+        "restored: version 2 keeps them per operation and tool, and which tool they counted is "
+        "not recorded");
   CHECK(copy.to_json() == wf.to_json());  // a failed restore changes nothing
-
-  wf.record_success(base);
-  CHECK_FALSE(wf.find("op"));
+  REQUIRE(copy.from_json(R"({"operations":{},"tools":{}})", error));  // nothing to place
+  CHECK(copy.to_json() == R"({"operations":{},"version":2})");
 }
 
 TEST_CASE("state: health survives a JSON round trip", "[state]") {

@@ -3,9 +3,9 @@
 // decide() itself is pure: everything stateful reaches it through the Context. These two objects
 // keep that state in a Store (store.hpp; default: a MemoryStore of their own) and fill the
 // Context from it:
-//  - Workflow: per workflow (one agent loop; not thread-safe). Per operation it counts attempts,
-//    repairs, consecutive identical failures (repeats), cost units and the time since the first
-//    call, so a policy's budgets see the whole operation.
+//  - Workflow: per workflow (one agent loop; not thread-safe). Per operation and tool it counts
+//    attempts, repairs, consecutive identical failures (repeats), cost units and the time since
+//    the first call, so a policy's budgets see every call of its tool for the operation.
 //  - Health: per process, shared by workflows and thread-safe. Per tool, a circuit breaker
 //    (consecutive failures or a failure ratio over a window; open for a cooldown; then one
 //    half-open probe), a retry token bucket with gRFC A6 arithmetic, and the side-effect ledger's
@@ -36,39 +36,55 @@
 namespace recourse {
 
 /// Per-workflow budget state. Not thread-safe: one workflow is one loop.
+///
+/// Counters are kept per (operation, tool): the calls of one tool for one operation. A success
+/// of one tool drops that tool's counters only, and failures of one tool never count against
+/// another's attempts, repairs, repeats or cost, even under the same operation id (a budget
+/// across every tool of a run is a separate thing, built on this key). The side-effect ledger
+/// (Health, store.hpp) stays per operation: whether a payment happened does not depend on which
+/// tool asks.
 class Workflow {
  public:
-  /// Counters kept in `store` (nullptr: a MemoryStore of its own) under "<scope>/<operation id>"
-  /// (scope empty: the operation id alone), mirrored in a local MemoryStore for outages.
+  /// Counters kept in `store` (nullptr: a MemoryStore of its own) under the key
+  /// "<scope>/<operation id>/<tool>" ("<operation id>/<tool>" when scope is empty), the
+  /// operation id and the tool with '%' and '/' escaped as %25 and %2F so no two (operation,
+  /// tool) pairs share a key; mirrored in a local MemoryStore for outages.
   explicit Workflow(std::shared_ptr<Store> store = nullptr, std::string scope = {});
-  /// Records a call of `context.operation_id` (made now): counts the attempt (a repair when the
-  /// previous decision said repair), charges `cost` units, starts the clock at the first call.
+  /// Records a call of `context.tool` for `context.operation_id` (made now): counts the attempt
+  /// (a repair when the previous decision on that tool said repair), charges `cost` units,
+  /// starts the clock at the first call.
   void record_attempt(const Context& context, std::int64_t cost, std::int64_t now_ms);
   /// Records that the call failed with `envelope`. repeats grows when the failure matches the
-  /// previous one (same tool, code and field, and the same Context::args_hash the host computes
-  /// over the call's arguments), else restarts at 1.
+  /// previous one of the same operation and tool (same code and field, and the same
+  /// Context::args_hash the host computes over the call's arguments), else restarts at 1.
   void record_failure(const Context& context, const Envelope& envelope);
   /// Records the decision taken on the failure (a repair makes the next call a repaired one).
   void record_decision(const Context& context, const Decision& decision);
-  /// Records that the operation succeeded: its counters are dropped.
+  /// Records that the call of `context.tool` for `context.operation_id` succeeded: that tool's
+  /// counters for the operation are dropped; other tools' counters for it are kept.
   void record_success(const Context& context);
-  /// Raises `context`'s counters to the operation's: attempt, repairs, repeats, cost_spent and
-  /// elapsed_ms (now_ms - first call). A count the host already gave higher is kept (it may have
-  /// counted calls this workflow never saw). An operation never recorded changes nothing. When
-  /// the store cannot answer, the local counts apply and context.store_unavailable is set.
+  /// Raises `context`'s counters to those of (context.operation_id, context.tool): attempt,
+  /// repairs, repeats, cost_spent and elapsed_ms (now_ms - first call). A count the host already
+  /// gave higher is kept (it may have counted calls this workflow never saw). A pair never
+  /// recorded changes nothing. When the store cannot answer, the local counts apply and
+  /// context.store_unavailable is set.
   void apply(Context& context, std::int64_t now_ms) const;
-  /// The counters of an operation, if recorded (nullopt also when the store cannot answer).
-  std::optional<OperationState> find(std::string_view operation_id) const;
+  /// The counters of `tool`'s calls for an operation, if recorded (nullopt also when the store
+  /// cannot answer).
+  std::optional<OperationState> find(std::string_view operation_id, std::string_view tool) const;
 
-  /// The local counters: {"operations": {id: {attempts, repairs, repeats, cost, startedMs,
-  /// lastFailure, repairPending}}, "tools": {}}
+  /// The local counters: {"version": 2, "operations": {operation id: {tool: {attempts, repairs,
+  /// repeats, cost, startedMs, lastFailure, repairPending}}}}. The scope is not part of it.
   std::string to_json() const;
-  /// Restores the local counters from to_json()'s form; false (and `error`) on malformed input,
-  /// leaving *this as is.
+  /// Restores the local counters from to_json()'s form, under this workflow's scope; false (and
+  /// `error`) on malformed input, leaving *this as is. The form without "version" (before 2,
+  /// counters per operation alone) is refused unless it holds no counters: which tool counted
+  /// them was not recorded.
   bool from_json(std::string_view json, std::string& error);
 
  private:
-  std::optional<OperationState> count(const Context& context, const CountEvent& event,
+  std::string key(std::string_view operation_id, std::string_view tool) const;
+  std::optional<OperationState> count(const std::string& key, const CountEvent& event,
                                       std::int64_t now_ms) const;
   std::shared_ptr<MemoryStore> local_;
   std::shared_ptr<Store> store_;

@@ -9,6 +9,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "wire/context.hpp"
+
 namespace recourse::detail {
 
 std::optional<Input> realize(const Compiled& p, const Cube& cube) {
@@ -191,23 +193,8 @@ std::string input_json(const Input& in) {
   if (e.suggestion) env["suggestion"] = *e.suggestion;
   if (e.retry_after_ms) env["retryAfterMs"] = *e.retry_after_ms;
   if (e.trace_id) env["traceId"] = *e.trace_id;
-  json ctx = {{"tool", c.tool},
-              {"sideEffect", name_of(c.side_effect.value_or(SideEffect::Unknown))},
-              {"attempt", c.attempt}};
-  if (c.idempotent) ctx["idempotent"] = *c.idempotent;
-  if (c.repairs) ctx["repairs"] = c.repairs;
-  if (c.elapsed_ms) ctx["elapsedMs"] = c.elapsed_ms;
-  if (c.max_attempts) ctx["maxAttempts"] = *c.max_attempts;
-  if (c.lower_retries) ctx["lowerRetries"] = c.lower_retries;
-  if (c.deadline_ms) ctx["deadlineMs"] = *c.deadline_ms;
-  if (c.repeats) ctx["repeats"] = c.repeats;
-  if (c.cost_spent) ctx["costSpent"] = c.cost_spent;
-  if (c.idempotency_key_pinned) ctx["idempotencyKey"] = c.idempotency_key;
-  if (c.circuit != CircuitState::Closed) ctx["circuit"] = name_of(c.circuit);
-  if (c.retry_throttled) ctx["retryThrottled"] = true;
-  if (c.arguments) ctx["arguments"] = *c.arguments;
   return "envelope " + env.dump(-1, ' ', false, json::error_handler_t::replace) + " context " +
-         ctx.dump(-1, ' ', false, json::error_handler_t::replace);
+         context_json(c, true);
 }
 
 }  // namespace recourse::detail

@@ -26,4 +26,12 @@ std::optional<Table> compile(const PolicySpec& spec, const CompileOptions& optio
                              const grammar::Sources& sources, std::vector<Diagnostic>& diagnostics,
                              const PolicySpec* also = nullptr);
 
+/// The pipeline behind compile() and compile_paths(): parses every source, resolves `extends`
+/// (with `load_bases`, reading NAME.recourse beside the extending file), checks and compiles
+/// every policy, and with `analyse` runs the coverage analysis (shadowed rules, invariants,
+/// assertions; it changes no table, only diagnostics). All or nothing: any error in any source
+/// means no Bundle. Never throws.
+CompileResult compile_sources(const std::vector<Source>& sources, const CompileOptions& options,
+                              bool load_bases, bool analyse);
+
 }  // namespace recourse::detail

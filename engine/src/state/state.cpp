@@ -1,16 +1,21 @@
-// Budget state: Workflow (per-operation counters) and Health (per-tool breaker, retry tokens and
-// the ledger's side effect) over a Store. See recourse/state.hpp for the contracts and
+// Budget state: Workflow (counters per operation and tool) and Health (per-tool breaker, retry
+// tokens and the ledger's side effect) over a Store. See recourse/state.hpp for the contracts and
 // store_logic.cpp for the arithmetic (gRFC A6 tokens, breaker transitions).
 #include "recourse/state.hpp"
 
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <nlohmann/json.hpp>
+
 #include "eval/backoff.hpp"
+#include "store/logic.hpp"
 #include "table/compiled.hpp"
 
 namespace recourse {
 namespace {
+
+using json = nlohmann::json;
 
 std::uint64_t failure_key(const Context& c, const Envelope& e, std::string_view args_hash) {
   std::uint64_t h = detail::fnv1a(c.tool);
@@ -46,14 +51,46 @@ bool restore(MemoryStore& store, std::string_view json, std::string& error, cons
 
 // ---- Workflow -------------------------------------------------------------------------------
 
+namespace {
+
+// An operation id or a tool name as a part of a counter key: '%' and '/' escaped (%25, %2F), so
+// a key splits again at its last two '/' however the ids are spelt.
+std::string key_part(std::string_view s) {
+  std::string out;
+  for (char ch : s) out += ch == '%' ? "%25" : ch == '/' ? "%2F" : std::string(1, ch);
+  return out;
+}
+
+std::string from_key_part(std::string_view s) {
+  std::string out;
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    if (s.compare(i, 3, "%25") == 0)
+      out += '%', i += 2;
+    else if (s.compare(i, 3, "%2F") == 0)
+      out += '/', i += 2;
+    else
+      out += s[i];
+  }
+  return out;
+}
+
+// The form of Workflow::to_json(): 2 keeps counters per operation and tool (none before).
+constexpr int kWorkflowStateVersion = 2;
+
+}  // namespace
+
 Workflow::Workflow(std::shared_ptr<Store> store, std::string scope)
     : local_(std::make_shared<MemoryStore>()),
       store_(store ? std::move(store) : local_),
       scope_(std::move(scope)) {}
 
-std::optional<OperationState> Workflow::count(const Context& c, const CountEvent& event,
+std::string Workflow::key(std::string_view operation_id, std::string_view tool) const {
+  return (scope_.empty() ? std::string() : scope_ + "/") + key_part(operation_id) + "/" +
+         key_part(tool);
+}
+
+std::optional<OperationState> Workflow::count(const std::string& key, const CountEvent& event,
                                               std::int64_t now_ms) const {
-  const std::string key = scope_.empty() ? c.operation_id : scope_ + "/" + c.operation_id;
   now_ms_ = std::max(now_ms_, now_ms);
   if (store_ == local_) return local_->count(key, event, now_ms);
   local_->count(key, event, now_ms);  // the mirror this process falls back to
@@ -61,27 +98,29 @@ std::optional<OperationState> Workflow::count(const Context& c, const CountEvent
 }
 
 void Workflow::record_attempt(const Context& c, std::int64_t cost, std::int64_t now_ms) {
-  count(c, {CountEvent::Attempt, cost}, now_ms);
+  count(key(c.operation_id, c.tool), {CountEvent::Attempt, cost}, now_ms);
 }
 
 void Workflow::record_failure(const Context& c, const Envelope& e) {
-  count(c, {CountEvent::Failure, 0, failure_key(c, e, c.args_hash)}, now_ms_);
+  count(key(c.operation_id, c.tool), {CountEvent::Failure, 0, failure_key(c, e, c.args_hash)},
+        now_ms_);
 }
 
 void Workflow::record_decision(const Context& c, const Decision& d) {
-  count(c, {CountEvent::Decision, 0, 0, d.route == Route::Repair}, now_ms_);
+  count(key(c.operation_id, c.tool), {CountEvent::Decision, 0, 0, d.route == Route::Repair},
+        now_ms_);
 }
 
 void Workflow::record_success(const Context& c) {
-  count(c, {CountEvent::Success}, now_ms_);
+  count(key(c.operation_id, c.tool), {CountEvent::Success}, now_ms_);
 }
 
 void Workflow::apply(Context& c, std::int64_t now_ms) const {
-  auto op = count(c, {CountEvent::Read}, now_ms);
+  const std::string k = key(c.operation_id, c.tool);
+  auto op = count(k, {CountEvent::Read}, now_ms);
   if (!op) {
     c.store_unavailable = true;
-    const std::string key = scope_.empty() ? c.operation_id : scope_ + "/" + c.operation_id;
-    op = local_->count(key, {CountEvent::Read}, now_ms);
+    op = local_->count(k, {CountEvent::Read}, now_ms);
   }
   if (!op || !op->recorded()) return;
   // The larger count wins: the host may have counted calls this workflow never saw.
@@ -92,19 +131,61 @@ void Workflow::apply(Context& c, std::int64_t now_ms) const {
   c.elapsed_ms = std::max(c.elapsed_ms, now_ms - op->started_ms);
 }
 
-std::optional<OperationState> Workflow::find(std::string_view operation_id) const {
-  Context c;
-  c.operation_id = std::string(operation_id);
-  auto op = count(c, {CountEvent::Read}, now_ms_);
+std::optional<OperationState> Workflow::find(std::string_view operation_id,
+                                             std::string_view tool) const {
+  auto op = count(key(operation_id, tool), {CountEvent::Read}, now_ms_);
   return op && op->recorded() ? op : std::nullopt;
 }
 
 std::string Workflow::to_json() const {
-  return local_->to_json();
+  // The local store's keys, split back into operation and tool (all of them carry this scope).
+  const json store = json::parse(local_->to_json());
+  const std::size_t prefix = scope_.empty() ? 0 : scope_.size() + 1;
+  json operations = json::object();
+  for (const auto& [k, counters] : store.at("operations").items()) {
+    const std::size_t slash = k.rfind('/');
+    operations[from_key_part(k.substr(prefix, slash - prefix))]
+              [from_key_part(k.substr(slash + 1))] = counters;
+  }
+  return json{{"version", kWorkflowStateVersion}, {"operations", operations}}.dump();
 }
 
-bool Workflow::from_json(std::string_view json, std::string& error) {
-  return restore(*local_, json, error, "workflow state");
+bool Workflow::from_json(std::string_view text, std::string& error) {
+  json counters = json::object();
+  try {
+    const json j = json::parse(text);
+    if (!j.is_object()) throw std::invalid_argument("not a JSON object");
+    const json operations = j.value("operations", json::object());
+    if (!operations.is_object()) throw std::invalid_argument("operations is not an object");
+    if (!j.contains("version") && !operations.empty())
+      throw std::invalid_argument(
+          "counters per operation alone, the form before version 2, cannot be restored: "
+          "version 2 keeps them per operation and tool, and which tool they counted is not "
+          "recorded");
+    if (j.contains("version") && j.at("version") != kWorkflowStateVersion)
+      throw std::invalid_argument(fmt::format("version {} is not {}, the version this build reads",
+                                              j.at("version").dump(), kWorkflowStateVersion));
+    for (const auto& [operation, tools] : operations.items()) {
+      if (!tools.is_object())
+        throw std::invalid_argument("operation " + operation + " is not an object of tools");
+      for (const auto& [tool, state] : tools.items()) {
+        if (!state.is_object())
+          throw std::invalid_argument(
+              fmt::format("operation {}, tool {} is not an object of counters", operation, tool));
+        try {
+          detail::operation_from_json(state.dump());
+        } catch (const std::invalid_argument& e) {
+          throw std::invalid_argument(
+              fmt::format("{} in operation {}, tool {}", e.what(), operation, tool));
+        }
+        counters[key(operation, tool)] = state;
+      }
+    }
+  } catch (const std::exception& e) {
+    error = std::string("workflow state: ") + e.what();
+    return false;
+  }
+  return restore(*local_, json{{"operations", counters}}.dump(), error, "workflow state");
 }
 
 // ---- Health ---------------------------------------------------------------------------------

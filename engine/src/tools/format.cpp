@@ -14,13 +14,16 @@
 // items kept (runs collapsed to one); blocks on one line when that fits in 100 columns and no
 // comment is inside, else one setting per line; a rule longer than 100 columns puts its route on
 // a continuation line. The printed text is parsed again and must give the same AST (positions
-// aside) and the same comments, or format() reports E099 instead of returning it.
+// aside) and the same comments, or format() reports E099 instead of returning it; then
+// verify_format() compiles both texts and compares the tables (and the printed text's size with
+// the limit) before format() returns it.
 #include "recourse/format.hpp"
 
 #include <algorithm>
 #include <limits>
 
 #include "ast.hpp"
+#include "compile/compile.hpp"
 #include "parse.hpp"
 #include "print.hpp"
 
@@ -611,18 +614,69 @@ std::vector<std::string> comment_texts(const SourceText& src) {
   return out;
 }
 
+// What a file's text compiles to, as compile_paths() compiles that file alone (without the
+// analysis, which changes no table): `policy "NAME" HASH` for each policy, or, when it does not
+// compile, `CODE: MESSAGE` for each error (positions left out: formatting moves them).
+std::vector<std::string> compiled_form(std::string_view text, std::string_view path,
+                                       const CompileOptions& options) {
+  const CompileResult r =
+      detail::compile_sources({{std::string(path), std::string(text)}}, options, true, false);
+  std::vector<std::string> out;
+  if (r.ok())
+    for (const Policy& p : r.bundle->policies())
+      out.push_back("policy " + quoted(p.name()) + " " + std::string(p.hash()));
+  else
+    for (const Diagnostic& d : r.diagnostics)
+      if (d.severity == Severity::Error) out.push_back(d.code + ": " + d.message);
+  return out;
+}
+
+// E099: the formatter's own fault (the file is left as it is).
+Diagnostic internal_error(std::string_view path, const std::string& message) {
+  Diagnostic d;
+  d.code = "E099";
+  d.file = std::string(path);
+  d.message = "internal error while formatting: " + message;
+  d.help = "the file is left as it is; please report this";
+  return d;
+}
+
 }  // namespace
+
+bool verify_format(std::string_view original, std::string_view formatted,
+                   std::vector<Diagnostic>& diagnostics, std::string_view path,
+                   const CompileOptions& options) {
+  try {
+    if (formatted.size() > options.max_source_bytes) {
+      Diagnostic d;
+      d.code = "E090";
+      d.file = std::string(path);
+      d.message = "formatted, the file would be " + std::to_string(formatted.size()) +
+                  " bytes; the limit is " + std::to_string(options.max_source_bytes);
+      d.help = "the file is left as it is; split it, or raise CompileOptions::max_source_bytes";
+      diagnostics.push_back(std::move(d));
+      return false;
+    }
+    const auto before = compiled_form(original, path, options);
+    const auto after = compiled_form(formatted, path, options);
+    if (before == after) return true;
+    const auto [b, a] = std::mismatch(before.begin(), before.end(), after.begin(), after.end());
+    diagnostics.push_back(
+        internal_error(path, "the formatted text compiles differently (" +
+                                 (b == before.end() ? std::string("nothing") : *b) + " before, " +
+                                 (a == after.end() ? std::string("nothing") : *a) + " after)"));
+  } catch (const std::exception& e) {
+    diagnostics.push_back(internal_error(path, e.what()));
+  }
+  return false;
+}
 
 std::optional<std::string> format(std::string_view text, std::vector<Diagnostic>& diagnostics,
                                   std::string_view path, const CompileOptions& options) {
   auto internal = [&](ast::Pos pos, const std::string& message) {
-    Diagnostic d;
-    d.code = "E099";
-    d.file = std::string(path);
+    Diagnostic d = internal_error(path, message);
     d.line = pos.line;
     d.column = pos.column;
-    d.message = "internal error while formatting: " + message;
-    d.help = "the file is left as it is; please report this";
     if (pos.line) d.source_line = grammar::line_of(text, pos.line);
     diagnostics.push_back(std::move(d));
     return std::nullopt;
@@ -655,6 +709,7 @@ std::optional<std::string> format(std::string_view text, std::vector<Diagnostic>
       return internal({}, "the formatted text means something else");
     if (comment_texts(SourceText(out)) != comment_texts(src))
       return internal({}, "a comment was lost or changed");
+    if (out != text && !verify_format(text, out, diagnostics, path, options)) return std::nullopt;
     return out;
   } catch (const Unformattable& e) {
     return internal(e.pos, e.message);

@@ -1,0 +1,80 @@
+// The decision's JSON (docs/language.md section 14, docs/schema/decision.schema.json): what
+// `recourse decide` prints, the C API returns and the decision log's "result" holds. Keys in one
+// fixed order; optional keys are omitted, never null, except inside budgets (null: unlimited).
+// The model-facing text is computed here (model_text()), never in decide().
+#include <fmt/format.h>
+
+#include <nlohmann/json.hpp>
+
+#include "recourse/adapters.hpp"
+#include "recourse/engine.hpp"
+#include "recourse/policy.hpp"
+
+namespace recourse {
+
+std::string to_json(const Decision& d, const Envelope& e) {
+  nlohmann::ordered_json j;
+  j["route"] = to_string(d.route);
+  j["delayMs"] = d.delay_ms;
+  if (d.route == Route::Retry) j["jitterMs"] = d.jitter_draw;
+  j["rule"] = std::string(d.rule);
+  if (!d.reason.empty()) j["reason"] = std::string(d.reason);
+  if (!d.target.empty()) j["target"] = std::string(d.target);
+  j["policy"] = std::string(d.policy);
+  j["policyHash"] = std::string(d.policy_hash);
+  if (!d.exhausted.empty()) j["exhausted"] = std::string(d.exhausted);
+  j["attempt"] = d.attempt;
+  j["attemptsLeft"] = d.attempts_left;
+  j["repairsLeft"] = d.repairs_left;
+  if (d.retry_after_ms) j["retryAfterMs"] = *d.retry_after_ms;
+  if (d.retry_at_ms) j["retryAt"] = *d.retry_at_ms;
+  if (d.timeout_ms) j["timeoutMs"] = *d.timeout_ms;
+  auto budget = [](const BudgetLeft& b) {
+    auto value = [](std::int64_t v) {
+      return v == kUnlimited ? nlohmann::ordered_json() : nlohmann::ordered_json(v);
+    };
+    return nlohmann::ordered_json{{"before", value(b.before)}, {"after", value(b.after)}};
+  };
+  j["budgets"] = {{"attempts", budget(d.attempts)},
+                  {"repairs", budget(d.repairs)},
+                  {"cost", budget(d.cost)},
+                  {"timeMs", budget(d.time_ms)}};
+  j["idempotencyKey"] = to_string(d.idempotency_key);
+  auto warnings = nlohmann::ordered_json::array();
+  for (const auto& w : e.warnings)
+    warnings.push_back({{"kind", w.kind}, {"field", w.field}, {"message", w.message}});
+  auto add = [&](const char* kind, const char* field, std::string message) {
+    warnings.push_back({{"kind", kind}, {"field", field}, {"message", std::move(message)}});
+  };
+  if (d.warnings & kUnknownCode)
+    add("unknown_code", "code",
+        fmt::format("code \"{}\" is not known; read as UNKNOWN{}", e.code.value_or(""),
+                    d.nearest_code.empty() ? "" : fmt::format(" (nearest: {})", d.nearest_code)));
+  if (d.warnings & kSideEffectAssumed)
+    add("side_effect_assumed", "sideEffect", "context gave no sideEffect; read as unknown");
+  if (d.warnings & kNoPolicy)
+    add("no_policy", "tool", "no policy for this tool and no \"*\" policy");
+  if (d.warnings & kUnreadableEnvelope)
+    add("unreadable_envelope", "", "the envelope could not be read");
+  if (d.warnings & kTraceIdMinted)
+    add("trace_id_minted", "traceId", "envelope had no traceId; a local one was minted");
+  if (d.warnings & kStoreUnavailable)
+    add("store_unavailable", "",
+        "the state store could not answer; local, conservative state used");
+  j["warnings"] = std::move(warnings);
+  if (!d.nearest_code.empty()) j["nearestCode"] = std::string(d.nearest_code);
+  j["traceId"] = trace_id(d, e);
+  // What the next model turn may read (adapters.hpp): computed here, never in decide().
+  const ModelText model = model_text(e);
+  j["modelMessage"] = model.text;
+  auto flags = nlohmann::ordered_json::array();
+  for (const auto& [set, name] :
+       {std::pair{model.stripped, "stripped"}, std::pair{model.redacted, "redacted"},
+        std::pair{model.instruction_like, "instruction_like"},
+        std::pair{model.truncated, "truncated"}})
+    if (set) flags.push_back(name);
+  if (!flags.empty()) j["modelMessageFlags"] = std::move(flags);
+  return j.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
+}
+
+}  // namespace recourse
