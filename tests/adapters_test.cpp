@@ -162,6 +162,7 @@ TEST_CASE("adapters: Retry-After (RFC 9110 section 10.2.3)", "[adapters]") {
       {"nan", std::nullopt, std::nullopt},
       {"NaN", std::nullopt, std::nullopt},
       {"-1", std::nullopt, std::nullopt},
+      {"-0", std::nullopt, std::nullopt},  // delay-seconds is 1*DIGIT: no sign, not even on 0
       {"1e999", std::nullopt, std::nullopt},
       {"inf", std::nullopt, std::nullopt},
       {"+5", std::nullopt, std::nullopt},
@@ -584,7 +585,7 @@ TEST_CASE("adapters: gRPC status codes and pushback (gRFC A6)", "[adapters]") {
     auto r = recourse::from_grpc("UNAVAILABLE", "", {{"grpc-retry-pushback-ms", "1500"}});
     CHECK(r.envelope.retry_after_ms == 1500);
     CHECK(r.envelope.retryable == true);
-    for (const char* bad : {"-1", "abc", "1.5", "", "1e3"}) {
+    for (const char* bad : {"-1", "-0", "abc", "1.5", "", "1e3"}) {
       r = recourse::from_grpc("UNAVAILABLE", "", {{"grpc-retry-pushback-ms", bad}});
       INFO(bad);
       CHECK(r.envelope.retryable == false);  // "do not retry"
@@ -778,6 +779,23 @@ TEST_CASE("adapters: hardening shared with the envelope reader", "[adapters]") {
         recourse::from_http(503, {}, R"({"code":"TRANSIENT","retryAfterMs":1e999})", std::nullopt);
     CHECK_FALSE(e.envelope.retry_after_ms.has_value());
     CHECK(warned(e, "retryAfterMs", "malformed"));
+  }
+  SECTION("an envelope in a body reads its numbers as read_envelope does") {
+    // The body's DOM held -1e-400 as -0, which read back as a valid 0.
+    auto e = recourse::from_http(503, {}, R"({"code":"TRANSIENT","retryAfterMs":-1e-400})",
+                                 std::nullopt);
+    INFO(describe(e));
+    CHECK_FALSE(e.envelope.retry_after_ms.has_value());
+    CHECK(warned(e, "retryAfterMs", "malformed"));
+    e = raw(Protocol::Http,
+            R"({"status":503,"body":{"code":"TRANSIENT","retryAfterMs":1000.00000000000000001}})");
+    CHECK(e.envelope.retry_after_ms == 1001);
+    e = recourse::from_http(503, {}, R"({"code":"TRANSIENT","retryAfterMs":1e-400})", std::nullopt);
+    CHECK(e.envelope.retry_after_ms == 1);
+    CHECK(e.envelope.warnings.empty());
+    e = recourse::from_http(503, {}, R"({"code":"TRANSIENT","retryAfterMs":-0.0})", std::nullopt);
+    CHECK(e.envelope.retry_after_ms == 0);
+    CHECK(e.envelope.warnings.empty());
   }
   SECTION("string caps: an oversized message is absent with a warning") {
     const std::string message(9000, 'm');

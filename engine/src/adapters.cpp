@@ -9,7 +9,8 @@
 // hardening: a key seen twice in one object becomes a marker (read as absent with a "duplicate"
 // warning, never as either value), nesting beyond the limit becomes a marker instead of a deep
 // tree, and a number beyond a double's range (1e999) becomes a marker instead of failing the
-// whole input. A marker only warns when the adapter reads that value.
+// whole input. A marker only warns when the adapter reads that value. A number keeps its written
+// sign and ceiling (json_number.hpp), so an envelope in a body reads as it would on its own.
 #include "recourse/adapters.hpp"
 
 #include <algorithm>
@@ -17,6 +18,8 @@
 #include <cctype>
 #include <limits>
 #include <nlohmann/json.hpp>
+
+#include "json_number.hpp"
 
 namespace recourse {
 namespace {
@@ -261,7 +264,9 @@ class DomBuilder : public nlohmann::json_sax<json> {
   bool boolean(bool v) override { return put(json(v)); }
   bool number_integer(number_integer_t v) override { return put(json(v)); }
   bool number_unsigned(number_unsigned_t v) override { return put(json(v)); }
-  bool number_float(number_float_t v, const string_t&) override { return put(json(v)); }
+  bool number_float(number_float_t v, const string_t& token) override {
+    return put(json(detail::written_double(v, token)));
+  }
   bool string(string_t& v) override { return put(json(std::move(v))); }
   bool binary(binary_t&) override { return put(json()); }
   bool start_object(std::size_t) override { return open(json::object()); }
