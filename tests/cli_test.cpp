@@ -211,6 +211,54 @@ TEST_CASE("cli: replay the bundled trace", "[cli]") {
   CHECK(kinds["malformed"] == 1);
 }
 
+TEST_CASE("cli: replay: a key given twice in a trace line or its context makes a bad line",
+          "[cli]") {
+  const std::string env = R"({"code":"TRANSIENT","retryable":true})";
+  const std::string ctx = R"({"sideEffect":"none"})";
+  const std::vector<std::string> bad = {
+      // The first envelope and the last tool were used.
+      R"({"tool":"payments.create","envelope":)" + env +
+          R"(,"tool":"search.query","envelope":{"code":"PERMISSION"},"context":)" + ctx + "}",
+      R"({"tool":"payments.create","envelope":)" + env + R"(,"envel\u006fpe":)" + env +
+          R"(,"context":)" + ctx + "}",
+      R"({"tool":"payments.create","envelope":)" + env + R"(,"context":)" + ctx + R"(,"context":)" +
+          ctx + "}",
+      R"({"tool":"payments.create","outcome":"success","outcome":"success"})",
+      // The context is trusted: read as read_context() reads it (the last value won).
+      R"({"tool":"payments.create","envelope":)" + env +
+          R"(,"context":{"sideEffect":"committed","sideEffect":"none"}})",
+      R"({"tool":"payments.create","envelope":)" + env +
+          R"(,"context":{"tool":"payments.create","sideEffect":"committed","side\u0045ffect":"none"}})",
+      // Not a string outcome: a bad line, not an aborted replay.
+      R"({"tool":"payments.create","outcome":5})",
+  };
+  std::string text;
+  for (const auto& line : bad) text += line + "\n";
+  // An escaped key is the key it spells; the line's tool still fills the context's.
+  text +=
+      R"({"tool":"payments.create","envel\u006fpe":)" + env + R"(,"c\u006fntext":)" + ctx + "}\n";
+  const auto trace = temp_file("twice.jsonl", text);
+  auto r = test::run(cmd("replay --policy " + examples() + " " + trace + " 2>&1"));
+  INFO(r.out);
+  CHECK(r.status == 1);
+  CHECK_THAT(r.out,
+             Catch::Contains(trace + ":1: error: trace line key \"tool\" appears more than once"));
+  CHECK_THAT(r.out, Catch::Contains(
+                        trace + ":2: error: trace line key \"envelope\" appears more than once"));
+  CHECK_THAT(r.out, Catch::Contains(
+                        trace + ":3: error: trace line key \"context\" appears more than once"));
+  CHECK_THAT(r.out, Catch::Contains(
+                        trace + ":4: error: trace line key \"outcome\" appears more than once"));
+  CHECK_THAT(r.out,
+             Catch::Contains(trace + ":5: error[C001]: context.sideEffect appears more than once"));
+  CHECK_THAT(r.out,
+             Catch::Contains(trace + ":6: error[C001]: context.sideEffect appears more than once"));
+  CHECK_THAT(r.out, Catch::Contains(trace + ":7: error: not a trace line"));
+  CHECK_THAT(r.out, Catch::Contains("1 decisions, 0 successes, 7 bad lines"));
+  CHECK_THAT(r.out, Catch::Contains("payments.create            TRANSIENT"));
+  CHECK_THAT(r.out, Catch::Contains("retry"));
+}
+
 TEST_CASE("cli: compile --dump prints the tables", "[cli]") {
   auto r = test::run(cmd("compile --dump " + examples() + "/payments.create.recourse"));
   CHECK(r.status == 0);
