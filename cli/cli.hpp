@@ -45,7 +45,8 @@ struct Options {
 };
 
 // io.cpp
-/// Reads a file ("-" or empty: stdin), failing with `error` beyond `max_bytes` or on a directory.
+/// Reads a file ("-" or empty: stdin), failing with `error` beyond `max_bytes` or on anything
+/// but a regular file (a directory, a FIFO: read_regular_file(), so it never blocks).
 std::optional<std::string> read_text(const std::string& path, std::size_t max_bytes,
                                      std::string& error);
 

@@ -3,7 +3,6 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -15,27 +14,18 @@ namespace recourse::cli {
 std::optional<std::string> read_text(const std::string& path, std::size_t max_bytes,
                                      std::string& error) {
   const bool stdin_input = path.empty() || path == "-";
-  const std::string name = stdin_input ? std::string("stdin") : path;
-  std::error_code ec;
-  if (!stdin_input && std::filesystem::is_directory(path, ec)) {
-    error = fmt::format("{} is a directory", path);
+  std::optional<std::string> text;
+  if (stdin_input) {
+    // Read at most one byte past the limit, so an endless input cannot exhaust memory.
+    text.emplace(max_bytes + 1, '\0');
+    std::cin.read(text->data(), static_cast<std::streamsize>(text->size()));
+    text->resize(static_cast<std::size_t>(std::cin.gcount()));
+  } else if (!(text = read_regular_file(path, max_bytes, error))) {
+    error = fmt::format("{} {}", path, error);
     return std::nullopt;
   }
-  std::ifstream file;
-  if (!stdin_input) {
-    file.open(path, std::ios::binary);
-    if (!file) {
-      error = fmt::format("cannot read {}", path);
-      return std::nullopt;
-    }
-  }
-  std::istream& in = stdin_input ? std::cin : file;
-  // Read at most one byte past the limit, so an endless input (/dev/zero) cannot exhaust memory.
-  std::string text(max_bytes + 1, '\0');
-  in.read(text.data(), static_cast<std::streamsize>(text.size()));
-  text.resize(static_cast<std::size_t>(in.gcount()));
-  if (text.size() > max_bytes) {
-    error = fmt::format("{} is larger than {} bytes", name, max_bytes);
+  if (text->size() > max_bytes) {
+    error = fmt::format("{} is larger than {} bytes", stdin_input ? "stdin" : path, max_bytes);
     return std::nullopt;
   }
   return text;
