@@ -45,7 +45,8 @@ struct Options {
 };
 
 // io.cpp
-/// Reads a file ("-" or empty: stdin), failing with `error` beyond `max_bytes` or on a directory.
+/// Reads a file ("-" or empty: stdin), failing with `error` beyond `max_bytes` or on anything
+/// but a regular file (a directory, a FIFO: read_regular_file(), so it never blocks).
 std::optional<std::string> read_text(const std::string& path, std::size_t max_bytes,
                                      std::string& error);
 
@@ -56,11 +57,19 @@ inline constexpr std::size_t kMaxTraceBytes = std::size_t{1} << 30;
 inline constexpr std::size_t kMaxTraceLineDepth = 64;
 /// Compiles paths, prints diagnostics to stderr (text or JSON), returns the bundle or nullopt.
 std::optional<Bundle> load(const std::vector<std::string>& paths, const Options& options);
-/// The exact text of member `key` of the JSON object in `line` (top level only), so a trace's
-/// envelope reaches the envelope reader byte for byte (duplicate keys, huge numbers and all).
-/// Returns [begin, end) offsets, or nullopt when the line is not an object with that member.
-std::optional<std::pair<std::size_t, std::size_t>> raw_member(std::string_view line,
-                                                              std::string_view key);
+/// A top-level member of a JSON object's text: its key as a parser reads it (escapes resolved)
+/// and the [begin, end) offsets of its value's exact text, so a trace's envelope reaches the
+/// envelope reader byte for byte (duplicate keys, huge numbers and all).
+struct RawMember {
+  std::string key;
+  std::size_t begin = 0, end = 0;
+};
+/// The top-level members of the JSON object in `text`, in order, a key given twice as often as
+/// it is given. The walk stops at the first thing that is not a member (the text is validated
+/// by a parser afterwards); empty when `text` is not an object.
+std::vector<RawMember> raw_members(std::string_view text);
+/// The first member named `key`, or nullptr.
+const RawMember* find_member(const std::vector<RawMember>& members, std::string_view key);
 /// The deepest nesting of objects and arrays in JSON text (brackets inside strings ignored),
 /// checked before a DOM parse, whose copies and destructors recurse.
 std::size_t nesting(std::string_view json);

@@ -3,8 +3,8 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "cli.hpp"
@@ -14,27 +14,18 @@ namespace recourse::cli {
 std::optional<std::string> read_text(const std::string& path, std::size_t max_bytes,
                                      std::string& error) {
   const bool stdin_input = path.empty() || path == "-";
-  const std::string name = stdin_input ? std::string("stdin") : path;
-  std::error_code ec;
-  if (!stdin_input && std::filesystem::is_directory(path, ec)) {
-    error = fmt::format("{} is a directory", path);
+  std::optional<std::string> text;
+  if (stdin_input) {
+    // Read at most one byte past the limit, so an endless input cannot exhaust memory.
+    text.emplace(max_bytes + 1, '\0');
+    std::cin.read(text->data(), static_cast<std::streamsize>(text->size()));
+    text->resize(static_cast<std::size_t>(std::cin.gcount()));
+  } else if (!(text = read_regular_file(path, max_bytes, error))) {
+    error = fmt::format("{} {}", path, error);
     return std::nullopt;
   }
-  std::ifstream file;
-  if (!stdin_input) {
-    file.open(path, std::ios::binary);
-    if (!file) {
-      error = fmt::format("cannot read {}", path);
-      return std::nullopt;
-    }
-  }
-  std::istream& in = stdin_input ? std::cin : file;
-  // Read at most one byte past the limit, so an endless input (/dev/zero) cannot exhaust memory.
-  std::string text(max_bytes + 1, '\0');
-  in.read(text.data(), static_cast<std::streamsize>(text.size()));
-  text.resize(static_cast<std::size_t>(in.gcount()));
-  if (text.size() > max_bytes) {
-    error = fmt::format("{} is larger than {} bytes", name, max_bytes);
+  if (text->size() > max_bytes) {
+    error = fmt::format("{} is larger than {} bytes", stdin_input ? "stdin" : path, max_bytes);
     return std::nullopt;
   }
   return text;
@@ -78,29 +69,42 @@ std::size_t skip_value(std::string_view s, std::size_t i) {
 
 }  // namespace
 
-std::optional<std::pair<std::size_t, std::size_t>> raw_member(std::string_view s,
-                                                              std::string_view key) {
+std::vector<RawMember> raw_members(std::string_view s) {
   auto ws = [&](std::size_t i) {
     while (i < s.size() && (s[i] == ' ' || s[i] == '\t' || s[i] == '\r' || s[i] == '\n')) ++i;
     return i;
   };
+  std::vector<RawMember> out;
   std::size_t i = ws(0);
-  if (i >= s.size() || s[i] != '{') return std::nullopt;
+  if (i >= s.size() || s[i] != '{') return out;
   i = ws(i + 1);
   while (i < s.size() && s[i] == '"') {
     const std::size_t key_end = skip_string(s, i);
-    if (key_end == std::string_view::npos) return std::nullopt;
-    const std::string_view name = s.substr(i + 1, key_end - i - 2);
+    if (key_end == std::string_view::npos) break;
+    // The key as a parser reads it: "envel\u006fpe" is "envelope".
+    const std::string_view quoted = s.substr(i, key_end - i);
+    std::string key(quoted.substr(1, quoted.size() - 2));
+    if (key.find('\\') != std::string::npos) {
+      const auto unescaped = nlohmann::json::parse(quoted, nullptr, false);
+      if (!unescaped.is_string()) break;
+      key = unescaped.get<std::string>();
+    }
     i = ws(key_end);
-    if (i >= s.size() || s[i] != ':') return std::nullopt;
+    if (i >= s.size() || s[i] != ':') break;
     const std::size_t begin = ws(i + 1);
     const std::size_t end = skip_value(s, begin);
-    if (end == std::string_view::npos || end <= begin) return std::nullopt;
-    if (name == key) return std::make_pair(begin, end);
+    if (end == std::string_view::npos || end <= begin) break;
+    out.push_back({std::move(key), begin, end});
     i = ws(end);
     if (i < s.size() && s[i] == ',') i = ws(i + 1);
   }
-  return std::nullopt;
+  return out;
+}
+
+const RawMember* find_member(const std::vector<RawMember>& members, std::string_view key) {
+  for (const auto& m : members)
+    if (m.key == key) return &m;
+  return nullptr;
 }
 
 std::size_t nesting(std::string_view s) {

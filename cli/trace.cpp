@@ -6,6 +6,7 @@
 
 #include <iostream>
 #include <nlohmann/json.hpp>
+#include <set>
 
 namespace recourse::cli {
 namespace {
@@ -23,35 +24,50 @@ std::optional<TraceLine> parse_trace_line(const std::string& text, const std::st
   if (nesting(text) > kMaxTraceLineDepth || text.find('\0') != std::string::npos)
     return bad(fmt::format("trace line nested deeper than {} levels or holding a NUL byte",
                            kMaxTraceLineDepth));
-  // The envelope (or a raw form, for its adapter) goes to its reader as written; the rest of the
-  // line is parsed here.
-  const auto span = raw_member(text, "envelope");
-  const auto raw_span = raw_member(text, "raw");
-  const std::string_view raw =
-      span || !raw_span
-          ? std::string_view()
-          : std::string_view(text).substr(raw_span->first, raw_span->second - raw_span->first);
+  // A parser keeps one value of a key given twice (one took the first envelope, another the last
+  // tool): such a line is bad, keys compared as unescaped.
+  const std::vector<RawMember> members = raw_members(text);
+  std::set<std::string_view> keys;
+  for (const auto& m : members)
+    if (!keys.insert(m.key).second)
+      return bad(fmt::format("trace line key \"{}\" appears more than once", m.key));
+  auto raw_text = [&](const RawMember* m) {
+    return m ? std::string_view(text).substr(m->begin, m->end - m->begin) : std::string_view();
+  };
+  // The envelope (or a raw form, for its adapter) goes to its reader as written, and the context
+  // to the context reader; the rest of the line is parsed here.
+  const RawMember* envelope = find_member(members, "envelope");
+  const RawMember* raw_member = envelope ? nullptr : find_member(members, "raw");
   std::string rest = text;
-  if (span) rest.replace(span->first, span->second - span->first, "{}");
-  if (!raw.empty()) rest.replace(raw_span->first, raw.size(), "{}");
+  if (const RawMember* cut = envelope ? envelope : raw_member)
+    rest.replace(cut->begin, cut->end - cut->begin, "{}");
   const json entry = json::parse(rest, nullptr, false);
   TraceLine line;
-  line.success = entry.is_object() && entry.value("outcome", "") == "success";
-  if (entry.is_discarded() || !entry.is_object() || (!span && raw.empty() && !line.success))
+  line.success = entry.is_object() && entry.contains("outcome") && entry["outcome"] == "success";
+  if (!entry.is_object() || (!envelope && !raw_member && !line.success))
     return bad(
         "not a trace line {\"tool\", \"envelope\" or \"raw\", \"context\"} or {\"tool\", "
         "\"outcome\": \"success\"}");
-  if (span) {
-    EnvelopeResult e =
-        read_envelope(std::string_view(text).substr(span->first, span->second - span->first));
+  if (envelope) {
+    EnvelopeResult e = read_envelope(raw_text(envelope));
     line.envelope = std::move(e.envelope);
     line.envelope_ok = e.ok;
   }
-  json ctx = entry.value("context", json::object());
-  if (!ctx.is_object()) return bad("context is not an object");
-  if (entry.contains("tool") && !ctx.contains("tool")) ctx["tool"] = entry["tool"];
-  if (entry.contains("now") && !ctx.contains("nowMs")) ctx["nowMs"] = entry["now"];
-  ContextResult c = read_context(ctx.dump());
+  const RawMember* context = find_member(members, "context");
+  if (context && !entry["context"].is_object()) return bad("context is not an object");
+  std::string ctx = context ? std::string(raw_text(context)) : "{}";
+  // The line's tool and now fill the context's tool and nowMs when it has none.
+  const std::vector<RawMember> given = raw_members(ctx);
+  std::string filled;
+  if (entry.contains("tool") && !find_member(given, "tool"))
+    filled += "\"tool\":" + entry["tool"].dump() + ",";
+  if (entry.contains("now") && !find_member(given, "nowMs"))
+    filled += "\"nowMs\":" + entry["now"].dump() + ",";
+  if (!filled.empty()) {
+    if (given.empty()) filled.pop_back();  // no member follows
+    ctx.insert(1, filled);                 // after the '{'
+  }
+  ContextResult c = read_context(ctx);
   if (!c.ok) {
     for (const auto& d : c.errors)
       std::cerr << fmt::format("{}: error[{}]: {}\n", where, d.code, d.message);
@@ -59,8 +75,8 @@ std::optional<TraceLine> parse_trace_line(const std::string& text, const std::st
   }
   line.context = std::move(c.context);
   line.now_ms = line.context.now_ms.value_or(0);
-  if (!raw.empty()) {  // {"protocol": "http", ...}: its adapter, with the tool's `map` overrides
-    AdapterResult r = adapt("", raw, &line.context, &bundle, std::nullopt);
+  if (raw_member) {  // {"protocol": "http", ...}: its adapter, with the tool's `map` overrides
+    AdapterResult r = adapt("", raw_text(raw_member), &line.context, &bundle, std::nullopt);
     line.envelope = std::move(r.envelope);
     line.envelope_ok = r.ok;
   }

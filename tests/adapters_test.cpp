@@ -162,6 +162,7 @@ TEST_CASE("adapters: Retry-After (RFC 9110 section 10.2.3)", "[adapters]") {
       {"nan", std::nullopt, std::nullopt},
       {"NaN", std::nullopt, std::nullopt},
       {"-1", std::nullopt, std::nullopt},
+      {"-0", std::nullopt, std::nullopt},  // delay-seconds is 1*DIGIT: no sign, not even on 0
       {"1e999", std::nullopt, std::nullopt},
       {"inf", std::nullopt, std::nullopt},
       {"+5", std::nullopt, std::nullopt},
@@ -204,6 +205,75 @@ TEST_CASE("adapters: Retry-After (RFC 9110 section 10.2.3)", "[adapters]") {
     const auto n = raw(Protocol::Http, R"({"status":429,"headers":{"Retry-After":5}})");
     CHECK_FALSE(n.envelope.retry_after_ms.has_value());
     CHECK(warned(n, "retryAfterMs", "malformed"));
+  }
+}
+
+TEST_CASE("adapters: RFC 850 two-digit years (RFC 9110 section 5.6.7)", "[adapters]") {
+  // "A recipient of a timestamp value in rfc850-date format, which uses a two-digit year, MUST
+  // interpret a timestamp that appears to be more than 50 years in the future as representing
+  // the most recent year in the past that had the same last two digits." The timestamp is
+  // compared with the clock 50 years on, to the second; whole years are not enough.
+  constexpr std::int64_t k50Years = 1577923200000;  // 2000-01-01 to 2050-01-01, 12 leap days
+  constexpr std::int64_t k2000 = 946684800000;      // Sat, 01 Jan 2000 00:00:00 GMT
+  constexpr std::int64_t k2019 = 1573030177000;     // Wed, 06 Nov 2019 08:49:37 GMT
+  constexpr std::int64_t k2020 = 1604652577000;     // Fri, 06 Nov 2020 08:49:37 GMT
+  constexpr std::int64_t k2048 = 2488265377000;     // Fri, 06 Nov 2048 08:49:37 GMT
+  struct Row {
+    std::int64_t now;
+    const char* value;
+    std::int64_t ms;  // 0: read in the past
+  };
+  const std::vector<Row> rows = {
+      // The boundary, both sides: 50 years on exactly is still ahead; a second more is the past.
+      {k2000, "Saturday, 01-Jan-50 00:00:00 GMT", k50Years},
+      {k2000, "Saturday, 01-Jan-50 00:00:01 GMT", 0},
+      {k2000 + 999, "Saturday, 01-Jan-50 00:00:00 GMT", k50Years - 999},
+      {k2000 - 1, "Saturday, 01-Jan-50 00:00:00 GMT", 0},  // to the ms
+      // Across a century: 00 after 1999 is 2000, after 2099 2100.
+      {946684789000, "Saturday, 01-Jan-00 00:00:09 GMT", 20000},  // now Fri, 31 Dec 1999 23:59:49
+      {4102444799000, "Friday, 01-Jan-00 00:00:09 GMT", 10000},   // now Thu, 31 Dec 2099 23:59:59
+      // Django's parse_http_date vectors (tests/utils_tests/test_http.py, ticket #11848), which
+      // compare whole years: 31-Dec-69 at 06 Nov 2019 is 2069 there, but 2069-12-31 is more
+      // than 50 years after 2019-11-06, so it is 1969; likewise 31-Dec-70 at 06 Nov 2020.
+      {k2019, "Tuesday, 31-Dec-69 08:49:37 GMT", 0},
+      {k2019, "Tuesday, 10-Nov-70 08:49:37 GMT", 0},
+      {k2019, "Sunday, 06-Nov-94 08:49:37 GMT", 0},
+      {k2019, "Thursday, 06-Nov-69 08:49:37 GMT", k50Years},  // 50 years on: 2069
+      {k2019, "Thursday, 06-Nov-69 08:49:38 GMT", 0},         // a second more: 1969
+      {k2020, "Wednesday, 31-Dec-70 08:49:37 GMT", 0},
+      {k2020, "Friday, 31-Dec-71 08:49:37 GMT", 0},
+      {k2048, "Sunday, 31-Dec-00 08:49:37 GMT", 0},
+      {k2048, "Friday, 31-Dec-99 08:49:37 GMT", 0},
+      {k2048, "Friday, 31-Dec-49 08:49:37 GMT", 36288000000},      // 2049
+      {k2048, "Thursday, 06-Nov-98 08:49:37 GMT", 1577836800000},  // 2098, 50 years on
+  };
+  for (const Row& row : rows) {
+    DYNAMIC_SECTION("now " << row.now << ", Retry-After: \"" << row.value << "\"") {
+      const auto r = recourse::from_http(503, {{"Retry-After", row.value}}, "", row.now);
+      INFO(describe(r));
+      CHECK(r.envelope.retry_after_ms == row.ms);
+      CHECK(r.envelope.warnings.empty());
+    }
+  }
+  SECTION("against the response's Date header, across a century") {
+    const auto r = recourse::from_http(503,
+                                       {{"Date", "Fri, 31 Dec 1999 23:59:49 GMT"},
+                                        {"Retry-After", "Saturday, 01-Jan-00 00:00:09 GMT"}},
+                                       "", std::nullopt);
+    INFO(describe(r));
+    CHECK(r.envelope.retry_after_ms == 20000);
+  }
+  SECTION("a Date header in RFC 850 form, with no clock to read it by: 70-99 are 19xx") {
+    const auto r = recourse::from_http(503,
+                                       {{"Date", "Sunday, 06-Nov-94 08:49:07 GMT"},
+                                        {"Retry-After", "Sun, 06 Nov 1994 08:49:37 GMT"}},
+                                       "", std::nullopt);
+    CHECK(r.envelope.retry_after_ms == 30000);
+    const auto y2k = recourse::from_http(503,
+                                         {{"Date", "Saturday, 01-Jan-00 00:00:00 GMT"},
+                                          {"Retry-After", "Sat, 01 Jan 2000 00:00:05 GMT"}},
+                                         "", std::nullopt);
+    CHECK(y2k.envelope.retry_after_ms == 5000);
   }
 }
 
@@ -584,7 +654,7 @@ TEST_CASE("adapters: gRPC status codes and pushback (gRFC A6)", "[adapters]") {
     auto r = recourse::from_grpc("UNAVAILABLE", "", {{"grpc-retry-pushback-ms", "1500"}});
     CHECK(r.envelope.retry_after_ms == 1500);
     CHECK(r.envelope.retryable == true);
-    for (const char* bad : {"-1", "abc", "1.5", "", "1e3"}) {
+    for (const char* bad : {"-1", "-0", "abc", "1.5", "", "1e3"}) {
       r = recourse::from_grpc("UNAVAILABLE", "", {{"grpc-retry-pushback-ms", bad}});
       INFO(bad);
       CHECK(r.envelope.retryable == false);  // "do not retry"
@@ -778,6 +848,23 @@ TEST_CASE("adapters: hardening shared with the envelope reader", "[adapters]") {
         recourse::from_http(503, {}, R"({"code":"TRANSIENT","retryAfterMs":1e999})", std::nullopt);
     CHECK_FALSE(e.envelope.retry_after_ms.has_value());
     CHECK(warned(e, "retryAfterMs", "malformed"));
+  }
+  SECTION("an envelope in a body reads its numbers as read_envelope does") {
+    // The body's DOM held -1e-400 as -0, which read back as a valid 0.
+    auto e = recourse::from_http(503, {}, R"({"code":"TRANSIENT","retryAfterMs":-1e-400})",
+                                 std::nullopt);
+    INFO(describe(e));
+    CHECK_FALSE(e.envelope.retry_after_ms.has_value());
+    CHECK(warned(e, "retryAfterMs", "malformed"));
+    e = raw(Protocol::Http,
+            R"({"status":503,"body":{"code":"TRANSIENT","retryAfterMs":1000.00000000000000001}})");
+    CHECK(e.envelope.retry_after_ms == 1001);
+    e = recourse::from_http(503, {}, R"({"code":"TRANSIENT","retryAfterMs":1e-400})", std::nullopt);
+    CHECK(e.envelope.retry_after_ms == 1);
+    CHECK(e.envelope.warnings.empty());
+    e = recourse::from_http(503, {}, R"({"code":"TRANSIENT","retryAfterMs":-0.0})", std::nullopt);
+    CHECK(e.envelope.retry_after_ms == 0);
+    CHECK(e.envelope.warnings.empty());
   }
   SECTION("string caps: an oversized message is absent with a warning") {
     const std::string message(9000, 'm');

@@ -1,5 +1,9 @@
 // The `recourse` command: exit codes (0 ok, 1 errors, 2 usage), output formats, and each
 // subcommand on the bundled policies and trace.
+#include <sys/stat.h>
+
+#include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
@@ -211,6 +215,54 @@ TEST_CASE("cli: replay the bundled trace", "[cli]") {
   CHECK(kinds["malformed"] == 1);
 }
 
+TEST_CASE("cli: replay: a key given twice in a trace line or its context makes a bad line",
+          "[cli]") {
+  const std::string env = R"({"code":"TRANSIENT","retryable":true})";
+  const std::string ctx = R"({"sideEffect":"none"})";
+  const std::vector<std::string> bad = {
+      // The first envelope and the last tool were used.
+      R"({"tool":"payments.create","envelope":)" + env +
+          R"(,"tool":"search.query","envelope":{"code":"PERMISSION"},"context":)" + ctx + "}",
+      R"({"tool":"payments.create","envelope":)" + env + R"(,"envel\u006fpe":)" + env +
+          R"(,"context":)" + ctx + "}",
+      R"({"tool":"payments.create","envelope":)" + env + R"(,"context":)" + ctx + R"(,"context":)" +
+          ctx + "}",
+      R"({"tool":"payments.create","outcome":"success","outcome":"success"})",
+      // The context is trusted: read as read_context() reads it (the last value won).
+      R"({"tool":"payments.create","envelope":)" + env +
+          R"(,"context":{"sideEffect":"committed","sideEffect":"none"}})",
+      R"({"tool":"payments.create","envelope":)" + env +
+          R"(,"context":{"tool":"payments.create","sideEffect":"committed","side\u0045ffect":"none"}})",
+      // Not a string outcome: a bad line, not an aborted replay.
+      R"({"tool":"payments.create","outcome":5})",
+  };
+  std::string text;
+  for (const auto& line : bad) text += line + "\n";
+  // An escaped key is the key it spells; the line's tool still fills the context's.
+  text +=
+      R"({"tool":"payments.create","envel\u006fpe":)" + env + R"(,"c\u006fntext":)" + ctx + "}\n";
+  const auto trace = temp_file("twice.jsonl", text);
+  auto r = test::run(cmd("replay --policy " + examples() + " " + trace + " 2>&1"));
+  INFO(r.out);
+  CHECK(r.status == 1);
+  CHECK_THAT(r.out,
+             Catch::Contains(trace + ":1: error: trace line key \"tool\" appears more than once"));
+  CHECK_THAT(r.out, Catch::Contains(
+                        trace + ":2: error: trace line key \"envelope\" appears more than once"));
+  CHECK_THAT(r.out, Catch::Contains(
+                        trace + ":3: error: trace line key \"context\" appears more than once"));
+  CHECK_THAT(r.out, Catch::Contains(
+                        trace + ":4: error: trace line key \"outcome\" appears more than once"));
+  CHECK_THAT(r.out,
+             Catch::Contains(trace + ":5: error[C001]: context.sideEffect appears more than once"));
+  CHECK_THAT(r.out,
+             Catch::Contains(trace + ":6: error[C001]: context.sideEffect appears more than once"));
+  CHECK_THAT(r.out, Catch::Contains(trace + ":7: error: not a trace line"));
+  CHECK_THAT(r.out, Catch::Contains("1 decisions, 0 successes, 7 bad lines"));
+  CHECK_THAT(r.out, Catch::Contains("payments.create            TRANSIENT"));
+  CHECK_THAT(r.out, Catch::Contains("retry"));
+}
+
 TEST_CASE("cli: compile --dump prints the tables", "[cli]") {
   auto r = test::run(cmd("compile --dump " + examples() + "/payments.create.recourse"));
   CHECK(r.status == 0);
@@ -229,19 +281,74 @@ TEST_CASE("cli: hostile inputs get clear errors, bounded memory", "[cli]") {
       cmd("replay --policy " + examples() + " " + temp_file("deep.jsonl", deep) + " 2>&1"));
   CHECK(r.status == 1);
   CHECK_THAT(r.out, Catch::Contains("nested deeper than 64 levels"));
-  // Endless or oversized input stops at the limit.
-  auto z = test::run(cmd("decide --policy " + examples() + " --envelope /dev/zero 2>&1"));
+  // Endless or oversized input stops at the limit; a device is not a file to read.
+  auto z = test::run(cmd("decide --policy " + examples() + " --envelope - < /dev/zero 2>&1"));
   CHECK(z.status == 1);
-  CHECK_THAT(z.out, Catch::Contains("/dev/zero is larger than 1048576 bytes"));
+  CHECK_THAT(z.out, Catch::Contains("stdin is larger than 1048576 bytes"));
+  auto zd = test::run(cmd("decide --policy " + examples() + " --envelope /dev/zero 2>&1"));
+  CHECK(zd.status == 1);
+  CHECK_THAT(zd.out, Catch::Contains("/dev/zero is a character device, not a regular file"));
   auto zc = test::run(cmd("check /dev/zero 2>&1"));
   CHECK(zc.status == 1);
-  CHECK_THAT(zc.out, Catch::Contains("E090"));
+  CHECK_THAT(zc.out, Catch::Contains(
+                         "/dev/zero: error[E000]: file is a character device, not a regular file"));
   auto dir = test::run(cmd("decide --policy " + examples() + " --envelope /tmp 2>&1"));
   CHECK(dir.status == 1);
   CHECK_THAT(dir.out, Catch::Contains("/tmp is a directory"));
   // The same file named twice is one source, not a duplicate policy.
   const std::string file = examples() + "/payments.create.recourse";
   CHECK(test::run(cmd("check " + file + " " + file)).status == 0);
+}
+
+TEST_CASE("cli: a FIFO where a file is read is refused, never waited on", "[cli]") {
+  // Opening a FIFO for reading blocks until a writer comes; `timeout` ends a command that does.
+  std::string dir = std::string(std::getenv("TMPDIR") ? std::getenv("TMPDIR") : "/tmp") +
+                    "/recourse-cli-fifo-XXXXXX";
+  REQUIRE(mkdtemp(dir.data()) != nullptr);
+  const std::string fifo = dir + "/base.recourse", data = dir + "/data.json";
+  REQUIRE(mkfifo(fifo.c_str(), 0600) == 0);
+  REQUIRE(mkfifo(data.c_str(), 0600) == 0);
+  const std::string policy = dir + "/a.recourse";
+  std::ofstream(policy) << "policy \"a\" extends \"base\" {\n  default -> stop\n}\n";
+  auto limited = [](const std::string& args) {
+    return test::run("timeout 5 " + cmd(args) + " 2>&1");
+  };
+  const auto refused = fifo + ": error[E000]: file is a FIFO, not a regular file";
+  // `extends "base"` looks up base.recourse, given or found by a directory scan (which itself
+  // skips the FIFO).
+  for (const std::string& paths : {policy, dir}) {
+    auto r = limited("check " + paths);
+    INFO(r.out);
+    CHECK(r.status == 1);
+    CHECK_THAT(r.out, Catch::Contains(refused));
+    CHECK_THAT(r.out, Catch::Contains("E026"));
+  }
+  auto given = limited("check " + fifo);
+  CHECK(given.status == 1);
+  CHECK_THAT(given.out, Catch::Contains(refused));
+  // diff reads both versions, and the bases of each.
+  auto d = limited("diff " + fifo + " " + policy);
+  CHECK(d.status == 1);
+  CHECK_THAT(d.out, Catch::Contains(fifo + " is a FIFO, not a regular file"));
+  const std::string copy = dir + "/b.recourse";
+  std::ofstream(copy) << "policy \"a\" extends \"base\" {\n  default -> escalate\n}\n";
+  auto bases = limited("diff " + policy + " " + copy);
+  CHECK(bases.status == 1);
+  CHECK_THAT(bases.out, Catch::Contains(refused));
+  auto f = limited("fmt " + fifo);
+  CHECK(f.status == 1);
+  CHECK_THAT(f.out, Catch::Contains(fifo + " is a FIFO, not a regular file"));
+  // Envelopes, contexts and traces named on the command line too ("-" reads stdin).
+  for (const std::string& args : {"decide --policy " + examples() + " --envelope " + data,
+                                  "decide --policy " + examples() + " --envelope - --context " +
+                                      data + " < " + temp_file("fifo-envelope.json", "{}"),
+                                  "replay --policy " + examples() + " " + data}) {
+    auto r = limited(args);
+    INFO(args << "\n" << r.out);
+    CHECK(r.status == 1);
+    CHECK_THAT(r.out, Catch::Contains(data + " is a FIFO, not a regular file"));
+  }
+  std::filesystem::remove_all(dir);
 }
 
 TEST_CASE("cli: replay carries workflow and tool state across a trace", "[cli][state]") {

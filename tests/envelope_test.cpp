@@ -93,6 +93,45 @@ TEST_CASE("envelope: extreme but valid values are kept", "[envelope]") {
   CHECK(test::envelope(R"({"retryAfterMs":0.0001})").retry_after_ms == 1);
 }
 
+TEST_CASE("envelope: a number is read by its written value, not its nearest double", "[envelope]") {
+  // -1e-400 is below zero: malformed, as -1e-300 and -0.000001 are, though the nearest double
+  // is -0 (it read as a valid 0, turning a retry_after_max escalate into a retry).
+  for (const char* json :
+       {R"({"retryAfterMs":-1e-400})", R"({"retryAfterMs":-1E-400})", R"({"retryAfterMs":-1e-300})",
+        R"({"retryAfterMs":-0.000001})", R"({"retryAfterMs":-0.0000001e-5000001})",
+        R"({"retryAfterMs":-1e-99999999999999999999})"}) {
+    INFO(json);
+    auto r = read(json);
+    REQUIRE(r.ok);
+    CHECK_FALSE(r.envelope.retry_after_ms.has_value());
+    REQUIRE(r.envelope.warnings.size() == 1);
+    CHECK(r.envelope.warnings[0].kind == "malformed");
+  }
+  // Zero however written is 0 (-0 is not below zero); a fraction rounds up, however small or
+  // however close to a whole number.
+  const std::pair<const char*, std::int64_t> valid[] = {
+      {R"({"retryAfterMs":-0})", 0},
+      {R"({"retryAfterMs":-0.0})", 0},
+      {R"({"retryAfterMs":-0e5})", 0},
+      {R"({"retryAfterMs":0.000e-400})", 0},
+      {R"({"retryAfterMs":1e-400})", 1},
+      {R"({"retryAfterMs":4.9e-324})", 1},
+      {R"({"retryAfterMs":1000.00000000000000001})", 1001},
+      {R"({"retryAfterMs":1000000000000.0000001})", 1000000000001},
+      {R"({"retryAfterMs":999.99999999999999999})", 1000},
+      {R"({"retryAfterMs":1000.0})", 1000},
+      {R"({"retryAfterMs":10000e-1})", 1000},
+      {R"({"retryAfterMs":0.0000000000000000001e19})", 1},
+  };
+  for (const auto& [json, ms] : valid) {
+    INFO(json);
+    auto r = read(json);
+    REQUIRE(r.ok);
+    CHECK(r.envelope.retry_after_ms == ms);
+    CHECK(r.envelope.warnings.empty());
+  }
+}
+
 TEST_CASE("envelope: size limits drop a field, or reject the whole input", "[envelope]") {
   recourse::ReaderLimits limits;
   auto r = recourse::read_envelope(R"({"code":")" + std::string(65, 'A') + R"("})", limits);

@@ -39,7 +39,8 @@ struct Envelope {
   std::optional<std::string> field;
   std::optional<std::string> suggestion;
   std::optional<std::int64_t>
-      retry_after_ms;  ///< ms, >= 0; fractions rounded up; saturates at INT64_MAX
+      retry_after_ms;  ///< ms, >= 0; fractions rounded up (by the written value: 1e-400 is 1,
+                       ///< -1e-400 negative, -0 is 0); saturates at INT64_MAX
   std::optional<std::string> trace_id;
   std::vector<EnvelopeWarning> warnings;  ///< what the reader dropped, in input order
 };

@@ -253,9 +253,20 @@ struct CompileResult {
 CompileResult compile(const std::vector<Source>& sources, const CompileOptions& options = {});
 
 /// Reads files and directories (every *.recourse file below, sorted by path) and compiles them
-/// as one bundle. Unreadable paths are diagnostics (E000). Never throws.
+/// as one bundle. Unreadable paths, and paths that are not regular files (a FIFO, a device), are
+/// diagnostics (E000). Never throws.
 CompileResult compile_paths(const std::vector<std::string>& paths,
                             const CompileOptions& options = {});
+
+/// Reads the regular file at `path` as compile_paths() reads a policy file, at most `max_bytes`
+/// + 1 bytes (one past the limit, so the caller can tell an oversized file; memory follows the
+/// file's size). A FIFO, socket, device or directory is refused without blocking: the file is
+/// opened with O_NONBLOCK and checked with fstat() before any read (opening a FIFO without it
+/// waits for a writer). nullopt otherwise, with `error` set to a phrase that follows the path:
+/// "is a FIFO, not a regular file", "is a directory", "cannot be read: Permission denied".
+/// Never throws.
+std::optional<std::string> read_regular_file(const std::string& path, std::size_t max_bytes,
+                                             std::string& error) noexcept;
 
 /// A region of inputs whose decision differs between two versions of a policy.
 struct DecisionChange {

@@ -9,7 +9,8 @@
 // hardening: a key seen twice in one object becomes a marker (read as absent with a "duplicate"
 // warning, never as either value), nesting beyond the limit becomes a marker instead of a deep
 // tree, and a number beyond a double's range (1e999) becomes a marker instead of failing the
-// whole input. A marker only warns when the adapter reads that value.
+// whole input. A marker only warns when the adapter reads that value. A number keeps its written
+// sign and ceiling (envelope/json_number.hpp), so an envelope in a body reads as it would on its own.
 #include "recourse/adapters.hpp"
 
 #include <algorithm>
@@ -17,6 +18,9 @@
 #include <cctype>
 #include <limits>
 #include <nlohmann/json.hpp>
+#include <tuple>
+
+#include "envelope/json_number.hpp"
 
 namespace recourse {
 namespace {
@@ -163,6 +167,43 @@ std::int64_t days_from_civil(std::int64_t y, unsigned m, unsigned d) {
   return era * 146097 + static_cast<std::int64_t>(doe) - 719468;
 }
 
+struct CivilDate {
+  std::int64_t year;
+  unsigned month, day;  // 1..12, 1..31
+};
+
+// The civil date of a day count since 1970-01-01, days_from_civil's inverse (same source).
+CivilDate civil_from_days(std::int64_t z) {
+  z += 719468;
+  const std::int64_t era = (z >= 0 ? z : z - 146096) / 146097;
+  const auto doe = static_cast<unsigned>(z - era * 146097);
+  const unsigned yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+  const unsigned doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+  const unsigned mp = (5 * doy + 2) / 153;
+  const unsigned m = mp < 10 ? mp + 3 : mp - 9;
+  return {static_cast<std::int64_t>(yoe) + era * 400 + (m <= 2), m, doy - (153 * mp + 2) / 5 + 1};
+}
+
+constexpr std::int64_t kDayMs = 86'400'000;
+
+// The year of an RFC 850 date, whose year has two digits `yy`, at time of day `time_ms`.
+// Section 5.6.7: a timestamp that appears more than 50 years in the future is the most recent
+// past year with those digits. So the year is the latest one ending in `yy` whose timestamp is
+// at most 50 years after `now_ms` (the same month, day and time of day 50 years on); without a
+// clock, 00-69 are 2000-2069 and 70-99 are 1970-1999 (POSIX strptime's %y).
+std::int64_t rfc850_year(int yy, unsigned month, unsigned day, std::int64_t time_ms,
+                         std::optional<std::int64_t> now_ms) {
+  if (!now_ms) return yy < 70 ? 2000 + yy : 1900 + yy;
+  const std::int64_t now_days = *now_ms / kDayMs - (*now_ms % kDayMs < 0);
+  const std::int64_t now_time = *now_ms - now_days * kDayMs;
+  const CivilDate now = civil_from_days(now_days);
+  const std::int64_t limit = now.year + 50;
+  std::int64_t year = limit - ((limit - yy) % 100 + 100) % 100;
+  if (year == limit && std::tie(month, day, time_ms) > std::tie(now.month, now.day, now_time))
+    year -= 100;
+  return year;
+}
+
 class DateCursor {
  public:
   explicit DateCursor(std::string_view s) : s_(s) {}
@@ -206,17 +247,21 @@ constexpr std::array<std::string_view, 7> kLongDays = {
 constexpr std::array<std::string_view, 12> kMonths = {"Jan", "Feb", "Mar", "Apr", "May", "Jun",
                                                       "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
 
-// An HTTP-date in any of its three forms, as ms since the epoch. A two-digit RFC 850 year more
-// than 50 years ahead of `now_ms` is read in the past century (section 5.6.7).
+// An HTTP-date in any of its three forms, as ms since the epoch; an RFC 850 date's two-digit
+// year is read against `now_ms` (rfc850_year()). nullopt when it is none of them, or beyond
+// what ms since the epoch can hold.
 std::optional<std::int64_t> http_date_ms(std::string_view text,
                                          std::optional<std::int64_t> now_ms) {
-  int wday = 0, day = 0, month = 0, year = 0, h = 0, m = 0, s = 0;
+  int wday = 0, day = 0, month = 0, h = 0, m = 0, s = 0;
+  std::int64_t year = 0;
   bool ok = false;
   {  // IMF-fixdate: Sun, 06 Nov 1994 08:49:37 GMT
     DateCursor c(text);
+    int yyyy = 0;
     ok = c.one_of(kDays, wday) && c.lit(", ") && c.number(2, day) && c.lit(" ") &&
-         c.one_of(kMonths, month) && c.lit(" ") && c.number(4, year) && c.lit(" ") &&
+         c.one_of(kMonths, month) && c.lit(" ") && c.number(4, yyyy) && c.lit(" ") &&
          c.time(h, m, s) && c.lit(" GMT") && c.done();
+    year = yyyy;
   }
   if (!ok) {  // RFC 850: Sunday, 06-Nov-94 08:49:37 GMT
     DateCursor c(text);
@@ -224,19 +269,17 @@ std::optional<std::int64_t> http_date_ms(std::string_view text,
     ok = c.one_of(kLongDays, wday) && c.lit(", ") && c.number(2, day) && c.lit("-") &&
          c.one_of(kMonths, month) && c.lit("-") && c.number(2, yy) && c.lit(" ") &&
          c.time(h, m, s) && c.lit(" GMT") && c.done();
-    if (ok && now_ms) {
-      const int now_year = static_cast<int>(1970 + *now_ms / 31'556'952'000);  // mean years
-      year = (now_year / 100) * 100 + yy;
-      if (year > now_year + 50) year -= 100;
-    } else if (ok) {
-      year = yy < 70 ? 2000 + yy : 1900 + yy;
-    }
+    if (ok)
+      year = rfc850_year(yy, static_cast<unsigned>(month + 1), static_cast<unsigned>(day),
+                         ((std::int64_t{h} * 60 + m) * 60 + s) * 1000, now_ms);
   }
   if (!ok) {  // asctime: Sun Nov  6 08:49:37 1994
     DateCursor c(text);
+    int yyyy = 0;
     ok = c.one_of(kDays, wday) && c.lit(" ") && c.one_of(kMonths, month) && c.lit(" ") &&
          (c.lit(" ") ? c.number(1, day) : c.number(2, day)) && c.lit(" ") && c.time(h, m, s) &&
-         c.lit(" ") && c.number(4, year) && c.done();
+         c.lit(" ") && c.number(4, yyyy) && c.done();
+    year = yyyy;
   }
   if (!ok) return std::nullopt;
   static constexpr int kMonthDays[] = {31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
@@ -246,7 +289,8 @@ std::optional<std::int64_t> http_date_ms(std::string_view text,
     return std::nullopt;
   const std::int64_t days =
       days_from_civil(year, static_cast<unsigned>(month + 1), static_cast<unsigned>(day));
-  return ((days * 24 + h) * 60 + m) * 60'000 + std::int64_t{s} * 1000;
+  if (days >= kMaxMs / kDayMs || days <= -(kMaxMs / kDayMs)) return std::nullopt;
+  return days * kDayMs + ((std::int64_t{h} * 60 + m) * 60 + s) * 1000;
 }
 
 // ---- hardened JSON ---------------------------------------------------------------------------
@@ -261,7 +305,9 @@ class DomBuilder : public nlohmann::json_sax<json> {
   bool boolean(bool v) override { return put(json(v)); }
   bool number_integer(number_integer_t v) override { return put(json(v)); }
   bool number_unsigned(number_unsigned_t v) override { return put(json(v)); }
-  bool number_float(number_float_t v, const string_t&) override { return put(json(v)); }
+  bool number_float(number_float_t v, const string_t& token) override {
+    return put(json(detail::written_double(v, token)));
+  }
   bool string(string_t& v) override { return put(json(std::move(v))); }
   bool binary(binary_t&) override { return put(json()); }
   bool start_object(std::size_t) override { return open(json::object()); }

@@ -132,12 +132,8 @@ CompileResult compile(const std::vector<Source>& sources, const CompileOptions& 
 CompileResult compile_paths(const std::vector<std::string>& paths, const CompileOptions& options) {
   std::vector<Source> sources;
   std::vector<Diagnostic> unreadable;
-  auto unreadable_path = [&](const std::string& path, const std::string& why) {
-    Diagnostic d;
-    d.code = "E000";
-    d.file = path;
-    d.message = why;
-    unreadable.push_back(std::move(d));
+  auto unreadable_path = [&](const std::string& path, std::string why) {
+    unreadable.push_back(detail::unreadable(path, std::move(why)));
   };
   std::vector<fs::path> seen;
   auto read = [&](const fs::path& p) {
@@ -145,8 +141,9 @@ CompileResult compile_paths(const std::vector<std::string>& paths, const Compile
     const fs::path canonical = fs::weakly_canonical(p, ec);
     if (std::find(seen.begin(), seen.end(), canonical) != seen.end()) return;  // named twice
     seen.push_back(canonical);
-    auto text = detail::read_bounded(p, options);
-    if (!text) return unreadable_path(p.string(), "cannot read file");
+    std::string error;
+    auto text = read_regular_file(p.string(), options.max_source_bytes, error);
+    if (!text) return unreadable_path(p.string(), "file " + error);
     sources.push_back({p.string(), std::move(*text)});
   };
   for (const auto& path : paths) {

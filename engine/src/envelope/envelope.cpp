@@ -4,13 +4,69 @@
 // The envelope is read with nlohmann's SAX interface: no DOM is built, nesting is bounded while
 // reading, and a key seen twice is visible (a DOM keeps only one of them). Per field, the value
 // either passes its check or the field is absent with a warning; never a different valid value.
+// A number is read by its written value (envelope/json_number.hpp), not only by its nearest double.
+#include <fmt/format.h>
+
 #include <cmath>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "envelope/json_number.hpp"
 #include "recourse/envelope.hpp"
 
 namespace recourse {
+
+namespace detail {
+
+double written_double(double nearest, std::string_view token) {
+  if (!std::isfinite(nearest) || std::trunc(nearest) != nearest) return nearest;
+  const bool negative = !token.empty() && token.front() == '-';
+  // The written value is digits * 10^exponent, digits without leading zeros.
+  std::string digits;
+  std::int64_t exponent = 0;
+  std::size_t i = negative ? 1 : 0;
+  for (bool fraction = false; i < token.size() && token[i] != 'e' && token[i] != 'E'; ++i) {
+    if (token[i] == '.') {
+      fraction = true;
+      continue;
+    }
+    if (!digits.empty() || token[i] != '0') digits += token[i];
+    if (fraction) --exponent;
+  }
+  if (digits.empty()) return nearest;  // zero, however written
+  if (i < token.size()) {              // the exponent, saturating far beyond any double
+    const bool down = i + 1 < token.size() && token[i + 1] == '-';
+    std::int64_t e = 0;
+    for (++i; i < token.size(); ++i)
+      if (token[i] >= '0' && token[i] <= '9' && e < 100'000'000) e = e * 10 + (token[i] - '0');
+    exponent += down ? -e : e;
+  }
+  // Its whole part (digits, no leading zeros) and whether a fraction is left over.
+  std::string whole;
+  bool fraction = false;
+  if (exponent >= 0) {
+    whole = digits + std::string(static_cast<std::size_t>(exponent), '0');
+  } else if (const std::int64_t k = static_cast<std::int64_t>(digits.size()) + exponent; k > 0) {
+    whole = digits.substr(0, static_cast<std::size_t>(k));
+    fraction = digits.find_first_not_of('0', static_cast<std::size_t>(k)) != std::string::npos;
+  } else {
+    fraction = true;
+  }
+  std::string nearest_whole = fmt::format("{:.0f}", std::fabs(nearest));
+  if (nearest_whole == "0") nearest_whole.clear();
+  const int order = whole.size() != nearest_whole.size()
+                        ? (whole.size() < nearest_whole.size() ? -1 : 1)
+                        : whole.compare(nearest_whole);
+  const double inf = std::numeric_limits<double>::infinity();
+  if (order > 0 || (order == 0 && fraction))  // farther from zero than `nearest`
+    return std::nextafter(nearest, negative ? -inf : inf);
+  if (order < 0) return std::nextafter(nearest, negative ? -0.0 : 0.0);
+  return nearest;
+}
+
+}  // namespace detail
+
 namespace {
 
 // JSON allows numbers such as 1e999 that no double holds; nlohmann stops at them. The reader
@@ -61,7 +117,8 @@ class Reader : public nlohmann::json_sax<nlohmann::json> {
     return number(static_cast<double>(v), true,
                   fits ? static_cast<std::int64_t>(v) : std::numeric_limits<std::int64_t>::max());
   }
-  bool number_float(number_float_t v, const string_t&) override {
+  bool number_float(number_float_t v, const string_t& token) override {
+    v = detail::written_double(v, token);
     if (!std::isfinite(v) || v < 0) return number(v, false, 0);
     const double up = std::ceil(v);
     return number(v, true,

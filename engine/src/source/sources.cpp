@@ -3,24 +3,76 @@
 
 #include <fmt/format.h>
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
-#include <fstream>
+#include <cerrno>
+#include <cstring>
 #include <memory>
+
+namespace recourse {
+
+std::optional<std::string> read_regular_file(const std::string& path, std::size_t max_bytes,
+                                             std::string& error) noexcept {
+  try {
+    const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+    if (fd < 0) {
+      error = std::string("cannot be read: ") + std::strerror(errno);
+      return std::nullopt;
+    }
+    struct Closer {
+      int fd;
+      ~Closer() { ::close(fd); }
+    } const closer{fd};
+    struct stat st {};
+    if (::fstat(fd, &st) != 0) {
+      error = std::string("cannot be read: ") + std::strerror(errno);
+      return std::nullopt;
+    }
+    if (!S_ISREG(st.st_mode)) {
+      error = S_ISDIR(st.st_mode)    ? "is a directory"
+              : S_ISFIFO(st.st_mode) ? "is a FIFO, not a regular file"
+              : S_ISSOCK(st.st_mode) ? "is a socket, not a regular file"
+              : S_ISCHR(st.st_mode)  ? "is a character device, not a regular file"
+              : S_ISBLK(st.st_mode)  ? "is a block device, not a regular file"
+                                     : "is not a regular file";
+      return std::nullopt;
+    }
+    // In chunks: memory follows the file's size, never the limit's.
+    std::string text;
+    char chunk[1 << 16];
+    while (text.size() <= max_bytes) {
+      const ssize_t n = ::read(fd, chunk, sizeof chunk);
+      if (n == 0) break;
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) {
+        error = std::string("cannot be read: ") + std::strerror(errno);
+        return std::nullopt;
+      }
+      text.append(chunk, static_cast<std::size_t>(n));
+    }
+    if (text.size() > max_bytes + 1) text.resize(max_bytes + 1);
+    return text;
+  } catch (const std::exception& e) {
+    error = std::string("cannot be read: ") + e.what();
+    return std::nullopt;
+  }
+}
+
+}  // namespace recourse
 
 namespace recourse::detail {
 
 namespace fs = std::filesystem;
 
-std::optional<std::string> read_bounded(const fs::path& p, const CompileOptions& options) {
-  std::ifstream in(p, std::ios::binary);
-  if (!in) return std::nullopt;
-  // In chunks: memory follows the file's size, never the limit's.
-  std::string text;
-  char chunk[1 << 16];
-  while (text.size() <= options.max_source_bytes && in.read(chunk, sizeof chunk).gcount() > 0)
-    text.append(chunk, static_cast<std::size_t>(in.gcount()));
-  if (text.size() > options.max_source_bytes + 1) text.resize(options.max_source_bytes + 1);
-  return text;
+Diagnostic unreadable(const std::string& path, std::string message) {
+  Diagnostic d;
+  d.code = "E000";
+  d.file = path;
+  d.message = std::move(message);
+  return d;
 }
 
 bool over_limit(const Source& src, const CompileOptions& options, std::vector<Diagnostic>& out) {
@@ -50,8 +102,14 @@ BaseLoader file_loader(grammar::Sources& refs, std::deque<Source>& loaded,
         (fs::path(from).parent_path() / (std::string(name) + ".recourse")).lexically_normal();
     if (std::find(tried->begin(), tried->end(), path) != tried->end()) return std::nullopt;
     tried->push_back(path);
-    auto text = read_bounded(path, options);
-    if (!text) return std::nullopt;
+    std::error_code ec;
+    if (!fs::exists(fs::status(path, ec))) return std::nullopt;  // E026 says what to do
+    std::string error;
+    auto text = read_regular_file(path.string(), options.max_source_bytes, error);
+    if (!text) {
+      diagnostics.push_back(unreadable(path.string(), "file " + error));
+      return std::nullopt;
+    }
     loaded.push_back({path.string(), std::move(*text)});
     const Source& src = loaded.back();
     if (over_limit(src, options, diagnostics)) return std::nullopt;

@@ -1,4 +1,4 @@
-// Policy files on disk: bounded reads, the loader that finds a base policy's file
+// Policy files on disk: the loader that finds a base policy's file
 // (`extends "NAME"` -> NAME.recourse beside the extending file), and read_policies(), the
 // pipeline's front (size limit, parse, inherit) that compile() and diff() share, so both read
 // and resolve policies the same way.
@@ -14,16 +14,12 @@
 
 namespace recourse::detail {
 
-/// Reads a file, at most one byte past options.max_source_bytes (enough to report E090; a
-/// device such as /dev/zero cannot exhaust memory). nullopt when it cannot be read.
-std::optional<std::string> read_bounded(const std::filesystem::path& path,
-                                        const CompileOptions& options);
-
-/// A loader for inherit(): reads NAME.recourse beside the extending file, keeps its text in
-/// `loaded` (a deque: the texts keep their addresses), adds it to `refs` and parses it with that
-/// source index. Names that could leave the directory (`/`, a leading `.`), the `given` paths
-/// (compiled already: they do not define the name) and paths tried before are never read.
-/// Diagnostics of the base file go to `diagnostics`.
+/// A loader for inherit(): reads NAME.recourse beside the extending file (a regular file, by
+/// read_regular_file()), keeps its text in `loaded` (a deque: the texts keep their addresses),
+/// adds it to `refs` and parses it with that source index. Names that could leave the directory
+/// (`/`, a leading `.`), the `given` paths (compiled already: they do not define the name) and
+/// paths tried before are never read. A file that exists but cannot be read (a FIFO, no
+/// permission) is E000. Diagnostics of the base file go to `diagnostics`.
 BaseLoader file_loader(grammar::Sources& refs, std::deque<Source>& loaded,
                        const CompileOptions& options, std::vector<Diagnostic>& diagnostics,
                        const std::vector<std::string>& given);
@@ -37,6 +33,9 @@ std::vector<ast::File> read_policies(const std::vector<Source>& given,
                                      const CompileOptions& options, bool load_bases,
                                      grammar::Sources& refs, std::deque<Source>& loaded,
                                      std::vector<Diagnostic>& diagnostics);
+
+/// Error E000 on `path`: it cannot be read, `message` says why.
+Diagnostic unreadable(const std::string& path, std::string message);
 
 /// E090 when `src` is larger than options.max_source_bytes; false otherwise.
 bool over_limit(const Source& src, const CompileOptions& options,
