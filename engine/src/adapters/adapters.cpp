@@ -18,9 +18,12 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 
+#include "source/utf8.hpp"
+
 namespace recourse {
 namespace {
 
+using detail::valid_utf8;
 using json = nlohmann::json;
 
 constexpr std::string_view kDuplicate = "\x01recourse:duplicate";
@@ -80,40 +83,6 @@ std::string quote(std::string_view s) {
     out += c >= 0x20 && c < 0x7f ? static_cast<char>(c) : '?';
   }
   return out + (s.size() > 40 ? "...\"" : "\"");
-}
-
-// Replaces bytes that are not UTF-8 with U+FFFD, so text from a header or a non-JSON body can
-// be written as JSON.
-std::string valid_utf8(std::string_view s) {
-  std::string out;
-  out.reserve(s.size());
-  for (std::size_t i = 0; i < s.size();) {
-    const auto c = static_cast<unsigned char>(s[i]);
-    std::size_t n = c < 0x80           ? 1
-                    : (c >> 5) == 0x6  ? 2
-                    : (c >> 4) == 0xe  ? 3
-                    : (c >> 3) == 0x1e ? 4
-                                       : 0;
-    bool ok = n > 0 && i + n <= s.size() && !(n == 2 && c < 0xc2);
-    for (std::size_t k = 1; ok && k < n; ++k)
-      ok = (static_cast<unsigned char>(s[i + k]) & 0xc0) == 0x80;
-    if (ok && n == 3) {
-      const auto c1 = static_cast<unsigned char>(s[i + 1]);
-      ok = !(c == 0xe0 && c1 < 0xa0) && !(c == 0xed && c1 >= 0xa0);  // overlong, surrogates
-    }
-    if (ok && n == 4) {
-      const auto c1 = static_cast<unsigned char>(s[i + 1]);
-      ok = !(c == 0xf0 && c1 < 0x90) && !(c == 0xf4 && c1 >= 0x90) && c <= 0xf4;
-    }
-    if (ok) {
-      out.append(s.substr(i, n));
-      i += n;
-    } else {
-      out += "\xef\xbf\xbd";
-      ++i;
-    }
-  }
-  return out;
 }
 
 std::int64_t saturating_ms(std::uint64_t seconds) {
