@@ -22,32 +22,13 @@
 #include <cstdint>
 
 #include "recourse/adapters.hpp"
+#include "source/utf8.hpp"
 
 namespace recourse {
 namespace {
 
 constexpr std::string_view kRedacted = "[redacted]";
 constexpr std::string_view kFlag = "[flagged: instruction-like text from the tool] ";
-
-// Decodes one UTF-8 sequence at s[i]; returns its length (0: invalid) and the code point.
-std::size_t decode(std::string_view s, std::size_t i, std::uint32_t& cp) {
-  const auto c = static_cast<unsigned char>(s[i]);
-  std::size_t n = c < 0x80           ? 1
-                  : (c >> 5) == 0x6  ? 2
-                  : (c >> 4) == 0xe  ? 3
-                  : (c >> 3) == 0x1e ? 4
-                                     : 0;
-  if (n == 0 || i + n > s.size()) return 0;
-  cp = n == 1 ? c : n == 2 ? c & 0x1f : n == 3 ? c & 0x0f : c & 0x07;
-  for (std::size_t k = 1; k < n; ++k) {
-    const auto d = static_cast<unsigned char>(s[i + k]);
-    if ((d & 0xc0) != 0x80) return 0;
-    cp = (cp << 6) | (d & 0x3f);
-  }
-  static constexpr std::uint32_t kMin[] = {0, 0, 0x80, 0x800, 0x10000};
-  if (cp < kMin[n] || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) return 0;
-  return n;
-}
 
 bool invisible(std::uint32_t cp) {
   return cp == 0xad || (cp >= 0x200b && cp <= 0x200f) || (cp >= 0x202a && cp <= 0x202e) ||
@@ -61,7 +42,7 @@ std::string strip_controls(std::string_view s, bool& stripped) {
   out.reserve(s.size());
   for (std::size_t i = 0; i < s.size();) {
     std::uint32_t cp = 0;
-    const std::size_t n = decode(s, i, cp);
+    const std::size_t n = detail::decode_utf8(s, i, cp);
     if (n == 0) {
       stripped = true;
       ++i;

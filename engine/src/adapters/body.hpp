@@ -1,0 +1,47 @@
+// Adapters, provider bodies: what an error body (HTTP) or error data (JSON-RPC) or a details list
+// (gRPC) says beyond the status.
+//
+// Input: a body's DOM (json.hpp; markers read as absent, silently). Output: BodyInfo: a message,
+// the error types and codes that body rules and overrides match, field and suggestion for
+// repair, a google.rpc.RetryInfo delay, and whether the body is itself an envelope. Sources:
+// RFC 9457 (problem details; RFC 7807 section 3 and erratum 6178 for invalid-params), RFC 6901
+// (JSON pointers), RFC 6749 section 5.2 (OAuth errors), google/rpc/error_details.proto, and the
+// OpenAI, Anthropic, Google, GitHub and Stripe error formats (docs/adapters.md, "Bodies").
+#pragma once
+
+#include <cstdint>
+#include <initializer_list>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "adapters/json.hpp"
+
+namespace recourse::detail::adapt {
+
+/// What a body says (see the file comment).
+struct BodyInfo {
+  std::optional<std::string> message;
+  std::vector<std::string> types;  // error types and codes, problem type, Google status/reason
+  std::optional<std::string> field, suggestion;
+  std::optional<std::int64_t> retry_delay_ms;  // google.rpc.RetryInfo
+  const json* envelope = nullptr;              // the body is itself an envelope
+};
+
+/// google.rpc details (RetryInfo, BadRequest, ErrorInfo), in a Google JSON error or gRPC.
+void read_google_details(const json& details, BodyInfo& info);
+
+/// Problem details (RFC 9457), OpenAI, Anthropic, Google, GitHub, Stripe and OAuth error JSON.
+BodyInfo read_body(const json& body);
+
+/// True when one of the body's types is one of `wanted`, ASCII case-insensitively.
+bool has_type(const BodyInfo& info, std::initializer_list<std::string_view> wanted);
+
+/// True when a message says the context window or token limit was exceeded.
+bool says_context_overflow(std::string_view message);
+
+/// True when a message says a rate limit was hit ("rate limit", "too many requests").
+bool says_rate_limit(std::string_view message);
+
+}  // namespace recourse::detail::adapt

@@ -1,0 +1,147 @@
+// Adapters, JSON-RPC and MCP: protocol errors (JSON-RPC error objects) kept apart from tool
+// errors (a CallToolResult with isError), as the MCP spec keeps them.
+//
+// Input: a JSON-RPC error's code, message and data, or an MCP reply's DOM (json.hpp). Output:
+// the Builder's envelope (protocols.hpp). Sources: JSON-RPC 2.0 section 5.1 (error codes); the
+// MCP specification, revision 2025-06-18: server/tools (CallToolResult, content,
+// structuredContent, tool annotations), server/resources (-32002 resource not found) and
+// basic/transports (streamable HTTP). The tables are in docs/adapters.md, "JSON-RPC and MCP".
+#include <algorithm>
+
+#include "adapters/body.hpp"
+#include "adapters/protocols.hpp"
+#include "adapters/text.hpp"
+
+namespace recourse::detail::adapt {
+namespace {
+
+// Credentials expired or rejected, said in words: the only reading of tool text the adapter
+// acts on, because it leads to the human-gated authorize route, never to a retry.
+bool says_credential_problem(std::string_view text) {
+  const std::string t = lower(text);
+  if (has_number(t, "401") || has_number(t, "403")) return true;
+  for (std::string_view phrase :
+       {"unauthorized", "unauthenticated", "invalid_token", "invalidauthenticationtoken",
+        "token expired", "token has expired", "expired token", "token is expired",
+        "invalid api key", "invalid_api_key", "forbidden", "permission denied", "access denied"})
+    if (has(t, phrase)) return true;
+  return false;
+}
+
+}  // namespace
+
+void jsonrpc(Builder& b, std::optional<std::int64_t> code, std::optional<std::string> message,
+             const json* data, const char* label) {
+  Envelope& e = b.e();
+  const std::string prefix(label);
+  if (!code) {
+    b.warn("malformed", "code", prefix + " error has no integer code; read as UNKNOWN");
+    b.set_code("UNKNOWN", std::nullopt, prefix + " garbled code");
+  } else {
+    // JSON-RPC 2.0 section 5.1; -32002 from the MCP resources spec.
+    const std::int64_t c = *code;
+    const std::string l = prefix + " " + std::to_string(c);
+    if (c == -32700 || c == -32600 || c == -32602)
+      b.set_code("VALIDATION", false, l);
+    else if (c == -32601 || c == -32002)
+      b.set_code("NOT_FOUND", false, l);
+    else
+      b.set_code("UNKNOWN", std::nullopt, l);
+    if (const CodeMapping* m = b.mapping_for(Protocol::JsonRpc, std::to_string(c)))
+      b.set_code_only(m->code, "override " + prefix + " " + m->key);
+  }
+  if (message) e.message = std::move(message);
+  if (data && data->is_object()) {
+    const BodyInfo info = read_body(*data);
+    e.field = info.field;
+    e.suggestion = info.suggestion;
+    if (!e.message && info.message) e.message = info.message;
+    if (info.envelope) b.overlay(*info.envelope, "jsonrpc data");
+  }
+}
+
+void jsonrpc_object(Builder& b, const json& error, const char* label) {
+  std::optional<std::int64_t> code;
+  if (const json* c = b.member(error, "code", "code"); c && c->is_number_integer())
+    code = c->get<std::int64_t>();
+  const auto message = b.text(error, "message", "message");
+  jsonrpc(b, code, message, b.member(error, "data", "message"), label);
+}
+
+std::optional<bool> idempotent_of(const json& annotations) {
+  auto flag = [&](const char* key) -> std::optional<bool> {
+    const auto it = annotations.find(key);
+    if (it == annotations.end() || !it->is_boolean()) return std::nullopt;
+    return it->get<bool>();
+  };
+  if (!annotations.is_object()) return std::nullopt;
+  // MCP: readOnlyHint means no side effects at all; idempotentHint is meaningful only for a tool
+  // that is not read-only; destructiveHint alone says nothing about repeats but a destructive
+  // tool not marked idempotent is treated as not idempotent.
+  if (flag("readOnlyHint") == std::optional<bool>(true) ||
+      flag("idempotentHint") == std::optional<bool>(true))
+    return true;
+  if (flag("destructiveHint") == std::optional<bool>(true)) return false;
+  return std::nullopt;
+}
+
+void mcp(Builder& b, const json& reply, std::optional<std::int64_t> now_ms) {
+  // MCP over streamable HTTP: a transport-level error status is an HTTP failure.
+  if (const json* status = b.member(reply, "httpStatus", "code");
+      status && status->is_number_integer()) {
+    const std::int64_t s = status->get<std::int64_t>();
+    if (s < 200 || s > 299) {
+      Headers headers;
+      if (const json* h = b.member(reply, "headers", "message"); h && h->is_object())
+        for (const auto& [k, v] : h->items())
+          if (v.is_string()) headers.emplace_back(k, v.get<std::string>());
+      const json* body = b.member(reply, "body", "message");
+      http(b, static_cast<int>(std::clamp<std::int64_t>(s, -1, 1000)), headers,
+           body && body->is_object() ? body : nullptr,
+           body && body->is_string() ? std::string_view(body->get_ref<const std::string&>())
+                                     : std::string_view(),
+           now_ms);
+      b.result().mapping = "mcp transport: " + b.mapping();
+      return;
+    }
+  }
+  if (const json* error = b.member(reply, "error", "code"); error && error->is_object())
+    return jsonrpc_object(b, *error, "mcp protocol error");
+  const json* result = b.member(reply, "result", "code");
+  if (result == nullptr && (reply.contains("isError") || reply.contains("content")))
+    result = &reply;
+  if (result == nullptr || !result->is_object()) {
+    b.warn("malformed", "code", "MCP reply has neither a result nor an error; read as UNKNOWN");
+    b.set_code("UNKNOWN", std::nullopt, "mcp garbled reply");
+    return;
+  }
+  const json* is_error = b.member(*result, "isError", "code");
+  if (is_error == nullptr || !is_error->is_boolean() || !is_error->get<bool>())
+    b.warn("malformed", "code",
+           std::string("CallToolResult isError is ") +
+               (is_error == nullptr      ? "absent"
+                : is_error->is_boolean() ? "false"
+                                         : "not a boolean") +
+               ": not a tool error as sent; read as UNKNOWN");
+  // The text content, kept as the message (never as instructions: see model_text()).
+  std::string text;
+  if (const json* content = b.member(*result, "content", "message");
+      content && content->is_array()) {
+    for (const auto& item : *content)
+      if (const std::string* t = str(item, "text"); t && item.value("type", "") == "text")
+        text += (text.empty() ? "" : "\n") + *t;
+  } else if (content && !content->is_null()) {
+    b.warn("malformed", "message", "CallToolResult content is not a list; read as absent");
+  }
+  b.set_code("UNKNOWN", std::nullopt, "mcp isError text");
+  if (!text.empty()) b.e().message = text;
+  const json* structured = b.member(*result, "structuredContent", "code");
+  if (structured && carries_envelope(*structured) &&
+      b.overlay(*structured, "mcp structuredContent")) {
+    if (!b.e().message && !text.empty()) b.e().message = text;
+    return;
+  }
+  if (says_credential_problem(text)) b.set_code_only("PERMISSION", "mcp isError text: credential");
+}
+
+}  // namespace recourse::detail::adapt
