@@ -12,13 +12,15 @@
 // keeps each script's key in one slot. The rules are those of store_logic.cpp.
 //
 // Every command has a short timeout (StoreOptions::timeout_ms); after a failure the store's own
-// breaker fails calls fast for down_ms, then reconnects. The ledger is enabled only when the
+// breaker fails calls fast for down_ms, then reconnects. The connection is dropped on any I/O
+// error or timeout, and nothing is sent on it after that. The ledger is enabled only when the
 // server runs with appendonly yes and appendfsync always (checked at connect).
 #include <hiredis/hiredis.h>
 #include <pthread.h>
 #include <signal.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <stdexcept>
 
@@ -264,8 +266,7 @@ class RedisStore final : public Store {
   }
 
   // Connects (within timeout_ms); the first time, checks the ledger's durability and loads the
-  // scripts.
-  // Throws on failure (the context is dropped).
+  // scripts. Throws on failure, naming the server (the context is dropped).
   void connect() {
     const timeval tv{static_cast<time_t>(options_.timeout_ms / 1000),
                      static_cast<suseconds_t>(options_.timeout_ms % 1000 * 1000)};
@@ -285,10 +286,10 @@ class RedisStore final : public Store {
       auto fsync = raw({"CONFIG", "GET", "appendfsync"});
       auto aof = raw({"CONFIG", "GET", "appendonly"});
       auto value = [](const Reply& r) {
-        return r && r->type == REDIS_REPLY_ARRAY && r->elements == 2 ? text(r->element[1])
-                                                                     : std::string("?");
+        const bool found = r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
+                           r->element[1]->type == REDIS_REPLY_STRING;
+        return found ? text(r->element[1]) : std::string("?");
       };
-      if (!fsync || !aof) throw std::runtime_error("no answer from " + url_);
       if (value(aof) != "yes" || value(fsync) != "always")
         ledger_refusal = "ledger disabled: " + url_ + " runs with appendonly " + value(aof) +
                          " and appendfsync " + value(fsync) +
@@ -300,7 +301,9 @@ class RedisStore final : public Store {
 
   void load(int i) {
     auto r = raw({"SCRIPT", "LOAD", sources_[i]});
-    if (!r || r->type != REDIS_REPLY_STRING) throw std::runtime_error("SCRIPT LOAD failed");
+    if (r->type != REDIS_REPLY_STRING)
+      throw std::runtime_error("SCRIPT LOAD failed on " + url_ + ": " +
+                               std::string(r->str ? r->str : "", r->len));
     shas_[i] = text(r.get());
     ++script_loads;
   }
@@ -310,8 +313,11 @@ class RedisStore final : public Store {
     ctx_ = nullptr;
   }
 
-  // One command on the live connection; nullptr (and the connection dropped) on an I/O error.
+  // One command on the live connection: its reply, never null. Throws, naming the server, when
+  // there is no connection or on an I/O error or a timeout (the connection is dropped then:
+  // hiredis leaves it unusable).
   Reply raw(const std::vector<std::string>& args) {
+    if (!ctx_) throw std::runtime_error("not connected to " + url_);
     std::vector<const char*> argv;
     std::vector<std::size_t> lens;
     for (const auto& a : args) {
@@ -320,12 +326,20 @@ class RedisStore final : public Store {
     }
     auto* r = static_cast<redisReply*>(
         redisCommandArgv(ctx_, static_cast<int>(argv.size()), argv.data(), lens.data()));
-    if (!r) drop();
+    const int error = errno;
+    if (!r) {
+      const bool timeout = ctx_->err == REDIS_ERR_IO && (error == EAGAIN || error == EWOULDBLOCK);
+      const std::string why =
+          timeout ? "did not answer within " + std::to_string(options_.timeout_ms) + " ms"
+                  : std::string("failed: ") + ctx_->errstr;
+      drop();
+      throw std::runtime_error(url_ + " " + why);
+    }
     return Reply(r, freeReplyObject);
   }
 
   // A command under the lock and the store's breaker: reconnects when the connection is gone
-  // and the breaker allows; nullopt-like empty Reply on failure (the breaker opens).
+  // and the breaker allows; an empty Reply on failure (the breaker opens).
   Reply command(const std::vector<std::string>& args) {
     std::lock_guard<std::mutex> lock(mutex_);
     return guarded([&] { return raw(args); });
@@ -339,7 +353,7 @@ class RedisStore final : public Store {
     try {
       if (!ctx_) connect();
       Reply r = body();
-      if (!r || r->type == REDIS_REPLY_ERROR) throw std::runtime_error("command failed");
+      if (r->type == REDIS_REPLY_ERROR) throw std::runtime_error("command failed");
       return r;
     } catch (const std::exception&) {
       drop();
@@ -358,7 +372,7 @@ class RedisStore final : public Store {
         std::vector<std::string> argv = {"EVALSHA", shas_[script], "1", key};
         argv.insert(argv.end(), args.begin(), args.end());
         Reply reply = raw(argv);
-        if (reply && reply->type == REDIS_REPLY_ERROR &&
+        if (reply->type == REDIS_REPLY_ERROR &&
             std::string_view(reply->str, reply->len).substr(0, 8) == "NOSCRIPT") {
           load(script);
           argv[1] = shas_[script];
@@ -380,7 +394,12 @@ class RedisStore final : public Store {
     for (int i = 0; i < kScripts; ++i) sources_[i] = std::string(kPrelude) + kBodies[i];
     std::lock_guard<std::mutex> lock(mutex_);
     NoSigpipe no_sigpipe;
-    connect();
+    try {
+      connect();
+    } catch (...) {
+      drop();  // the destructor of a store whose constructor threw never runs
+      throw;
+    }
   }
   ~RedisStore() override {
     if (ctx_) redisFree(ctx_);
@@ -466,13 +485,17 @@ class RedisStore final : public Store {
     if (!ledger_refusal.empty()) return std::nullopt;
     std::vector<std::string> keys;
     std::string cursor = "0";
-    do {  // SCAN: keys of the ledger, a batch at a time
-      auto batch = command({"SCAN", cursor, "MATCH", "recourse:{*}:ledger", "COUNT", "1000"});
-      if (!batch) return std::nullopt;
-      cursor = text(element(batch.get(), 0));
-      const redisReply* found = element(batch.get(), 1);
-      for (std::size_t i = 0; i < found->elements; ++i) keys.push_back(text(found->element[i]));
-    } while (cursor != "0");
+    try {
+      do {  // SCAN: keys of the ledger, a batch at a time
+        auto batch = command({"SCAN", cursor, "MATCH", "recourse:{*}:ledger", "COUNT", "1000"});
+        if (!batch) return std::nullopt;
+        cursor = text(element(batch.get(), 0));
+        const redisReply* found = element(batch.get(), 1);
+        for (std::size_t i = 0; i < found->elements; ++i) keys.push_back(text(element(found, i)));
+      } while (cursor != "0");
+    } catch (const std::exception&) {  // a reply not of SCAN's shape
+      return std::nullopt;
+    }
     std::sort(keys.begin(), keys.end());
     std::vector<LedgerEntry> out;
     for (const std::string& k : keys) {
@@ -508,7 +531,7 @@ StoreResult open_redis(std::string_view url, const StoreSpec& spec, const StoreO
     if (!store->ledger_refusal.empty()) r.warnings.push_back(store->ledger_refusal);
     r.store = std::move(store);
   } catch (const std::exception& e) {
-    r.error = std::string("redis: ") + e.what();
+    r.error = e.what();  // names the server
   }
   return r;
 }
