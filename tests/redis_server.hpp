@@ -40,6 +40,19 @@ inline int free_port() {
 /// A hiredis connection, freed at the end of its scope.
 using Connection = std::unique_ptr<redisContext, void (*)(redisContext*)>;
 
+/// A command's arguments as hiredis's *Argv functions take them.
+struct Argv {
+  explicit Argv(const std::vector<std::string>& args) {
+    for (const auto& a : args) {
+      argv.push_back(a.data());
+      lens.push_back(a.size());
+    }
+  }
+  int size() const { return static_cast<int>(argv.size()); }
+  std::vector<const char*> argv;
+  std::vector<std::size_t> lens;
+};
+
 class RedisServer {
  public:
   struct Options {
@@ -98,14 +111,8 @@ class RedisServer {
   /// reply; the server runs it while the returned connection stays open.
   Connection send(const std::vector<std::string>& command) const {
     Connection c = connect();
-    std::vector<const char*> argv;
-    std::vector<std::size_t> lens;
-    for (const auto& a : command) {
-      argv.push_back(a.data());
-      lens.push_back(a.size());
-    }
-    REQUIRE(redisAppendCommandArgv(c.get(), static_cast<int>(argv.size()), argv.data(),
-                                   lens.data()) == REDIS_OK);
+    Argv a(command);
+    REQUIRE(redisAppendCommandArgv(c.get(), a.size(), a.argv.data(), a.lens.data()) == REDIS_OK);
     for (int done = 0; !done;) REQUIRE(redisBufferWrite(c.get(), &done) == REDIS_OK);
     return c;
   }

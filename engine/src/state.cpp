@@ -57,7 +57,12 @@ std::optional<OperationState> Workflow::count(const Context& c, const CountEvent
   now_ms_ = std::max(now_ms_, now_ms);
   if (store_ == local_) return local_->count(key, event, now_ms);
   local_->count(key, event, now_ms);  // the mirror this process falls back to
-  return store_->count(key, event, now_ms);
+  auto op = store_->count(key, event, now_ms);
+  if (event.kind == CountEvent::Success)
+    missed_.erase(key);
+  else if (!op && event.kind != CountEvent::Read)
+    missed_.insert(key);  // the store's counts of it are short from now on
+  return op;
 }
 
 void Workflow::record_attempt(const Context& c, std::int64_t cost, std::int64_t now_ms) {
@@ -78,12 +83,21 @@ void Workflow::record_success(const Context& c) {
 
 void Workflow::apply(Context& c, std::int64_t now_ms) const {
   auto op = count(c, {CountEvent::Read}, now_ms);
-  if (!op) {
+  const std::string key = scope_.empty() ? c.operation_id : scope_ + "/" + c.operation_id;
+  if (!op || missed_.count(key)) {  // unreadable, or short of an event it could not take
     c.store_unavailable = true;
-    const std::string key = scope_.empty() ? c.operation_id : scope_ + "/" + c.operation_id;
-    op = local_->count(key, {CountEvent::Read}, now_ms);
+    const auto mine = local_->count(key, {CountEvent::Read}, now_ms);
+    if (!op || !op->recorded()) {
+      op = mine;
+    } else if (mine->recorded()) {  // the larger of each count
+      op->attempts = std::max(op->attempts, mine->attempts);
+      op->repairs = std::max(op->repairs, mine->repairs);
+      op->repeats = std::max(op->repeats, mine->repeats);
+      op->cost = std::max(op->cost, mine->cost);
+      op->started_ms = std::min(op->started_ms, mine->started_ms);
+    }
   }
-  if (!op || !op->recorded()) return;
+  if (!op->recorded()) return;
   // The larger count wins: the host may have counted calls this workflow never saw.
   c.attempt = std::max(c.attempt, op->attempts);
   c.repairs = std::max(c.repairs, op->repairs);
@@ -158,22 +172,23 @@ void Health::prepare(const Policy& policy, Context& c, std::int64_t now_ms) {
         down = true;  // the process's own breaker decides
     }
   }
-  if (spec.throttle.enabled) {
-    const BucketSpec t = bucket_spec(spec.throttle);
-    if (auto tokens = store_->bucket(c.tool, BucketEvent::Read, t, now_ms)) {
-      c.retry_throttled = *tokens * 2 <= t.max_milli;
-      fallback_milli_ = options_.fallback_tokens * 1000;  // the store answers: refill
-    } else {
-      down = true;
-      c.retry_throttled = !options_.fail_open && fallback_milli_.load() < 1000;
-    }
-  }
   if (!c.side_effect && !c.operation_id.empty()) {
     if (auto entry = store_->read(c.operation_id, now_ms)) {
       c.side_effect = side_effect_of(entry->state);
     } else {
       down = true;
       c.side_effect = SideEffect::Unknown;  // an unreadable ledger entry reads as unknown
+    }
+  }
+  if (spec.throttle.enabled) {
+    const BucketSpec t = bucket_spec(spec.throttle);
+    const auto tokens = store_->bucket(c.tool, BucketEvent::Read, t, now_ms);
+    down = down || !tokens;
+    if (!down && !c.store_unavailable) {
+      c.retry_throttled = *tokens * 2 <= t.max_milli;
+      fallback_milli_ = options_.fallback_tokens * 1000;  // the store answers: refill
+    } else {  // some of the state is unreadable (counters included): only the fallback retries
+      c.retry_throttled = !options_.fail_open && fallback_milli_.load() < 1000;
     }
   }
   if (down) c.store_unavailable = true;
@@ -183,7 +198,9 @@ void Health::prepare(const Policy& policy, Context& c, std::int64_t now_ms) {
 void Health::record_decision(const Policy& policy, const Context& c, const Decision& d) {
   const detail::Throttle& t = policy.impl_->spec.throttle;
   if (!t.enabled || d.route != Route::Retry) return;
-  if (!store_->bucket(c.tool, BucketEvent::Retry, bucket_spec(t), now_ms_))
+  const bool shared =
+      store_->bucket(c.tool, BucketEvent::Retry, bucket_spec(t), now_ms_).has_value();
+  if (!shared || c.store_unavailable)  // prepare() let it through on the fallback bucket
     fallback_milli_ = std::max<std::int64_t>(0, fallback_milli_.load() - 1000);
 }
 
