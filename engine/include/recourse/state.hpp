@@ -14,10 +14,12 @@
 // policies whose breaker says `scope = shared`, the breaker; other breakers stay in the process
 // (`scope = quorum`: each process's breaker votes, and the circuit opens for all while `quorum`
 // processes see their own open).
-// When the store cannot answer, both fall back to this process's own state, conservatively:
-// counters to what this process recorded, retry tokens to a local bucket of
-// HealthOptions::fallback_tokens (default 0: no retries), breakers to local ones, the ledger to
-// "unknown"; the context then says store_unavailable and the decision carries that warning.
+// When the store cannot answer (down, slow, or holding a record that does not read as its
+// shape), both fall back to this process's own state, conservatively: counters to what this
+// process recorded, retry tokens to a local bucket of HealthOptions::fallback_tokens (default 0:
+// no retries) whenever any of the decision's state could not be read, breakers to local ones,
+// the ledger to "unknown"; the context then says store_unavailable and the decision carries that
+// warning.
 // Time is always a parameter (now_ms, ms since the epoch), never read from a clock, so a replay
 // gives the same decisions (a Redis store reads its server's clock instead). The local state
 // serialises to JSON and restores.
@@ -27,6 +29,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 
@@ -66,20 +69,24 @@ class Workflow {
   /// Raises `context`'s counters to those of (context.operation_id, context.tool): attempt,
   /// repairs, repeats, cost_spent and elapsed_ms (now_ms - first call). A count the host already
   /// gave higher is kept (it may have counted calls this workflow never saw). A pair never
-  /// recorded changes nothing. When the store cannot answer, the local counts apply and
-  /// context.store_unavailable is set.
+  /// recorded changes nothing. When the store cannot answer, or could not take one of the pair's
+  /// events (a write that failed while reads work: a locked SQLite file, a read-only Redis), the
+  /// local counts apply (the larger of each) and context.store_unavailable is set, until the
+  /// operation succeeds.
   void apply(Context& context, std::int64_t now_ms) const;
   /// The counters of `tool`'s calls for an operation, if recorded (nullopt also when the store
   /// cannot answer).
   std::optional<OperationState> find(std::string_view operation_id, std::string_view tool) const;
 
-  /// The local counters: {"version": 2, "operations": {operation id: {tool: {attempts, repairs,
-  /// repeats, cost, startedMs, lastFailure, repairPending}}}}. The scope is not part of it.
+  /// The local counters: {"version": 2, "operations": {operation id: {tool: {format, attempts,
+  /// repairs, repeats, cost, startedMs, lastFailure, repairPending}}}} (format: the record
+  /// format, 1). The scope is not part of it.
   std::string to_json() const;
-  /// Restores the local counters from to_json()'s form, under this workflow's scope; false (and
-  /// `error`) on malformed input, leaving *this as is. The form without "version" (before 2,
-  /// counters per operation alone) is refused unless it holds no counters: which tool counted
-  /// them was not recorded.
+  /// Restores the local counters from to_json()'s form, under this workflow's scope (records of
+  /// format 0, without `format`, too); false (and `error`, naming the record) on malformed input
+  /// or a record that does not read as its shape (docs/state.md, "Records"), leaving *this as
+  /// is. The form without "version" (before 2, counters per operation alone) is refused unless
+  /// it holds no counters: which tool counted them was not recorded.
   bool from_json(std::string_view json, std::string& error);
 
  private:
@@ -89,7 +96,8 @@ class Workflow {
   std::shared_ptr<MemoryStore> local_;
   std::shared_ptr<Store> store_;
   std::string scope_;
-  mutable std::int64_t now_ms_ = 0;  ///< the latest time seen (for events that carry none)
+  mutable std::int64_t now_ms_ = 0;       ///< the latest time seen (for events that carry none)
+  mutable std::set<std::string> missed_;  ///< operations with an event the store did not take
 };
 
 /// What Health does while its store cannot answer.
@@ -118,7 +126,8 @@ class Health {
   /// When an open circuit's cooldown has passed, the first caller takes the one half-open probe
   /// (its context says half_open; others still see open until the probe's outcome is recorded
   /// or its lease, one cooldown long, ends). Sets context.store_unavailable when the store could
-  /// not answer (and counts the decision, with one Workflow::apply already set it).
+  /// not answer (and counts the decision, with one Workflow::apply already set it); a context
+  /// so flagged takes its retry tokens from the fallback bucket (HealthOptions).
   void prepare(const Policy& policy, Context& context, std::int64_t now_ms);
   /// Records the decision taken: a retry costs one retry token (gRFC A6's bucket, with tokens
   /// following the decided route, never the envelope's `retryable`).
@@ -131,10 +140,12 @@ class Health {
   /// Decisions prepared while the store could not answer (store_unavailable).
   std::int64_t store_unavailable() const noexcept { return unavailable_.load(); }
 
-  /// The local state: {"tools": {name: {circuit, consecutiveFailures, window, windowCalls,
-  /// openedMs, probeTaken, probeOperation, probeUntilMs, milliTokens}}, "operations": {}}
+  /// The local state: {"tools": {name: {format, circuit, consecutiveFailures, window,
+  /// windowCalls, openedMs, probeTaken, probeOperation, probeUntilMs, milliTokens}},
+  /// "operations": {}} (format: the record format, 1).
   std::string to_json() const;
-  /// Restores the local state from to_json()'s form; false (and `error`) on malformed input,
+  /// Restores the local state from to_json()'s form (records of format 0 too); false (and
+  /// `error`, naming the record) on malformed input or a record that does not read as its shape,
   /// leaving *this as is.
   bool from_json(std::string_view json, std::string& error);
 

@@ -196,10 +196,12 @@ class MemoryStore final : public Store {
                                                   std::int64_t now_ms) noexcept override;
   std::string name() const override { return "memory"; }
 
-  /// {"tools": {name: {...}}, "operations": {id: {...}}} (the ledger is not included).
+  /// {"tools": {name: {...}}, "operations": {id: {...}}}, each record with "format": 1 (the
+  /// ledger is not included).
   std::string to_json() const;
-  /// Restores to_json()'s form (either member may be absent); false and `error` on malformed
-  /// input, leaving the store as it was.
+  /// Restores to_json()'s form (either member may be absent; records of format 0 are migrated);
+  /// false and `error`, naming the record, on malformed input or a record that does not read as
+  /// its shape (docs/state.md, "Records"), leaving the store as it was.
   bool from_json(std::string_view json, std::string& error);
 
  private:

@@ -1,6 +1,6 @@
 // Budget state: Workflow (counters per operation and tool) and Health (per-tool breaker, retry
 // tokens and the ledger's side effect) over a Store. See recourse/state.hpp for the contracts and
-// store_logic.cpp for the arithmetic (gRFC A6 tokens, breaker transitions).
+// store/logic.cpp for the arithmetic (gRFC A6 tokens, breaker transitions).
 #include "recourse/state.hpp"
 
 #include <fmt/format.h>
@@ -94,7 +94,12 @@ std::optional<OperationState> Workflow::count(const std::string& key, const Coun
   now_ms_ = std::max(now_ms_, now_ms);
   if (store_ == local_) return local_->count(key, event, now_ms);
   local_->count(key, event, now_ms);  // the mirror this process falls back to
-  return store_->count(key, event, now_ms);
+  auto op = store_->count(key, event, now_ms);
+  if (event.kind == CountEvent::Success)
+    missed_.erase(key);
+  else if (!op && event.kind != CountEvent::Read)
+    missed_.insert(key);  // the store's counts of it are short from now on
+  return op;
 }
 
 void Workflow::record_attempt(const Context& c, std::int64_t cost, std::int64_t now_ms) {
@@ -118,11 +123,20 @@ void Workflow::record_success(const Context& c) {
 void Workflow::apply(Context& c, std::int64_t now_ms) const {
   const std::string k = key(c.operation_id, c.tool);
   auto op = count(k, {CountEvent::Read}, now_ms);
-  if (!op) {
+  if (!op || missed_.count(k)) {  // unreadable, or short of an event it could not take
     c.store_unavailable = true;
-    op = local_->count(k, {CountEvent::Read}, now_ms);
+    const auto mine = local_->count(k, {CountEvent::Read}, now_ms);
+    if (!op || !op->recorded()) {
+      op = mine;
+    } else if (mine->recorded()) {  // the larger of each count
+      op->attempts = std::max(op->attempts, mine->attempts);
+      op->repairs = std::max(op->repairs, mine->repairs);
+      op->repeats = std::max(op->repeats, mine->repeats);
+      op->cost = std::max(op->cost, mine->cost);
+      op->started_ms = std::min(op->started_ms, mine->started_ms);
+    }
   }
-  if (!op || !op->recorded()) return;
+  if (!op->recorded()) return;
   // The larger count wins: the host may have counted calls this workflow never saw.
   c.attempt = std::max(c.attempt, op->attempts);
   c.repairs = std::max(c.repairs, op->repairs);
@@ -169,14 +183,12 @@ bool Workflow::from_json(std::string_view text, std::string& error) {
       if (!tools.is_object())
         throw std::invalid_argument("operation " + operation + " is not an object of tools");
       for (const auto& [tool, state] : tools.items()) {
-        if (!state.is_object())
-          throw std::invalid_argument(
-              fmt::format("operation {}, tool {} is not an object of counters", operation, tool));
         try {
-          detail::operation_from_json(state.dump());
-        } catch (const std::invalid_argument& e) {
-          throw std::invalid_argument(
-              fmt::format("{} in operation {}, tool {}", e.what(), operation, tool));
+          detail::operation_from_json(state);  // the record's shape (docs/state.md, "Records")
+        } catch (const std::exception& e) {
+          throw std::invalid_argument(fmt::format("operation {}, tool {}: {}",
+                                                  recourse::quoted(operation),
+                                                  recourse::quoted(tool), e.what()));
         }
         counters[key(operation, tool)] = state;
       }
@@ -239,22 +251,23 @@ void Health::prepare(const Policy& policy, Context& c, std::int64_t now_ms) {
         down = true;  // the process's own breaker decides
     }
   }
-  if (spec.throttle.enabled) {
-    const BucketSpec t = bucket_spec(spec.throttle);
-    if (auto tokens = store_->bucket(c.tool, BucketEvent::Read, t, now_ms)) {
-      c.retry_throttled = *tokens * 2 <= t.max_milli;
-      fallback_milli_ = options_.fallback_tokens * 1000;  // the store answers: refill
-    } else {
-      down = true;
-      c.retry_throttled = !options_.fail_open && fallback_milli_.load() < 1000;
-    }
-  }
   if (!c.side_effect && !c.operation_id.empty()) {
     if (auto entry = store_->read(c.operation_id, now_ms)) {
       c.side_effect = side_effect_of(entry->state);
     } else {
       down = true;
       c.side_effect = SideEffect::Unknown;  // an unreadable ledger entry reads as unknown
+    }
+  }
+  if (spec.throttle.enabled) {
+    const BucketSpec t = bucket_spec(spec.throttle);
+    const auto tokens = store_->bucket(c.tool, BucketEvent::Read, t, now_ms);
+    down = down || !tokens;
+    if (!down && !c.store_unavailable) {
+      c.retry_throttled = *tokens * 2 <= t.max_milli;
+      fallback_milli_ = options_.fallback_tokens * 1000;  // the store answers: refill
+    } else {  // some of the state is unreadable (counters included): only the fallback retries
+      c.retry_throttled = !options_.fail_open && fallback_milli_.load() < 1000;
     }
   }
   if (down) c.store_unavailable = true;
@@ -264,7 +277,9 @@ void Health::prepare(const Policy& policy, Context& c, std::int64_t now_ms) {
 void Health::record_decision(const Policy& policy, const Context& c, const Decision& d) {
   const detail::Throttle& t = policy.impl_->spec.throttle;
   if (!t.enabled || d.route != Route::Retry) return;
-  if (!store_->bucket(c.tool, BucketEvent::Retry, bucket_spec(t), now_ms_))
+  const bool shared =
+      store_->bucket(c.tool, BucketEvent::Retry, bucket_spec(t), now_ms_).has_value();
+  if (!shared || c.store_unavailable)  // prepare() let it through on the fallback bucket
     fallback_milli_ = std::max<std::int64_t>(0, fallback_milli_.load() - 1000);
 }
 

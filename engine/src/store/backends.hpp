@@ -1,4 +1,4 @@
-// The openers of the optional stores (store_sqlite.cpp, store_redis.cpp), for open_store().
+// The openers of the optional stores (sqlite.cpp, redis.cpp), for open_store().
 #pragma once
 
 #include <string>

@@ -1,4 +1,4 @@
-// The store operations as pure functions on one record; see store_logic.hpp.
+// The store operations as pure functions on one record; see logic.hpp.
 //
 // The token bucket follows gRFC A6 ("gRPC Retry Design", retry throttling): tokens start at
 // max_tokens, a failure the engine decides to retry takes 1, a success gives token_ratio back
@@ -7,7 +7,11 @@
 // (Nygard, "Release It!"), with the half-open probe held as a lease.
 #include "store/logic.hpp"
 
-#include <nlohmann/json.hpp>
+#include <algorithm>
+#include <limits>
+#include <set>
+
+#include "recourse/diagnostic.hpp"
 
 namespace recourse {
 
@@ -51,10 +55,92 @@ void release_probe(ToolHealth& h) {
   h.probe_until_ms = 0;
 }
 
-template <typename T>
-void read(const json& j, const char* key, T& out) {
-  auto it = j.find(key);
-  if (it != j.end()) out = it->get<T>();
+constexpr const char* kCircuits[] = {"closed", "open", "half_open"};
+
+// Whether `v` is a whole number in [min, max].
+bool whole(const json& v, std::int64_t min, std::int64_t max) {
+  if (v.is_number_unsigned()) return v.get<std::uint64_t>() <= static_cast<std::uint64_t>(max);
+  return v.is_number_integer() && v.get<std::int64_t>() >= min && v.get<std::int64_t>() <= max;
+}
+
+// A stored ledger entry's state ("pending", "committed", "released"; Absent and Unknown are never
+// stored), or nullopt.
+std::optional<LedgerState> stored_state(std::string_view name) {
+  for (auto s : {LedgerState::Pending, LedgerState::Committed, LedgerState::Released})
+    if (name == to_string(s)) return s;
+  return std::nullopt;
+}
+
+constexpr std::int64_t kMax = std::numeric_limits<std::int64_t>::max();
+
+// Whether `v` holds a `type` in its JSON encoding; what it should be otherwise.
+const char* mismatch(const json& v, FieldType type) {
+  switch (type) {
+    case FieldType::Count:
+      return whole(v, 0, kMax) ? nullptr : "a whole number >= 0";
+    case FieldType::Time:
+      return whole(v, std::numeric_limits<std::int64_t>::min(), kMax) ? nullptr : "a whole number";
+    case FieldType::Tokens:
+      return whole(v, -1, kMax) ? nullptr : "a whole number >= -1";
+    case FieldType::Calls:
+      return whole(v, 0, 64) ? nullptr : "a whole number in 0..64";
+    case FieldType::Hash:
+    case FieldType::Window:
+      return v.is_number_unsigned() ? nullptr : "a whole number in 0..2^64-1";
+    case FieldType::Flag:
+      return v.is_boolean() ? nullptr : "true or false";
+    case FieldType::Text:
+      return v.is_string() ? nullptr : "a string";
+    case FieldType::Circuit:
+      return v.is_string() && std::find(std::begin(kCircuits), std::end(kCircuits),
+                                        v.get_ref<const std::string&>()) != std::end(kCircuits)
+                 ? nullptr
+                 : "closed, open or half_open";
+    case FieldType::Ledger:
+      return v.is_string() && stored_state(v.get_ref<const std::string&>())
+                 ? nullptr
+                 : "pending, committed or released";
+  }
+  return "a known type";
+}
+
+std::string shown(const json& v) {
+  std::string text = v.dump();
+  return text.size() <= 40 ? text : text.substr(0, 37) + "...";
+}
+
+// The format of `r`: 0 when it has none; BadRecord when it is not one this build reads.
+std::int64_t format_of(const json& r) {
+  auto it = r.find("format");
+  if (it == r.end()) return 0;
+  if (!whole(*it, 0, kMax)) throw BadRecord("\"format\" is " + shown(*it) + ", not a number");
+  const auto format = it->get<std::int64_t>();
+  if (format > kRecordFormat)
+    throw BadRecord("format " + std::to_string(format) + " is newer than this build reads (" +
+                    std::to_string(kRecordFormat) + ")");
+  return format;
+}
+
+// `r` checked against the fields of `kind`: every one present and of its type, no other. Formats
+// 0 and 1 have the same fields in JSON (format 0's writers wrote every field).
+const json& checked(const json& r, RecordKind kind) {
+  if (!r.is_object()) throw BadRecord("a record is a JSON object, not " + shown(r));
+  format_of(r);
+  const auto& fields = record_fields(kind);
+  for (const RecordField& f : fields) {
+    if (!f.json) continue;
+    auto it = r.find(f.json);
+    if (it == r.end()) throw BadRecord(recourse::quoted(f.json) + " missing");
+    if (const char* expected = mismatch(*it, f.type))
+      throw BadRecord(recourse::quoted(f.json) + ": expected " + expected + ", got " + shown(*it));
+  }
+  for (const auto& [name, value] : r.items()) {
+    const bool known = name == "format" || std::any_of(fields.begin(), fields.end(), [&](auto& f) {
+                         return f.json && name == f.json;
+                       });
+    if (!known) throw BadRecord("unknown field " + recourse::quoted(name));
+  }
+  return r;
 }
 
 }  // namespace
@@ -168,9 +254,58 @@ LedgerEntry view(LedgerEntry e, std::int64_t now_ms) {
   return e;
 }
 
+const char* to_string(FieldType type) noexcept {
+  static constexpr const char* names[] = {"count", "time", "tokens",  "calls",  "hash",
+                                          "flag",  "text", "circuit", "window", "ledger"};
+  return names[static_cast<std::size_t>(type)];
+}
+
+const std::vector<RecordField>& record_fields(RecordKind kind) {
+  using T = FieldType;
+  static const std::vector<RecordField> tool = {
+      {"circuit", "circuit", T::Circuit},      {"consecutiveFailures", "consecutive", T::Count},
+      {"window", "window", T::Window},         {"windowCalls", "calls", T::Calls},
+      {"openedMs", "opened", T::Time},         {"probeTaken", nullptr, T::Flag},
+      {"probeOperation", "probe_op", T::Text}, {"probeUntilMs", "probe_until", T::Time},
+      {"milliTokens", "milli", T::Tokens}};
+  static const std::vector<RecordField> operation = {
+      {"attempts", "attempts", T::Count},   {"repairs", "repairs", T::Count},
+      {"repeats", "repeats", T::Count},     {"cost", "cost", T::Count},
+      {"startedMs", "started", T::Time},    {"lastFailure", "last", T::Hash},
+      {"repairPending", "pending", T::Flag}};
+  static const std::vector<RecordField> ledger = {{"state", "state", T::Ledger},
+                                                  {"idempotencyKey", "key", T::Text},
+                                                  {"updatedMs", "updated", T::Time},
+                                                  {"leaseUntilMs", "lease", T::Time}};
+  return kind == RecordKind::Tool ? tool : kind == RecordKind::Operation ? operation : ledger;
+}
+
+json parse_record(std::string_view text, int max_depth) {
+  std::vector<std::set<std::string>> keys;  // of each object open at this point
+  const json::parser_callback_t check = [&](int depth, json::parse_event_t event, json& parsed) {
+    using E = json::parse_event_t;
+    if (event == E::array_start) throw BadRecord("an array where a record has none");
+    if (event == E::object_start && depth >= max_depth)
+      throw BadRecord("objects nested deeper than " + std::to_string(max_depth));
+    if (event == E::object_start) keys.emplace_back();
+    if (event == E::object_end) keys.pop_back();
+    if (event == E::key && !keys.back().insert(parsed.get<std::string>()).second)
+      throw BadRecord(recourse::quoted(parsed.get<std::string>()) + " twice");
+    return true;
+  };
+  json r;
+  try {
+    r = json::parse(text.begin(), text.end(), check);
+  } catch (const json::exception& e) {
+    throw BadRecord(std::string("not JSON: ") + e.what());
+  }
+  if (!r.is_object()) throw BadRecord("a record is a JSON object, not " + shown(r));
+  return r;
+}
+
 std::string tool_to_json(const ToolHealth& h) {
-  static constexpr const char* circuits[] = {"closed", "open", "half_open"};
-  return json{{"circuit", circuits[static_cast<int>(h.circuit)]},
+  return json{{"format", kRecordFormat},
+              {"circuit", kCircuits[static_cast<int>(h.circuit)]},
               {"consecutiveFailures", h.consecutive_failures},
               {"window", h.window},
               {"windowCalls", h.window_calls},
@@ -182,39 +317,45 @@ std::string tool_to_json(const ToolHealth& h) {
       .dump();
 }
 
-ToolHealth tool_from_json(std::string_view text) {
-  const json t = json::parse(text);
+ToolHealth tool_from_json(const json& record) {
+  const json& t = checked(record, RecordKind::Tool);
   ToolHealth h;
-  const std::string circuit = t.at("circuit").get<std::string>();
-  if (circuit == "closed")
-    h.circuit = CircuitState::Closed;
-  else if (circuit == "open")
-    h.circuit = CircuitState::Open;
-  else if (circuit == "half_open")
-    h.circuit = CircuitState::HalfOpen;
-  else
-    throw std::invalid_argument("unknown circuit state \"" + circuit + "\"");
-  read(t, "consecutiveFailures", h.consecutive_failures);
-  read(t, "window", h.window);
-  read(t, "windowCalls", h.window_calls);
-  read(t, "openedMs", h.opened_ms);
-  read(t, "probeTaken", h.probe_taken);
-  read(t, "probeOperation", h.probe_operation);
-  read(t, "probeUntilMs", h.probe_until_ms);
-  read(t, "milliTokens", h.milli_tokens);
+  const auto& circuit = t["circuit"].get_ref<const std::string&>();
+  h.circuit = static_cast<CircuitState>(
+      std::find(std::begin(kCircuits), std::end(kCircuits), circuit) - std::begin(kCircuits));
+  h.consecutive_failures = t["consecutiveFailures"];
+  h.window = t["window"];
+  h.window_calls = t["windowCalls"];
+  h.opened_ms = t["openedMs"];
+  h.probe_taken = t["probeTaken"];
+  h.probe_operation = t["probeOperation"];
+  h.probe_until_ms = t["probeUntilMs"];
+  h.milli_tokens = t["milliTokens"];
   return h;
 }
 
 std::string votes_to_json(const std::map<std::string, std::int64_t>& votes) {
-  return json(votes).dump();
+  return json{{"format", kRecordFormat}, {"votes", votes}}.dump();
 }
 
-std::map<std::string, std::int64_t> votes_from_json(std::string_view text) {
-  return json::parse(text).get<std::map<std::string, std::int64_t>>();
+std::map<std::string, std::int64_t> votes_from_json(const json& record) {
+  const bool format0 = format_of(record) == 0;
+  if (!format0 && (record.size() != 2 || !record.contains("votes")))
+    throw BadRecord("a votes record is {\"format\", \"votes\"}");
+  const json& votes = format0 ? record : record["votes"];
+  if (!votes.is_object()) throw BadRecord("\"votes\" is not an object");
+  std::map<std::string, std::int64_t> out;
+  for (const auto& [worker, until] : votes.items()) {
+    if (const char* expected = mismatch(until, FieldType::Time))
+      throw BadRecord("the vote of " + recourse::quoted(worker) + ": expected " + expected);
+    out[worker] = until;
+  }
+  return out;
 }
 
 std::string operation_to_json(const OperationState& op) {
-  return json{{"attempts", op.attempts},
+  return json{{"format", kRecordFormat},
+              {"attempts", op.attempts},
               {"repairs", op.repairs},
               {"repeats", op.repeats},
               {"cost", op.cost},
@@ -224,25 +365,32 @@ std::string operation_to_json(const OperationState& op) {
       .dump();
 }
 
-OperationState operation_from_json(std::string_view text) {
-  const json o = json::parse(text);
+OperationState operation_from_json(const json& record) {
+  const json& o = checked(record, RecordKind::Operation);
   OperationState op;
-  read(o, "attempts", op.attempts);
-  read(o, "repairs", op.repairs);
-  read(o, "repeats", op.repeats);
-  read(o, "cost", op.cost);
-  read(o, "startedMs", op.started_ms);
-  read(o, "lastFailure", op.last_failure);
-  read(o, "repairPending", op.repair_pending);
-  if (op.attempts < 0 || op.repairs < 0 || op.repeats < 0 || op.cost < 0)
-    throw std::invalid_argument("negative counter");
+  op.attempts = o["attempts"];
+  op.repairs = o["repairs"];
+  op.repeats = o["repeats"];
+  op.cost = o["cost"];
+  op.started_ms = o["startedMs"];
+  op.last_failure = o["lastFailure"];
+  op.repair_pending = o["repairPending"];
   return op;
 }
 
+LedgerEntry ledger_from_json(const json& record) {
+  const json& r = checked(record, RecordKind::Ledger);
+  LedgerEntry e;
+  e.state = ledger_state(r["state"].get_ref<const std::string&>());
+  e.idempotency_key = r["idempotencyKey"];
+  e.updated_ms = r["updatedMs"];
+  e.lease_until_ms = r["leaseUntilMs"];
+  return e;
+}
+
 LedgerState ledger_state(std::string_view name) {
-  for (auto s : {LedgerState::Pending, LedgerState::Committed, LedgerState::Released})
-    if (name == to_string(s)) return s;
-  throw std::invalid_argument("unknown ledger state \"" + std::string(name) + "\"");
+  if (auto state = stored_state(name)) return *state;
+  throw BadRecord("unknown ledger state " + recourse::quoted(name));
 }
 
 }  // namespace detail

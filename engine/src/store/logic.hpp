@@ -1,11 +1,15 @@
 // The one-step operations of recourse::Store as pure functions on one record, shared by the
 // memory and SQLite stores (which load the record, apply, and save it in one transaction). The
-// Redis store runs the same rules as Lua scripts (store_redis.cpp); the conformance suite
-// (tests/store_test.cpp) holds all three to them.
+// Redis store runs the same rules as Lua scripts (redis.cpp); the conformance suite
+// (tests/store_test.cpp) holds all three to them. Also the shapes of the stored records, their
+// format version and their one reader.
 #pragma once
 
+#include <nlohmann/json.hpp>
+#include <stdexcept>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "recourse/store.hpp"
 
@@ -31,14 +35,75 @@ bool apply_transition(LedgerEntry& e, LedgerState to, std::int64_t now_ms);
 /// How a stored entry reads at now_ms (an expired pending lease reads as Unknown).
 LedgerEntry view(LedgerEntry e, std::int64_t now_ms);
 
-/// JSON of one record (Health's and the SQLite store's format); the readers throw on bad input.
+/// The format of the records today's stores write: "format": 1 in a JSON record (the SQLite
+/// store's rows, MemoryStore::to_json()), a field `format` of "1" in a Redis hash. A record
+/// without one is of format 0, written before records had formats: it is read (migrated) as
+/// format 0 was written, and written back as this format on its next change. docs/state.md,
+/// "Records".
+constexpr std::int64_t kRecordFormat = 1;
+
+/// A stored record that does not read as its documented shape (a field missing, twice, of the
+/// wrong type or unknown; not a JSON object), or of a format newer than kRecordFormat. The stores
+/// answer std::nullopt for that one call (store_unavailable, so the decision is conservative)
+/// without tripping their own breaker: the other records still answer.
+struct BadRecord : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+/// What a field of a stored record holds, and how JSON and Redis write it (a Redis hash holds
+/// text only: numbers are decimal text there).
+enum class FieldType : std::uint8_t {
+  Count,    ///< a whole number >= 0
+  Time,     ///< ms since the epoch: a whole number (negative allowed)
+  Tokens,   ///< milli-tokens: a whole number >= -1 (-1: full, never spent)
+  Calls,    ///< outcomes in a breaker's window: 0..64
+  Hash,     ///< a 64-bit hash: 0..2^64-1
+  Flag,     ///< JSON true or false; Redis "0" or "1"
+  Text,     ///< a string
+  Circuit,  ///< JSON "closed", "open" or "half_open"; Redis 0, 1 or 2
+  Window,   ///< the breaker's outcomes: JSON a 64-bit number; Redis a string of <= 64 '0'/'1'
+  Ledger,   ///< "pending", "committed" or "released"
+};
+
+/// "count", "time", ... (the Redis scripts' names of the types).
+const char* to_string(FieldType type) noexcept;
+
+/// One field of a record kind: its name in a JSON record and in a Redis hash (nullptr when that
+/// encoding has no such field), and its type.
+struct RecordField {
+  const char* json;
+  const char* redis;
+  FieldType type;
+};
+
+/// The record kinds with fixed fields. (A tool's quorum votes are a map, read by votes_from_json
+/// and the Redis vote script.)
+enum class RecordKind : std::uint8_t { Tool, Operation, Ledger };
+
+/// The fields of `kind`, the one statement of every record's shape: the JSON readers below and
+/// the Redis scripts' record check (redis.cpp) are both driven by it.
+const std::vector<RecordField>& record_fields(RecordKind kind);
+
+/// Parses a stored record (or MemoryStore::to_json()'s document, up to `max_depth` objects
+/// deep): a JSON object with no key twice, no array anywhere and objects nested at most
+/// `max_depth` deep; BadRecord otherwise. Bounded work on any input (a 100k-deep array stops at
+/// its first bracket past the limit).
+nlohmann::json parse_record(std::string_view text, int max_depth = 1);
+
+/// JSON of one record, with "format": kRecordFormat (Health's, Workflow's and the SQLite store's
+/// form). The readers take a parsed record (parse_record) of format 0 or 1 that has every field
+/// of its kind, each of its type, and no other; they throw BadRecord otherwise.
 std::string tool_to_json(const ToolHealth& h);
-ToolHealth tool_from_json(std::string_view json);
+ToolHealth tool_from_json(const nlohmann::json& record);
+/// {"format": 1, "votes": {worker: until ms}}; format 0 was the bare {worker: until ms} map.
 std::string votes_to_json(const std::map<std::string, std::int64_t>& votes);
-std::map<std::string, std::int64_t> votes_from_json(std::string_view json);
+std::map<std::string, std::int64_t> votes_from_json(const nlohmann::json& record);
 std::string operation_to_json(const OperationState& op);
-OperationState operation_from_json(std::string_view json);
-/// "pending", ... -> the state (throws std::invalid_argument on others).
+OperationState operation_from_json(const nlohmann::json& record);
+/// A ledger entry from its record {state, idempotencyKey, updatedMs, leaseUntilMs} (the SQLite
+/// store builds it from the row's columns with json_object(), types kept).
+LedgerEntry ledger_from_json(const nlohmann::json& record);
+/// "pending", ... -> the state (throws BadRecord on others).
 LedgerState ledger_state(std::string_view name);
 
 }  // namespace recourse::detail

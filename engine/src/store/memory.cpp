@@ -1,8 +1,9 @@
-// MemoryStore: the store operations on maps under one mutex (store_logic.hpp has the rules).
+// MemoryStore: the store operations on maps under one mutex (logic.hpp has the rules).
 // Entries expire like a shared store's keys: a tool or operation state_ttl_ms after its last
 // change, a ledger entry ledger_ttl_ms after.
 #include <nlohmann/json.hpp>
 
+#include "recourse/diagnostic.hpp"
 #include "store/logic.hpp"
 
 namespace recourse {
@@ -139,22 +140,30 @@ std::string MemoryStore::to_json() const {
 bool MemoryStore::from_json(std::string_view text, std::string& error) {
   using json = nlohmann::json;
   try {
-    const json j = json::parse(text);
-    if (!j.is_object()) throw std::invalid_argument("not a JSON object");
+    const json j = detail::parse_record(text, 3);  // {"tools": {name: {record}}, ...}
     decltype(tools_) tools;
     decltype(operations_) ops;
     const auto forever = std::numeric_limits<std::int64_t>::max();
-    const json tools_in = j.value("tools", json::object());
-    const json ops_in = j.value("operations", json::object());
-    for (const auto& [name, t] : tools_in.items())
-      tools.emplace(name, Expiring<ToolHealth>{detail::tool_from_json(t.dump()), forever});
-    for (const auto& [id, o] : ops_in.items()) {
-      try {
-        ops.emplace(id, Expiring<OperationState>{detail::operation_from_json(o.dump()), forever});
-      } catch (const std::invalid_argument& e) {
-        throw std::invalid_argument(std::string(e.what()) + " in operation " + id);
+    // Each record of one member, read by `read` (its errors name the record).
+    auto each = [&](const char* member, const char* what, auto read) {
+      auto it = j.find(member);
+      if (it == j.end()) return;
+      if (!it->is_object()) throw std::invalid_argument(std::string(member) + " is not an object");
+      for (const auto& [name, record] : it->items()) {
+        try {
+          read(name, record);
+        } catch (const detail::BadRecord& e) {
+          throw std::invalid_argument(std::string(what) + " " + recourse::quoted(name) + ": " +
+                                      e.what());
+        }
       }
-    }
+    };
+    each("tools", "tool", [&](const std::string& name, const json& t) {
+      tools.emplace(name, Expiring<ToolHealth>{detail::tool_from_json(t), forever});
+    });
+    each("operations", "operation", [&](const std::string& id, const json& o) {
+      ops.emplace(id, Expiring<OperationState>{detail::operation_from_json(o), forever});
+    });
     std::lock_guard<std::mutex> lock(mutex_);
     tools_ = std::move(tools);
     operations_ = std::move(ops);

@@ -1,7 +1,7 @@
 // read_store_spec() and open_store(): a store from its spec ("memory", "sqlite:PATH",
 // "redis://HOST:PORT", "redis+unix://PATH"). The SQLite and Redis stores are built only with
 // their CMake options (RECOURSE_SQLITE, RECOURSE_REDIS); their openers are declared in
-// store_backends.hpp.
+// backends.hpp.
 #include <charconv>
 
 #include "recourse/diagnostic.hpp"

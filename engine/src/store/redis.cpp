@@ -9,16 +9,25 @@
 // milli-tokens (Redis truncates Lua numbers to integers in replies), the 64-call breaker window
 // is a string of '0'/'1' (a Lua number holds 53 bits), the failure hash a decimal string. Every
 // key gets a TTL (PEXPIRE) and a hash tag, recourse:{<tool or operation>}:<kind>, so a cluster
-// keeps each script's key in one slot. The rules are those of store_logic.cpp.
+// keeps each script's key in one slot. The rules are those of logic.cpp.
+//
+// Every hash is a record of store_logic's record_fields() plus `format` (kRecordFormat): the
+// scripts check each one they load against those shapes (put in the prelude as SHAPES) and
+// write every field back. A hash without `format` (format 0) may lack fields, which read as
+// their defaults; a bad hash fails its script with a BADRECORD error, which fails that call
+// alone. A tool's quorum votes are the fields w:<worker> beside `format` (format 0: the bare
+// workers).
 //
 // Every command has a short timeout (StoreOptions::timeout_ms); after a failure the store's own
-// breaker fails calls fast for down_ms, then reconnects. The ledger is enabled only when the
+// breaker fails calls fast for down_ms, then reconnects. The connection is dropped on any I/O
+// error or timeout, and nothing is sent on it after that. The ledger is enabled only when the
 // server runs with appendonly yes and appendfsync always (checked at connect).
 #include <hiredis/hiredis.h>
 #include <pthread.h>
 #include <signal.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <stdexcept>
 
@@ -28,22 +37,74 @@
 namespace recourse::detail {
 namespace {
 
+// The prelude of every script, after the lines `local FORMAT, SHAPES = ...` (shapes()). A
+// record's fields are text; CHECKS says which text each field type accepts (the Redis encoding
+// of store_logic's FieldType), DEFAULTS what a missing field of a format-0 record reads as (a
+// type without one is required).
 constexpr const char* kPrelude = R"lua(
 if redis.replicate_commands then pcall(redis.replicate_commands) end
 local function now_ms()
   local t = redis.call('TIME')
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
-local function load(key)
+local function whole(s, min, max)
+  if #s > 16 or not string.find(s, '^%-?%d+$') then return false end
+  local n = tonumber(s)
+  return n >= min and n <= max
+end
+local CHECKS = {
+  count = function(s) return whole(s, 0, 2^53) end,
+  time = function(s) return whole(s, -2^53, 2^53) end,
+  tokens = function(s) return whole(s, -1, 2^53) end,
+  calls = function(s) return whole(s, 0, 64) end,
+  hash = function(s)
+    return string.find(s, '^%d+$') ~= nil and (#s < 20 or (#s == 20 and s <= '18446744073709551615'))
+  end,
+  flag = function(s) return s == '0' or s == '1' end,
+  text = function() return true end,
+  circuit = function(s) return s == '0' or s == '1' or s == '2' end,
+  window = function(s) return #s <= 64 and string.find(s, '^[01]*$') ~= nil end,
+  ledger = function(s) return s == 'pending' or s == 'committed' or s == 'released' end,
+}
+local DEFAULTS = {count = '0', time = '0', tokens = '-1', calls = '0', hash = '0', flag = '0',
+                  text = '', circuit = '0', window = ''}
+local function bad(key, why) error({err = 'BADRECORD ' .. key .. ': ' .. why}) end
+local function fields(key)
   local h, raw = {}, redis.call('HGETALL', key)
   for i = 1, #raw, 2 do h[raw[i]] = raw[i + 1] end
+  local format = h.format
+  if format ~= nil and format ~= FORMAT then bad(key, 'format ' .. format .. ', not ' .. FORMAT) end
+  h.format = nil
+  return h, format, #raw > 0
+end
+-- The record at `key` ({} when there is none), checked against SHAPES[kind]: a field missing
+-- from a format-0 record reads as its default.
+local function load(key, kind)
+  local h, format, found = fields(key)
+  if not found then return h end
+  local shape = SHAPES[kind]
+  for f, v in pairs(h) do
+    if not shape[f] then bad(key, 'unknown field ' .. f) end
+    if not CHECKS[shape[f]](v) then bad(key, f .. ' is not a ' .. shape[f]) end
+  end
+  for f, t in pairs(shape) do
+    if h[f] == nil then
+      if format or not DEFAULTS[t] then bad(key, f .. ' missing') end
+      h[f] = DEFAULTS[t]
+    end
+  end
   return h
 end
 local function num(h, f, d) return tonumber(h[f] or d) end
-local function save(key, h, ttl)
-  local args = {}
-  for k, v in pairs(h) do args[#args + 1] = k; args[#args + 1] = tostring(v) end
-  if #args > 0 then redis.call('HSET', key, unpack(args)) end
+local function text(v) if type(v) == 'number' then return string.format('%d', v) end return v end
+-- Writes every field of SHAPES[kind] (h's value or the default) and FORMAT.
+local function save(key, kind, h, ttl)
+  local args = {'format', FORMAT}
+  for f, t in pairs(SHAPES[kind]) do
+    args[#args + 1] = f
+    args[#args + 1] = h[f] ~= nil and text(h[f]) or DEFAULTS[t]
+  end
+  redis.call('HSET', key, unpack(args))
   redis.call('PEXPIRE', key, ttl)
 end
 local function view(h, now, claimed)
@@ -73,16 +134,18 @@ enum Script {
 // claim (key, lease, ttl); transition (to, ttl).
 constexpr const char* kBodies[kScripts] = {
     R"lua(
-local m, max = num(load(KEYS[1]), 'milli', -1), tonumber(ARGV[2])
+local h, max = load(KEYS[1], 'tool'), tonumber(ARGV[2])
+local m = num(h, 'milli', -1)
 local tokens = m < 0 and max or m
 if ARGV[1] == '1' then m = math.max(0, tokens - 1000)
 elseif ARGV[1] == '2' and m >= 0 then m = math.min(max, tokens + tonumber(ARGV[3])) end
-if ARGV[1] ~= '0' then save(KEYS[1], {milli = m}, ARGV[4]) end
+h.milli = m
+if ARGV[1] ~= '0' then save(KEYS[1], 'tool', h, ARGV[4]) end
 if m < 0 then return max end
 return m
 )lua",
     R"lua(
-local now, h = now_ms(), load(KEYS[1])
+local now, h = now_ms(), load(KEYS[1], 'tool')
 local width = math.min(tonumber(ARGV[5]), 64)
 local function push(bit)
   h.window = string.sub(bit .. (h.window or ''), 1, width)
@@ -101,39 +164,56 @@ else
   local by_ratio = ratio > 0 and h.calls >= tonumber(ARGV[6]) and failed * 1000 >= ratio * h.calls
   if h.consecutive >= tonumber(ARGV[3]) or by_ratio then h.circuit = 1; h.opened = now end
 end
-save(KEYS[1], h, ARGV[7])
+save(KEYS[1], 'tool', h, ARGV[7])
 return num(h, 'circuit', 0)
 )lua",
     R"lua(
-local now, h = now_ms(), load(KEYS[1])
+local now, h = now_ms(), load(KEYS[1], 'tool')
 if num(h, 'circuit', 0) == 0 then return 0 end
 local lease = num(h, 'probe_until', 0)
 local live = lease > 0 and now < lease
 if live and h.probe_op == ARGV[1] then return 2 end
 if not live and now - num(h, 'opened', 0) >= tonumber(ARGV[2]) then
-  save(KEYS[1], {probe_op = ARGV[1], probe_until = now + tonumber(ARGV[2])}, ARGV[3])
+  h.probe_op = ARGV[1]; h.probe_until = now + tonumber(ARGV[2])
+  save(KEYS[1], 'tool', h, ARGV[3])
   return 2
 end
 return 1
 )lua",
     R"lua(
-local now = now_ms()
-if ARGV[2] == '1' then redis.call('HSET', KEYS[1], ARGV[1], now + tonumber(ARGV[3]))
-else redis.call('HDEL', KEYS[1], ARGV[1]) end
-local raw, live = redis.call('HGETALL', KEYS[1]), 0
-for i = 1, #raw, 2 do
-  if tonumber(raw[i + 1]) > now then live = live + 1 else redis.call('HDEL', KEYS[1], raw[i]) end
+local now, h, format = now_ms(), fields(KEYS[1])
+local votes = {}
+for f, v in pairs(h) do
+  local worker = f
+  if format then worker = string.match(f, '^w:(.*)$') end
+  if not worker then bad(KEYS[1], 'unknown field ' .. f) end
+  if not CHECKS.time(v) then bad(KEYS[1], f .. ' is not a time') end
+  votes[worker] = tonumber(v)
 end
+if ARGV[2] == '1' then votes[ARGV[1]] = now + tonumber(ARGV[3]) else votes[ARGV[1]] = nil end
+local args, live = {'format', FORMAT}, 0
+for worker, until_ms in pairs(votes) do
+  if until_ms > now then
+    live = live + 1; args[#args + 1] = 'w:' .. worker; args[#args + 1] = text(until_ms)
+  end
+end
+redis.call('DEL', KEYS[1])
+redis.call('HSET', KEYS[1], unpack(args))
 redis.call('PEXPIRE', KEYS[1], ARGV[4])
 return live
 )lua",
     R"lua(
-local h = load(KEYS[1])
+local h = load(KEYS[1], 'tool')
 return {num(h, 'circuit', 0), num(h, 'consecutive', 0), h.window or '', num(h, 'calls', 0),
         num(h, 'opened', 0), h.probe_op or '', num(h, 'probe_until', 0), num(h, 'milli', -1)}
 )lua",
     R"lua(
-local now, h, k = now_ms(), load(KEYS[1]), ARGV[1]
+local now, k = now_ms(), ARGV[1]
+if k == '4' then  -- a success drops the counters, read or not
+  redis.call('DEL', KEYS[1])
+  return {0, 0, 0, 0, 0, '0', 0}
+end
+local h = load(KEYS[1], 'op')
 local attempts, repeats = num(h, 'attempts', 0), num(h, 'repeats', 0)
 local recorded = attempts > 0 or repeats > 0
 if k == '1' then
@@ -146,35 +226,53 @@ elseif k == '2' then
   h.last = ARGV[3]
 elseif k == '3' then
   if recorded then h.pending = ARGV[4] end
-elseif k == '4' then
-  redis.call('DEL', KEYS[1])
-  return {0, 0, 0, 0, 0, '0', 0}
 end
-if k ~= '0' then save(KEYS[1], h, ARGV[5]) end
+if k ~= '0' then save(KEYS[1], 'op', h, ARGV[5]) end
 return {num(h, 'attempts', 0), num(h, 'repairs', 0), num(h, 'repeats', 0), num(h, 'cost', 0),
         num(h, 'started', 0), h.last or '0', h.pending == '1' and 1 or 0}
 )lua",
     R"lua(
-local now, h, claimed = now_ms(), load(KEYS[1]), 0
+local now, h, claimed = now_ms(), load(KEYS[1], 'ledger'), 0
 local state = h.state or 'absent'
 if state == 'absent' or state == 'released' then
   if (h.key or '') == '' then h.key = ARGV[1] end
   h.state = 'pending'; h.updated = now; h.lease = now + tonumber(ARGV[2]); claimed = 1
-  save(KEYS[1], h, ARGV[3])
+  save(KEYS[1], 'ledger', h, ARGV[3])
 end
 return view(h, now, claimed)
 )lua",
     R"lua(
-local now, h = now_ms(), load(KEYS[1])
+local now, h = now_ms(), load(KEYS[1], 'ledger')
 if h.state == 'pending' and (ARGV[1] == 'committed' or ARGV[1] == 'released') then
   h.state = ARGV[1]; h.updated = now; h.lease = 0
-  save(KEYS[1], h, ARGV[2])
+  save(KEYS[1], 'ledger', h, ARGV[2])
 end
 return view(h, now, 0)
 )lua",
     R"lua(
-return view(load(KEYS[1]), now_ms(), 0)
+return view(load(KEYS[1], 'ledger'), now_ms(), 0)
 )lua"};
+
+// `local FORMAT, SHAPES = ...`, the lines before the prelude: the record format and the fields
+// of each record kind with their types ({tool = {circuit = 'circuit', ...}, op = ..., ...}).
+std::string shapes() {
+  std::string lua = "local FORMAT, SHAPES = '" + std::to_string(kRecordFormat) + "', {";
+  const std::pair<const char*, RecordKind> kinds[] = {
+      {"tool", RecordKind::Tool}, {"op", RecordKind::Operation}, {"ledger", RecordKind::Ledger}};
+  for (const auto& [name, kind] : kinds) {
+    lua += std::string(name) + " = {";
+    for (const RecordField& f : record_fields(kind))
+      if (f.redis) lua += std::string(f.redis) + " = '" + to_string(f.type) + "', ";
+    lua += "}, ";
+  }
+  return lua + "}\n";
+}
+
+// Whether `r` is a script's BADRECORD error: one record is bad, the server is fine.
+bool bad_record(const redisReply* r) {
+  return r->type == REDIS_REPLY_ERROR &&
+         std::string_view(r->str, r->len).substr(0, 10) == "BADRECORD ";
+}
 
 using Reply = std::unique_ptr<redisReply, void (*)(void*)>;
 
@@ -264,8 +362,7 @@ class RedisStore final : public Store {
   }
 
   // Connects (within timeout_ms); the first time, checks the ledger's durability and loads the
-  // scripts.
-  // Throws on failure (the context is dropped).
+  // scripts. Throws on failure, naming the server (the context is dropped).
   void connect() {
     const timeval tv{static_cast<time_t>(options_.timeout_ms / 1000),
                      static_cast<suseconds_t>(options_.timeout_ms % 1000 * 1000)};
@@ -285,10 +382,10 @@ class RedisStore final : public Store {
       auto fsync = raw({"CONFIG", "GET", "appendfsync"});
       auto aof = raw({"CONFIG", "GET", "appendonly"});
       auto value = [](const Reply& r) {
-        return r && r->type == REDIS_REPLY_ARRAY && r->elements == 2 ? text(r->element[1])
-                                                                     : std::string("?");
+        const bool found = r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
+                           r->element[1]->type == REDIS_REPLY_STRING;
+        return found ? text(r->element[1]) : std::string("?");
       };
-      if (!fsync || !aof) throw std::runtime_error("no answer from " + url_);
       if (value(aof) != "yes" || value(fsync) != "always")
         ledger_refusal = "ledger disabled: " + url_ + " runs with appendonly " + value(aof) +
                          " and appendfsync " + value(fsync) +
@@ -300,7 +397,9 @@ class RedisStore final : public Store {
 
   void load(int i) {
     auto r = raw({"SCRIPT", "LOAD", sources_[i]});
-    if (!r || r->type != REDIS_REPLY_STRING) throw std::runtime_error("SCRIPT LOAD failed");
+    if (r->type != REDIS_REPLY_STRING)
+      throw std::runtime_error("SCRIPT LOAD failed on " + url_ + ": " +
+                               std::string(r->str ? r->str : "", r->len));
     shas_[i] = text(r.get());
     ++script_loads;
   }
@@ -310,8 +409,11 @@ class RedisStore final : public Store {
     ctx_ = nullptr;
   }
 
-  // One command on the live connection; nullptr (and the connection dropped) on an I/O error.
+  // One command on the live connection: its reply, never null. Throws, naming the server, when
+  // there is no connection or on an I/O error or a timeout (the connection is dropped then:
+  // hiredis leaves it unusable).
   Reply raw(const std::vector<std::string>& args) {
+    if (!ctx_) throw std::runtime_error("not connected to " + url_);
     std::vector<const char*> argv;
     std::vector<std::size_t> lens;
     for (const auto& a : args) {
@@ -320,12 +422,20 @@ class RedisStore final : public Store {
     }
     auto* r = static_cast<redisReply*>(
         redisCommandArgv(ctx_, static_cast<int>(argv.size()), argv.data(), lens.data()));
-    if (!r) drop();
+    const int error = errno;
+    if (!r) {
+      const bool timeout = ctx_->err == REDIS_ERR_IO && (error == EAGAIN || error == EWOULDBLOCK);
+      const std::string why =
+          timeout ? "did not answer within " + std::to_string(options_.timeout_ms) + " ms"
+                  : std::string("failed: ") + ctx_->errstr;
+      drop();
+      throw std::runtime_error(url_ + " " + why);
+    }
     return Reply(r, freeReplyObject);
   }
 
   // A command under the lock and the store's breaker: reconnects when the connection is gone
-  // and the breaker allows; nullopt-like empty Reply on failure (the breaker opens).
+  // and the breaker allows; an empty Reply on failure (the breaker opens).
   Reply command(const std::vector<std::string>& args) {
     std::lock_guard<std::mutex> lock(mutex_);
     return guarded([&] { return raw(args); });
@@ -339,7 +449,8 @@ class RedisStore final : public Store {
     try {
       if (!ctx_) connect();
       Reply r = body();
-      if (!r || r->type == REDIS_REPLY_ERROR) throw std::runtime_error("command failed");
+      if (r->type == REDIS_REPLY_ERROR && !bad_record(r.get()))
+        throw std::runtime_error("command failed");
       return r;
     } catch (const std::exception&) {
       drop();
@@ -349,6 +460,7 @@ class RedisStore final : public Store {
   }
 
   // EVALSHA of one script on one key, loading it again on NOSCRIPT; `parse` reads the reply.
+  // nullopt when the store cannot answer or the record is bad (BADRECORD).
   template <typename Parse>
   auto call(Script script, const std::string& key, std::vector<std::string> args,
             Parse parse) noexcept -> std::optional<decltype(parse(nullptr))> {
@@ -358,7 +470,7 @@ class RedisStore final : public Store {
         std::vector<std::string> argv = {"EVALSHA", shas_[script], "1", key};
         argv.insert(argv.end(), args.begin(), args.end());
         Reply reply = raw(argv);
-        if (reply && reply->type == REDIS_REPLY_ERROR &&
+        if (reply->type == REDIS_REPLY_ERROR &&
             std::string_view(reply->str, reply->len).substr(0, 8) == "NOSCRIPT") {
           load(script);
           argv[1] = shas_[script];
@@ -366,7 +478,7 @@ class RedisStore final : public Store {
         }
         return reply;
       });
-      if (!r) return std::nullopt;
+      if (!r || bad_record(r.get())) return std::nullopt;
       return parse(r.get());
     } catch (const std::exception&) {
       return std::nullopt;
@@ -377,10 +489,15 @@ class RedisStore final : public Store {
   RedisStore(std::string_view url, const StoreSpec& spec, const StoreOptions& o)
       : url_(url), host_(spec.host), port_(spec.port), options_(o) {
     if (spec.kind == StoreSpec::Kind::RedisUnix) unix_path_ = spec.path;
-    for (int i = 0; i < kScripts; ++i) sources_[i] = std::string(kPrelude) + kBodies[i];
+    for (int i = 0; i < kScripts; ++i) sources_[i] = shapes() + kPrelude + kBodies[i];
     std::lock_guard<std::mutex> lock(mutex_);
     NoSigpipe no_sigpipe;
-    connect();
+    try {
+      connect();
+    } catch (...) {
+      drop();  // the destructor of a store whose constructor threw never runs
+      throw;
+    }
   }
   ~RedisStore() override {
     if (ctx_) redisFree(ctx_);
@@ -466,13 +583,17 @@ class RedisStore final : public Store {
     if (!ledger_refusal.empty()) return std::nullopt;
     std::vector<std::string> keys;
     std::string cursor = "0";
-    do {  // SCAN: keys of the ledger, a batch at a time
-      auto batch = command({"SCAN", cursor, "MATCH", "recourse:{*}:ledger", "COUNT", "1000"});
-      if (!batch) return std::nullopt;
-      cursor = text(element(batch.get(), 0));
-      const redisReply* found = element(batch.get(), 1);
-      for (std::size_t i = 0; i < found->elements; ++i) keys.push_back(text(found->element[i]));
-    } while (cursor != "0");
+    try {
+      do {  // SCAN: keys of the ledger, a batch at a time
+        auto batch = command({"SCAN", cursor, "MATCH", "recourse:{*}:ledger", "COUNT", "1000"});
+        if (!batch) return std::nullopt;
+        cursor = text(element(batch.get(), 0));
+        const redisReply* found = element(batch.get(), 1);
+        for (std::size_t i = 0; i < found->elements; ++i) keys.push_back(text(element(found, i)));
+      } while (cursor != "0");
+    } catch (const std::exception&) {  // a reply not of SCAN's shape
+      return std::nullopt;
+    }
     std::sort(keys.begin(), keys.end());
     std::vector<LedgerEntry> out;
     for (const std::string& k : keys) {
@@ -508,7 +629,7 @@ StoreResult open_redis(std::string_view url, const StoreSpec& spec, const StoreO
     if (!store->ledger_refusal.empty()) r.warnings.push_back(store->ledger_refusal);
     r.store = std::move(store);
   } catch (const std::exception& e) {
-    r.error = std::string("redis: ") + e.what();
+    r.error = e.what();  // names the server
   }
   return r;
 }

@@ -7,7 +7,8 @@
 // (lost on power loss, never on a crash); the ledger has its own table and connection with
 // synchronous=FULL, so a committed claim survives power loss too. Rows carry expires_ms (the
 // TTL): expired rows read as absent and are purged now and then. The store applies the
-// rules of store_logic.hpp to the row it loaded.
+// rules of logic.hpp to the row it loaded, read by its one record reader: a row that does
+// not read as its record (BadRecord) fails that call alone, and is left as it is.
 #include <sqlite3.h>
 
 #include <chrono>
@@ -111,7 +112,7 @@ class SqliteStore final : public Store {
   }
 
   // Runs `body` under the store's lock and its own breaker: nullopt on any error, and while the
-  // breaker is open after one.
+  // breaker is open after one. A bad record fails only its call: the breaker stays closed.
   template <typename Body>
   auto guarded(Body body) noexcept -> std::optional<decltype(body())> {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -119,18 +120,22 @@ class SqliteStore final : public Store {
     if (now < down_until_) return std::nullopt;
     try {
       return body();
+    } catch (const BadRecord&) {
+      return std::nullopt;
     } catch (const std::exception&) {
       down_until_ = now + options_.down_ms;
       return std::nullopt;
     }
   }
 
-  std::optional<std::string> load(const char* kind, std::string_view key, std::int64_t now) {
+  // The live record of `kind` and `key`, parsed (parse_record); nullopt when there is none.
+  std::optional<nlohmann::json> load(const char* kind, std::string_view key, std::int64_t now,
+                                     int max_depth = 1) {
     sqlite3_stmt* s =
         state_.bind("SELECT value FROM state WHERE kind = ? AND key = ? AND expires_ms > ?",
                     std::string_view(kind), key, now);
     if (!state_.step(s)) return std::nullopt;
-    return column(s, 0);
+    return parse_record(column(s, 0), max_depth);
   }
 
   // Saves a row; every 1024th save also purges the rows expired by the caller's clock (the one
@@ -150,8 +155,8 @@ class SqliteStore final : public Store {
   auto update_tool(std::string_view tool, std::int64_t now, bool write, F f) noexcept {
     return guarded([&] {
       return state_.transaction(write, [&] {
-        auto text = load("tool", tool, now);
-        ToolHealth h = text ? tool_from_json(*text) : ToolHealth{};
+        auto record = load("tool", tool, now);
+        ToolHealth h = record ? tool_from_json(*record) : ToolHealth{};
         auto [changed, result] = f(h);
         if (changed) save("tool", tool, tool_to_json(h), now, now + options_.state_ttl_ms);
         return result;
@@ -159,13 +164,14 @@ class SqliteStore final : public Store {
     });
   }
 
+  // The columns of a ledger row as its record, types kept (a tampered column of the wrong type
+  // reads as a bad record), then the operation.
+  static constexpr const char* kEntryColumns =
+      "json_object('state', state, 'idempotencyKey', idempotency_key, 'updatedMs', updated_ms, "
+      "'leaseUntilMs', lease_until_ms), operation";
   static LedgerEntry entry(sqlite3_stmt* s) {
-    LedgerEntry e;
-    e.operation = column(s, 0);
-    e.state = ledger_state(column(s, 1));
-    e.idempotency_key = column(s, 2);
-    e.updated_ms = sqlite3_column_int64(s, 3);
-    e.lease_until_ms = sqlite3_column_int64(s, 4);
+    LedgerEntry e = ledger_from_json(parse_record(column(s, 0)));
+    e.operation = column(s, 1);
     return e;
   }
 
@@ -176,10 +182,9 @@ class SqliteStore final : public Store {
                                           F f) noexcept {
     return guarded([&] {
       return ledger_.transaction(write, [&] {
-        sqlite3_stmt* s = ledger_.bind(
-            "SELECT operation, state, idempotency_key, updated_ms, lease_until_ms FROM ledger "
-            "WHERE operation = ? AND expires_ms > ?",
-            operation, now);
+        static const std::string sql = std::string("SELECT ") + kEntryColumns +
+                                       " FROM ledger WHERE operation = ? AND expires_ms > ?";
+        sqlite3_stmt* s = ledger_.bind(sql.c_str(), operation, now);
         LedgerEntry e = ledger_.step(s) ? entry(s) : LedgerEntry{};
         e.operation = std::string(operation);
         const auto [changed, claimed] = f(e);
@@ -237,8 +242,8 @@ class SqliteStore final : public Store {
                                    std::int64_t vote_ms, std::int64_t now) noexcept override {
     return guarded([&] {
       return state_.transaction(true, [&] {
-        auto text = load("quorum", tool, now);
-        auto votes = text ? votes_from_json(*text) : std::map<std::string, std::int64_t>{};
+        auto record = load("quorum", tool, now, 2);
+        auto votes = record ? votes_from_json(*record) : std::map<std::string, std::int64_t>{};
         const std::int64_t live = apply_vote(votes, worker, open, vote_ms, now);
         save("quorum", tool, votes_to_json(votes), now, now + options_.state_ttl_ms);
         return live;
@@ -253,13 +258,15 @@ class SqliteStore final : public Store {
     const bool write = event.kind != CountEvent::Read;
     return guarded([&] {
       return state_.transaction(write, [&] {
-        auto text = load("operation", operation, now);
-        OperationState op = text ? operation_from_json(*text) : OperationState{};
-        apply_count(op, event, now);
-        if (event.kind == CountEvent::Success)
+        OperationState op;
+        if (event.kind == CountEvent::Success) {  // drops the counters, read or not
           state_.step(
               state_.bind("DELETE FROM state WHERE kind = 'operation' AND key = ?", operation));
-        else if (write)
+          return op;
+        }
+        if (auto record = load("operation", operation, now)) op = operation_from_json(*record);
+        apply_count(op, event, now);
+        if (write)
           save("operation", operation, operation_to_json(op), now, now + options_.state_ttl_ms);
         return op;
       });
@@ -287,10 +294,11 @@ class SqliteStore final : public Store {
     return guarded([&] {
       return ledger_.transaction(false, [&] {
         std::vector<LedgerEntry> out;
+        static const std::string sql = std::string("SELECT ") + kEntryColumns +
+                                       " FROM ledger WHERE expires_ms > ? ORDER BY operation "
+                                       "LIMIT ?";
         sqlite3_stmt* s = ledger_.bind(
-            "SELECT operation, state, idempotency_key, updated_ms, lease_until_ms FROM ledger "
-            "WHERE expires_ms > ? ORDER BY operation LIMIT ?",
-            now, static_cast<std::int64_t>(std::min<std::size_t>(limit, INT64_MAX)));
+            sql.c_str(), now, static_cast<std::int64_t>(std::min<std::size_t>(limit, INT64_MAX)));
         while (ledger_.step(s)) out.push_back(view(entry(s), now));
         return out;
       });
