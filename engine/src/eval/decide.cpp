@@ -166,7 +166,7 @@ void finish(const Compiled& p, const Action& a, std::string_view label, std::str
   const bool call = d.route == Route::Retry || d.route == Route::Repair;
   auto spend = [](std::int64_t before, std::int64_t amount) {
     return before == kUnlimited ? kUnlimited
-                              : std::max<std::int64_t>(0, saturating_sub(before, amount));
+                                : std::max<std::int64_t>(0, saturating_sub(before, amount));
   };
   d.attempts_left = std::max<std::int64_t>(0, point.number(Attr::AttemptsLeft));
   d.repairs_left = std::max<std::int64_t>(0, saturating_sub(p.spec.repairs, c.repairs));
