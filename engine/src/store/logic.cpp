@@ -134,7 +134,9 @@ const json& checked(const json& r, RecordKind kind) {
     if (const char* expected = mismatch(*it, f.type))
       throw BadRecord(recourse::quoted(f.json) + ": expected " + expected + ", got " + shown(*it));
   }
-  for (const auto& [name, value] : r.items()) {
+  for (const auto& item : r.items()) {
+    const std::string& name = item.key();  // a plain reference: C++17 lambdas cannot capture
+                                           // a structured binding (clang refuses it)
     const bool known = name == "format" || std::any_of(fields.begin(), fields.end(), [&](auto& f) {
                          return f.json && name == f.json;
                        });
