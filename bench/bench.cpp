@@ -17,8 +17,8 @@
 #include "cases.hpp"
 #include "check/check.hpp"
 #include "compile/compile.hpp"
-#include "table/compiled.hpp"
 #include "parse.hpp"
+#include "table/compiled.hpp"
 
 namespace recourse::bench {
 constexpr std::size_t kSizes[] = {10, 100, 1000, 10000};

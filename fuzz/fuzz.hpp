@@ -18,8 +18,8 @@
 #include <vector>
 
 #include "eval/backoff.hpp"
-#include "table/compiled.hpp"
 #include "recourse/recourse.hpp"
+#include "table/compiled.hpp"
 
 #ifndef RECOURSE_SOURCE_DIR
 #define RECOURSE_SOURCE_DIR "."
@@ -244,8 +244,8 @@ inline void same_decision(const recourse::Policy& policy, const recourse::Envelo
 /// caps, the guards' promises kept, warnings where the inputs call for them.
 inline void valid_decision(const recourse::Decision& d, const recourse::Envelope& e,
                            const recourse::Context& c, const std::string& context_text = "") {
-  using recourse::Route;
   using recourse::kUnlimited;
+  using recourse::Route;
   // Built only when a check fails (FUZZ_CHECK evaluates its detail then).
   const auto where_text = [&] {
     return context_text + "\n" + describe(e, c) + "\ndecision " + recourse::to_json(d, e);
