@@ -185,31 +185,7 @@ inline void draw_input(Source& src, const Pools& pools, const recourse::detail::
 }
 
 inline std::string describe(const recourse::Envelope& e, const recourse::Context& c) {
-  std::string s = "envelope " + recourse::to_json(e) + "\ncontext {tool:" + c.tool;
-  auto add = [&](const char* k, std::int64_t v) {
-    s += std::string(", ") + k + ":" + std::to_string(v);
-  };
-  if (c.idempotent) add("idempotent", *c.idempotent);
-  if (c.side_effect) add("sideEffect", static_cast<int>(*c.side_effect));
-  add("attempt", c.attempt);
-  add("repairs", c.repairs);
-  add("elapsedMs", c.elapsed_ms);
-  if (c.max_attempts) add("maxAttempts", *c.max_attempts);
-  if (c.deadline_ms) add("deadlineMs", *c.deadline_ms);
-  add("lowerRetries", c.lower_retries);
-  add("repeats", c.repeats);
-  add("costSpent", c.cost_spent);
-  add("pinned", c.idempotency_key_pinned);
-  add("circuit", static_cast<int>(c.circuit));
-  add("retryThrottled", c.retry_throttled);
-  if (c.now_ms) add("nowMs", *c.now_ms);
-  if (c.arguments) {
-    s += ", arguments:[";
-    for (const auto& a : *c.arguments) s += a + ",";
-    s += "]";
-  }
-  s += ", operationId:" + c.operation_id + "}";
-  return s;
+  return "envelope " + recourse::to_json(e) + "\ncontext " + recourse::to_json(c);
 }
 
 /// Two decisions are the same in every field a host reads (the row aside: the interpreter has

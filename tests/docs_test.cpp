@@ -20,10 +20,12 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <regex>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include "model/fields.hpp"
 #include "recourse/recourse.hpp"
 #include "support.hpp"
 
@@ -459,6 +461,47 @@ TEST_CASE("the decision schema's routes are the engine's", "[docs]") {
   for (int r = 0; r <= static_cast<int>(recourse::Route::Stop); ++r)
     routes.push_back(recourse::to_string(static_cast<recourse::Route>(r)));
   CHECK(s["properties"]["route"]["enum"] == routes);
+}
+
+TEST_CASE("the context schema describes every field the context reader reads", "[docs]") {
+  namespace detail = recourse::detail;
+  const json properties = json::parse(read_file(schema_path("context.schema.json")))["properties"];
+  const std::string reference = read_file(test::source_dir() + "/docs/language.md");
+  // 1000000000 as the reference's context table writes it: 1e9.
+  const auto power_of_ten = [](std::int64_t v) {
+    int exponent = 0;
+    for (; v >= 10 && v % 10 == 0; v /= 10) ++exponent;
+    return v == 1 ? "1e" + std::to_string(exponent) : std::to_string(v);
+  };
+  std::set<std::string> keys = {"nextAttemptIdempotencyKey"};  // read, never written
+  detail::for_each_context_field([&](const detail::Field& f, auto field) {
+    const std::string key(f.key);
+    keys.insert(key);
+    INFO("context." << key);
+    REQUIRE(properties.contains(key));
+    const json& p = properties[key];
+    using T = detail::unwrapped_t<std::decay_t<decltype(recourse::Context{}.*field)>>;
+    if constexpr (std::is_same_v<T, std::int64_t>) {
+      CHECK(p["type"] == json::array({"integer", "null"}));
+      CHECK(p["minimum"] == f.min);
+      CHECK(p["maximum"] == f.max);
+      const std::string row = "| `" + key + "` | integer | " + std::to_string(f.min) + " .. " +
+                              power_of_ten(f.max) + " |";
+      CHECK(reference.find(row) != std::string::npos);
+    } else if constexpr (std::is_same_v<T, bool>) {
+      CHECK(p["type"] == json::array({"boolean", "null"}));
+    } else if constexpr (std::is_enum_v<T>) {
+      json names = json::array();
+      for (const auto name : detail::Names<T>::kValues) names.push_back(name);
+      names.push_back(nullptr);
+      CHECK(p["enum"] == names);
+    } else if constexpr (std::is_same_v<T, std::string>) {
+      CHECK(p["type"].dump().find("string") != std::string::npos);
+    } else {
+      CHECK(p["type"] == json::array({"array", "null"}));
+    }
+  });
+  for (const auto& [key, unused] : properties.items()) CHECK(keys.count(key) == 1);
 }
 
 TEST_CASE("decisions printed for rules/traces validate against docs/schema", "[docs]") {

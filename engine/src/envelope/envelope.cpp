@@ -13,6 +13,7 @@
 #include <set>
 
 #include "envelope/json_number.hpp"
+#include "model/fields.hpp"
 #include "recourse/envelope.hpp"
 
 namespace recourse {
@@ -85,8 +86,23 @@ enum class Field {
   None
 };
 
-constexpr const char* kKeys[] = {"code",       "message",      "retryable", "field",
-                                 "suggestion", "retryAfterMs", "traceId"};
+// The keys, in Field's order: model/fields.hpp's order.
+constexpr std::array<const char*, static_cast<std::size_t>(Field::kCount)> kKeys = [] {
+  std::array<const char*, static_cast<std::size_t>(Field::kCount)> keys{};
+  std::size_t i = 0;
+  detail::for_each_envelope_field(
+      [&](const detail::Field& f, auto) { keys.at(i++) = f.key.data(); });
+  return keys;
+}();
+
+// Calls `f(member)` with the Envelope's member for field `which`.
+template <typename F>
+void with_member(Field which, F&& f) {
+  std::size_t i = 0;
+  detail::for_each_envelope_field([&](const detail::Field&, auto member) {
+    if (i++ == static_cast<std::size_t>(which)) f(member);
+  });
+}
 
 Field field_of(const std::string& key) {
   for (int i = 0; i < static_cast<int>(Field::kCount); ++i)
@@ -255,55 +271,15 @@ class Reader : public nlohmann::json_sax<nlohmann::json> {
   }
 
   void clear(Field f) {
-    Envelope& e = out_.envelope;
-    switch (f) {
-      case Field::Code:
-        e.code.reset();
-        break;
-      case Field::Message:
-        e.message.reset();
-        break;
-      case Field::Retryable:
-        e.retryable.reset();
-        break;
-      case Field::FieldName:
-        e.field.reset();
-        break;
-      case Field::Suggestion:
-        e.suggestion.reset();
-        break;
-      case Field::RetryAfter:
-        e.retry_after_ms.reset();
-        break;
-      case Field::TraceId:
-        e.trace_id.reset();
-        break;
-      default:
-        break;
-    }
+    with_member(f, [&](auto member) { (out_.envelope.*member).reset(); });
   }
   void set_bool(bool v) { out_.envelope.retryable = v; }
   void set_string(std::string v) {
-    Envelope& e = out_.envelope;
-    switch (current_) {
-      case Field::Code:
-        e.code = std::move(v);
-        break;
-      case Field::Message:
-        e.message = std::move(v);
-        break;
-      case Field::FieldName:
-        e.field = std::move(v);
-        break;
-      case Field::Suggestion:
-        e.suggestion = std::move(v);
-        break;
-      case Field::TraceId:
-        e.trace_id = std::move(v);
-        break;
-      default:
-        break;
-    }
+    with_member(current_, [&](auto member) {
+      auto& field = out_.envelope.*member;
+      if constexpr (std::is_same_v<std::decay_t<decltype(field)>, std::optional<std::string>>)
+        field = std::move(v);
+    });
   }
 
   const ReaderLimits& limits_;

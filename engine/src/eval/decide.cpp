@@ -10,6 +10,7 @@
 #include <algorithm>
 
 #include "eval/backoff.hpp"
+#include "model/fields.hpp"
 #include "source/nearest.hpp"
 #include "table/compiled.hpp"
 
@@ -77,27 +78,29 @@ Point make_point(const Compiled& p, const Envelope& e, const Context& c, std::ui
   }
   if (!c.side_effect) warnings |= kSideEffectAssumed;
   auto want = [&](Attr a) { return (wanted & bit(a)) != 0; };
-  auto text = [&](Attr a, const std::optional<std::string>& s) {
-    if (s && want(a)) point.set(a, *s);
-  };
   auto number = [&](Attr a, std::int64_t v) {
     if (want(a)) point.set(a, v);
   };
-  if (e.retryable) number(Attr::Retryable, *e.retryable);
-  text(Attr::Field, e.field);
-  text(Attr::Suggestion, e.suggestion);
-  if (e.retry_after_ms) number(Attr::RetryAfter, *e.retry_after_ms);
-  text(Attr::TraceId, e.trace_id);
-  number(Attr::Idempotent, c.idempotent.value_or(p.spec.idempotent));
-  number(Attr::SideEffect, static_cast<std::int64_t>(c.side_effect.value_or(SideEffect::Unknown)));
-  number(Attr::Attempt, c.attempt);
-  number(Attr::Repairs, c.repairs);
-  number(Attr::Elapsed, c.elapsed_ms);
-  if (want(Attr::Tool)) point.set(Attr::Tool, std::string_view(c.tool));
-  number(Attr::Repeats, c.repeats);
-  number(Attr::IdempotencyKey, c.idempotency_key_pinned ? 1 : 0);
-  number(Attr::Circuit, static_cast<std::int64_t>(c.circuit));
-  number(Attr::RetryThrottled, c.retry_throttled);
+  // The fields that are an attribute's value (model/fields.hpp); absent optionals stay absent.
+  auto give = [&](const Field& f, const auto& field) {
+    using T = std::decay_t<decltype(field)>;
+    if (!f.attr || *f.attr == Attr::Code || !want(*f.attr)) return;
+    const unwrapped_t<T>* value = nullptr;
+    if constexpr (std::is_same_v<T, unwrapped_t<T>>)
+      value = &field;
+    else if (field)
+      value = &*field;
+    if constexpr (kTextField<T>) {
+      if (value) point.set(*f.attr, std::string_view(*value));
+    } else if constexpr (kNumberField<T>) {
+      if (value) point.set(*f.attr, static_cast<std::int64_t>(*value));
+    }
+  };
+  for_each_envelope_field([&](const Field& f, auto field) { give(f, e.*field); });
+  for_each_context_field([&](const Field& f, auto field) { give(f, c.*field); });
+  // Two context attributes are never absent: an unset one takes its default.
+  if (!c.idempotent) number(Attr::Idempotent, p.spec.idempotent);
+  if (!c.side_effect) number(Attr::SideEffect, static_cast<std::int64_t>(SideEffect::Unknown));
   // Retries made below us count against the same attempts budget (no multiplying across layers).
   number(Attr::AttemptsLeft,
          saturating_sub(saturating_sub(max_attempts(p, c), c.attempt), c.lower_retries));
