@@ -13,6 +13,7 @@
 #include <set>
 
 #include "envelope/json_number.hpp"
+#include "envelope/sax.hpp"
 #include "model/fields.hpp"
 #include "recourse/envelope.hpp"
 
@@ -70,10 +71,6 @@ double written_double(double nearest, std::string_view token) {
 
 namespace {
 
-// JSON allows numbers such as 1e999 that no double holds; nlohmann stops at them. The reader
-// replaces such a number by this string and reads again, so the field alone is dropped.
-constexpr std::string_view kOverflowMarker = "\x01recourse:number-overflow";
-
 enum class Field {
   Code,
   Message,
@@ -112,7 +109,8 @@ Field field_of(const std::string& key) {
 
 class Reader : public nlohmann::json_sax<nlohmann::json> {
  public:
-  Reader(const ReaderLimits& limits, EnvelopeResult& out) : limits_(limits), out_(out) {}
+  Reader(const ReaderLimits& limits, EnvelopeResult& out, detail::SaxErrors& errors)
+      : limits_(limits), out_(out), errors_(errors) {}
 
   bool null() override {
     return scalar([&] { drop("null", "is null"); });
@@ -143,7 +141,7 @@ class Reader : public nlohmann::json_sax<nlohmann::json> {
   }
   bool string(string_t& v) override {
     return scalar([&] {
-      if (v == kOverflowMarker)
+      if (v == detail::kOverflowMarker)
         return drop("malformed", "is a number beyond the range of a double");
       if (current_ == Field::Retryable || current_ == Field::RetryAfter) {
         drop("malformed", "expected " + expected() + ", got a string");
@@ -167,7 +165,7 @@ class Reader : public nlohmann::json_sax<nlohmann::json> {
   bool end_object() override { return close(); }
   bool start_array(std::size_t) override {
     if (depth_ == 0) {
-      error_ = "an envelope is a JSON object";
+      errors_.error = "an envelope is a JSON object";
       return false;
     }
     return open();
@@ -179,19 +177,8 @@ class Reader : public nlohmann::json_sax<nlohmann::json> {
   }
   bool parse_error(std::size_t position, const std::string& token,
                    const nlohmann::detail::exception& e) override {
-    if (e.id == kNumberOverflow && token.size() <= position) {
-      overflow_end_ = position;
-      overflow_size_ = token.size();
-    } else if (error_.empty()) {
-      error_ = "invalid JSON at byte " + std::to_string(position) + ": " + e.what();
-    }
-    return false;
+    return errors_.record(position, token, e);
   }
-
-  static constexpr int kNumberOverflow = 406;  // nlohmann's out_of_range.406
-  std::string error_;
-  std::size_t overflow_end_ = 0;  // a number beyond double's range ended here (0: none)
-  std::size_t overflow_size_ = 0;
 
  private:
   std::string expected() const {
@@ -210,7 +197,7 @@ class Reader : public nlohmann::json_sax<nlohmann::json> {
   template <typename F>
   bool scalar(F&& handle) {
     if (depth_ == 0) {
-      error_ = "an envelope is a JSON object";
+      errors_.error = "an envelope is a JSON object";
       return false;
     }
     if (depth_ == 1 && current_ != Field::None) {
@@ -242,7 +229,7 @@ class Reader : public nlohmann::json_sax<nlohmann::json> {
     return true;
   }
   bool too_deep() {
-    error_ = "envelope nested deeper than " + std::to_string(limits_.max_depth) + " levels";
+    errors_.error = "envelope nested deeper than " + std::to_string(limits_.max_depth) + " levels";
     return false;
   }
 
@@ -284,6 +271,7 @@ class Reader : public nlohmann::json_sax<nlohmann::json> {
 
   const ReaderLimits& limits_;
   EnvelopeResult& out_;
+  detail::SaxErrors& errors_;
   std::size_t depth_ = 0;
   Field current_ = Field::None;
   bool seen_[static_cast<std::size_t>(Field::kCount)] = {};
@@ -295,40 +283,13 @@ class Reader : public nlohmann::json_sax<nlohmann::json> {
 EnvelopeResult read_envelope(std::string_view json, const ReaderLimits& limits) noexcept {
   EnvelopeResult out;
   try {
-    if (json.size() > limits.max_bytes) {
-      out.error = "envelope is " + std::to_string(json.size()) + " bytes; the limit is " +
-                  std::to_string(limits.max_bytes);
-      return out;
-    }
-    // JSON has no raw NUL (inside strings it must be escaped); nlohmann would stop reading there.
-    if (const auto nul = json.find('\0'); nul != std::string_view::npos) {
-      out.error = "invalid JSON at byte " + std::to_string(nul + 1) + ": a NUL byte";
-      return out;
-    }
-    std::string text;  // a patched copy, made only when a number overflows
-    std::string_view input = json;
-    std::string error;
-    // Each pass replaces one overflowing number, up to limits.max_overflow_numbers.
-    for (std::size_t pass = 0;; ++pass) {
-      out = EnvelopeResult{};
-      Reader reader(limits, out);
-      const bool ok = nlohmann::json::sax_parse(input.begin(), input.end(), &reader);
-      if (ok && reader.error_.empty()) break;
-      if (reader.overflow_end_ == 0 || !reader.error_.empty()) {
-        error = reader.error_.empty() ? "invalid JSON" : reader.error_;
-        break;
-      }
-      if (pass == limits.max_overflow_numbers) {
-        error = "envelope has more than " + std::to_string(limits.max_overflow_numbers) +
-                " numbers beyond the range of a double";
-        break;
-      }
-      if (text.empty()) text = std::string(json);
-      input = text;
-      text.replace(reader.overflow_end_ - reader.overflow_size_, reader.overflow_size_,
-                   "\"\\u0001recourse:number-overflow\"");
-      input = text;
-    }
+    std::string error =
+        detail::sax_read(json, "envelope", limits.max_bytes, limits.max_overflow_numbers,
+                         [&](std::string_view input, detail::SaxErrors& errors) {
+                           out = EnvelopeResult{};
+                           Reader reader(limits, out, errors);
+                           return nlohmann::json::sax_parse(input.begin(), input.end(), &reader);
+                         });
     if (!error.empty()) {
       out = EnvelopeResult{};
       out.error = std::move(error);
