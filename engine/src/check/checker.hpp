@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "model/model.hpp"
+#include "model/settings.hpp"
 #include "parse.hpp"
 #include "source/nearest.hpp"
 
@@ -44,8 +45,6 @@ class Checker {
   using Op = ast::Op;
   using Kind = ast::Value::Kind;
 
-  // Counts beyond this are surely mistakes; it keeps every sum of counts far from overflow.
-  static constexpr std::int64_t kMaxCount = 1'000'000'000;
   static constexpr const auto& kRoutes = Names<Route>::kValues;
 
   void report(Severity severity, const char* code, ast::Pos pos, std::string message,
@@ -101,9 +100,12 @@ class Checker {
 
   // ---- blocks -------------------------------------------------------------------------------
 
+  // Each setting of `list`, a setting of `block` in the settings table (model/settings.hpp),
+  // given once and with the right shape, to `handle`.
   template <typename Handler>
-  void settings(const std::vector<ast::Setting>& list, const std::vector<std::string_view>& keys,
-                const char* block, Handler&& handle) {
+  void settings(const std::vector<ast::Setting>& list, const char* block, Handler&& handle) {
+    std::vector<std::string_view> keys;
+    for (const SettingDef* def : settings_of(block)) keys.push_back(def->key);
     std::set<std::string> seen;
     for (const auto& s : list) {
       if (std::find(keys.begin(), keys.end(), s.key) == keys.end()) {
@@ -124,6 +126,10 @@ class Checker {
       handle(s);
     }
   }
+
+  // A count, duration (ms) or number setting's value in the range its row gives; else E019
+  // (with `help`) and nullopt.
+  std::optional<double> ranged(const SettingDef& def, const ast::Value& v, std::string help = {});
 
   // One method per block: its settings into `spec` (blocks.cpp).
   void tool_block(const ast::Policy& p, PolicySpec& spec);
