@@ -50,11 +50,11 @@ TEST_CASE("check: unknown code (E011) suggests the nearest", "[check]") {
 TEST_CASE("check: type errors (E012)", "[check]") {
   SECTION("ordering a code") {
     expect_one(in_policy("  rule r when code < 3 -> retry\n  default -> stop"),
-               {"E012", 2, 15, "'code' cannot be ordered; use ==, != or in", nullptr});
+               {"E041", 2, 15, "'code' cannot be ordered; use ==, != or in", nullptr});
   }
   SECTION("a bare code") {
     expect_one(in_policy("  rule r when code -> retry\n  default -> stop"),
-               {"E012", 2, 15, "'code' alone is not a condition",
+               {"E041", 2, 15, "'code' alone is not a condition",
                 "compare it, or write `code is present`"});
   }
   SECTION("a count with a unit") {
@@ -63,7 +63,7 @@ TEST_CASE("check: type errors (E012)", "[check]") {
   }
   SECTION("a trusted attribute is never absent") {
     expect_one(in_policy("  rule r when idempotent is absent -> retry\n  default -> stop"),
-               {"E012", 2, 15, "'idempotent' comes from the host and is never absent", nullptr});
+               {"E041", 2, 15, "'idempotent' comes from the host and is never absent", nullptr});
   }
   SECTION("side effect value") {
     expect_one(in_policy("  rule r when side_effect == comitted -> stop\n  default -> stop"),
@@ -76,7 +76,7 @@ TEST_CASE("check: type errors (E012)", "[check]") {
   }
   SECTION("empty list") {
     expect_one(in_policy("  rule r when code in [] -> retry\n  default -> stop"),
-               {"E012", 2, 15, "empty list after 'in'", nullptr});
+               {"E042", 2, 15, "empty list after 'in'", nullptr});
   }
 }
 
@@ -113,7 +113,7 @@ TEST_CASE("check: settings (E018, E019, E021)", "[check]") {
   expect_one(in_policy("  limits { attempts = 3 attempts = 4 }\n  default -> stop"),
              {"E021", 2, 25, "limits setting 'attempts' is set twice", nullptr});
   expect_one(in_policy("  tool { arguments = a }\n  default -> stop"),
-             {"E019", 2, 10, "'arguments' takes a [list]", nullptr});
+             {"E037", 2, 10, "'arguments' takes a [list]", nullptr});
   expect_one(in_policy("  backoff exponental base 1s\n  default -> stop"),
              {"E018", 2, 11, "unknown backoff 'exponental'", "did you mean 'exponential'?"});
 }
@@ -124,11 +124,11 @@ TEST_CASE("check: nonsense limits are rejected (E019)", "[check]") {
   expect_one(in_policy("  limits { attempts = 11 }\n  default -> stop"),
              {"E019", 2, 23, "attempts = 11 is outside [1, 10]", nullptr});
   expect_one(in_policy("  limits { on_exhausted = retry }\n  default -> stop"),
-             {"E019", 2, 27,
+             {"E035", 2, 27,
               "on_exhausted must be stop, escalate, degrade, authorize or replace, not 'retry'",
               "a spent budget or an open circuit must not lead to another retry or repair"});
   expect_one(in_policy("  limits { on_exhausted = repair }\n  default -> stop"),
-             {"E019", 2, 27,
+             {"E035", 2, 27,
               "on_exhausted must be stop, escalate, degrade, authorize or replace, not 'repair'",
               nullptr});
   expect_one(in_policy("  backoff exponential base 0ms\n  default -> stop"),
@@ -136,9 +136,9 @@ TEST_CASE("check: nonsense limits are rejected (E019)", "[check]") {
   expect_one(in_policy("  backoff exponential factor 0.5\n  default -> stop"),
              {"E019", 2, 30, "factor must be in [1, 100], got 0.5", nullptr});
   expect_one(in_policy("  backoff exponential base 2s max 1s\n  default -> stop"),
-             {"E019", 2, 3, "backoff max (1000ms) is below its base (2000ms)", nullptr});
+             {"E036", 2, 3, "backoff max (1000ms) is below its base (2000ms)", nullptr});
   expect_one(in_policy("  backoff constant base 1s factor 2\n  default -> stop"),
-             {"E019", 2, 28, "factor applies to exponential backoff only", nullptr});
+             {"E036", 2, 28, "factor applies to exponential backoff only", nullptr});
   // Without an explicit max, a base above the default max (20s) is its own cap.
   CHECK(in_policy("  backoff constant base 30s\n  default -> stop").empty());
   expect_one(in_policy("  limits { retry_after_max = 0s }\n  default -> stop"),
@@ -286,7 +286,7 @@ TEST_CASE("check: limits of the compiler (E090, E091, E093)", "[check]") {
 
 TEST_CASE("check: names are not strings; out-of-range and negative durations", "[check]") {
   expect_one(in_policy("  rule r when code == \"TIMEOUT\" -> stop\n  default -> stop"),
-             {"E012", 2, 23, "code values are names, not strings: write TIMEOUT", nullptr});
+             {"E039", 2, 23, "code values are names, not strings: write TIMEOUT", nullptr});
   expect_one(in_policy("  limits { deadline = 99999999999999999999h }\n  default -> stop"),
              {"E025", 2, 23, "duration 99999999999999999999h is out of range", nullptr});
   expect_one(in_policy("  limits { min_delay = -5ms }\n  default -> stop"),

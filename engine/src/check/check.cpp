@@ -85,7 +85,7 @@ std::optional<Constant> Checker::constant(Attr attr, const ast::Value& v, const 
   Constant c;
   const Type type = info(attr).type;
   if (v.kind == Kind::String && (type == Type::Code || type == Type::Bool || type == Type::Enum)) {
-    error("E012", v.pos,
+    error("E039", v.pos,
           std::string(info(attr).name) + " values are names, not strings: write " + v.text,
           "only string attributes (field, suggestion, trace_id, tool) compare with \"strings\"");
     return std::nullopt;
@@ -120,7 +120,7 @@ std::optional<Constant> Checker::constant(Attr attr, const ast::Value& v, const 
     }
     case Type::String:
       if (v.kind == Kind::Number) {
-        error("E012", v.pos,
+        error("E039", v.pos,
               std::string(info(attr).name) + " is a string; write \"" + v.text + "\"");
         return std::nullopt;
       }
@@ -177,14 +177,14 @@ std::optional<Cond> Checker::condition(const ast::Expr& e, const PolicySpec& spe
   switch (e.op) {
     case Op::Truthy:
       if (ai.type == Type::Bool || ai.type == Type::String) return c;
-      error("E012", e.pos, "'" + name + "' alone is not a condition",
+      error("E041", e.pos, "'" + name + "' alone is not a condition",
             ai.untrusted ? "compare it, or write `" + name + " is present`"
                          : "compare it with a value");
       return std::nullopt;
     case Op::IsAbsent:
     case Op::IsPresent:
       if (ai.untrusted) return c;
-      error("E012", e.pos, "'" + name + "' comes from the host and is never absent",
+      error("E041", e.pos, "'" + name + "' comes from the host and is never absent",
             "only envelope attributes (code, retryable, field, suggestion, retry_after, "
             "trace_id) can be absent");
       return std::nullopt;
@@ -201,14 +201,14 @@ std::optional<Cond> Checker::condition(const ast::Expr& e, const PolicySpec& spe
     case Op::Gt:
     case Op::Ge:
       if (ai.type != Type::Duration && ai.type != Type::Count) {
-        error("E012", e.pos, "'" + name + "' cannot be ordered; use ==, != or in",
+        error("E041", e.pos, "'" + name + "' cannot be ordered; use ==, != or in",
               "<, <=, > and >= apply to durations and counts");
         return std::nullopt;
       }
       break;
     case Op::InList:
       if (e.values.empty()) {
-        error("E012", e.pos, "empty list after 'in'", "an empty set never matches");
+        error("E042", e.pos, "empty list after 'in'", "an empty set never matches");
         return std::nullopt;
       }
       break;
@@ -261,7 +261,7 @@ PolicySpec Checker::check_policy(const ast::Policy& p) {
   spec.name = p.name;
   spec.file = file_.path;
   spec.pos = p.pos;
-  if (p.name.empty()) error("E019", p.name_pos, "a policy needs a name");
+  if (p.name.empty()) error("E038", p.name_pos, "a policy needs a name");
   for (auto c : kBuiltinCodes) spec.codes.emplace_back(c);
   for (const auto& c : p.codes) {
     if (std::find(spec.codes.begin(), spec.codes.end(), c.text) != spec.codes.end())

@@ -118,7 +118,7 @@ class Checker {
         continue;
       }
       if (s.is_list != (s.key == "arguments")) {
-        error("E019", s.pos,
+        error("E037", s.pos,
               s.is_list ? "'" + s.key + "' takes one value, not a list"
                         : "'" + s.key + "' takes a [list]");
         continue;

@@ -183,7 +183,7 @@ void Checker::mappings(const ast::Policy& p, PolicySpec& spec) {
       problem = "a JSON-RPC error code (an integer)";
     }
     if (!problem.empty()) {
-      error("E019", k.pos,
+      error("E035", k.pos,
             "map " + m.protocol.text + " needs " + problem + ", not '" + k.text + k.unit + "'",
             *proto == "grpc" ? did_you_mean(k.text, grpc) : std::string());
       continue;
