@@ -282,6 +282,19 @@ TEST_CASE("check: limits of the compiler (E090, E091, E093)", "[check]") {
   CHECK(r.diagnostics[0].code == "E093");
   CHECK(r.diagnostics[0].line == 2);
   CHECK(r.diagnostics[0].message == "rule 'big' expands to more than 1000 terms");
+
+  // The same condition in an assertion: E093 blames the assertion, not the last rule.
+  r = recourse::compile({{"t",
+                          "policy \"p\" {\n rule small when attempt > 1 -> stop\n"
+                          " default -> stop\n assert never retry when " +
+                              cond + "\n}"}},
+                        terms);
+  REQUIRE(r.diagnostics.size() == 1);
+  CHECK(r.diagnostics[0].code == "E093");
+  CHECK(r.diagnostics[0].line == 4);
+  CHECK(r.diagnostics[0].column == 2);
+  CHECK(r.diagnostics[0].message ==
+        "`assert never retry when ...` expands to more than 1000 terms");
 }
 
 TEST_CASE("check: names are not strings; out-of-range and negative durations", "[check]") {

@@ -45,7 +45,11 @@ class Compiler {
     if (also_) collect_all(*also_);
     build_columns();
     for (std::uint32_t i : rule_order(spec_)) add_rule(i);
-    for (const auto& a : spec_.assertions) table_.assertion_terms.push_back(dnf(a.when, false));
+    for (const auto& a : spec_.assertions) {
+      expanding = {"`" + a.text + "`", a.pos};
+      work_ = 0;
+      table_.assertion_terms.push_back(dnf(a.when, false));
+    }
     std::size_t bitset_bytes = 0;
     for (const auto& col : table_.columns)
       bitset_bytes += col.cells * ((table_.rows.size() + 63) / 64) * 8;
@@ -56,7 +60,11 @@ class Compiler {
     return std::move(table_);
   }
 
-  std::size_t current_rule = 0;
+  /// What dnf() is expanding, for E093: "rule 'name'" or an assertion as `assert ...`, and where.
+  struct Item {
+    std::string what;
+    ast::Pos pos;
+  } expanding;
 
  private:
   static bool guards(Route route, const Guard& g) {
@@ -228,9 +236,9 @@ class Compiler {
   }
 
   void add_rule(std::uint32_t index) {
-    current_rule = index;
-    work_ = 0;
     const RuleSpec& rule = spec_.rules[index];
+    expanding = {"rule '" + rule.name + "'", rule.pos};
+    work_ = 0;
     const std::vector<Cube> terms =
         rule.when ? dnf(*rule.when, false) : std::vector<Cube>{full_cube()};
     const std::uint32_t own = add_action(rule.action, rule.name, "", index, rule.pos);
@@ -412,17 +420,16 @@ std::optional<Table> compile(const PolicySpec& spec, const CompileOptions& optio
     diagnostics.push_back(std::move(d));
     return std::nullopt;
   } catch (const TooManyTerms& e) {
-    const RuleSpec& rule = spec.rules.at(compiler.current_rule);
+    const auto& item = compiler.expanding;
     Diagnostic d;
     d.code = "E093";
-    grammar::locate(d, sources, rule.pos);
-    d.message = e.work ? "rule '" + rule.name + "' needs more than " +
-                             std::to_string(options.max_dnf_work) + " term intersections to expand"
-                       : "rule '" + rule.name + "' expands to more than " +
+    grammar::locate(d, sources, item.pos);
+    d.message = e.work ? item.what + " needs more than " + std::to_string(options.max_dnf_work) +
+                             " term intersections to expand"
+                       : item.what + " expands to more than " +
                              std::to_string(options.max_terms_per_rule) + " terms";
     d.help =
-        std::string(
-            "an `and` of many `or`s multiplies out; split the rule, or raise CompileOptions::") +
+        std::string("an `and` of many `or`s multiplies out; split it, or raise CompileOptions::") +
         (e.work ? "max_dnf_work" : "max_terms_per_rule");
     diagnostics.push_back(std::move(d));
     return std::nullopt;
