@@ -46,8 +46,7 @@ class Compiler {
     build_columns();
     for (std::uint32_t i : rule_order(spec_)) add_rule(i);
     for (const auto& a : spec_.assertions) {
-      expanding = {"`" + a.text + "`", a.pos};
-      work_ = 0;
+      expanding = {"`" + a.text + "`", a.pos};  // the rules' max_dnf_work covers assertions too
       table_.assertion_terms.push_back(dnf(a.when, false));
     }
     std::size_t bitset_bytes = 0;
