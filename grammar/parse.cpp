@@ -333,40 +333,16 @@ struct TreeReader {
 
 }  // namespace
 
-std::string line_of(std::string_view text, std::uint32_t line) {
-  std::size_t start = 0;
-  for (std::uint32_t l = 1; l < line; ++l) {
-    start = text.find('\n', start);
-    if (start == std::string_view::npos) return {};
-    ++start;
-  }
-  auto end = text.find('\n', start);
-  auto s = text.substr(start, end == std::string_view::npos ? text.size() - start : end - start);
-  if (!s.empty() && s.back() == '\r') s.remove_suffix(1);
-  return std::string(s);
-}
-
-void locate(Diagnostic& d, const Sources& sources, ast::Pos pos) {
-  d.line = pos.line;
-  d.column = pos.column;
-  if (pos.source >= sources.size()) return;
-  d.file = std::string(sources[pos.source].path);
-  if (pos.line) d.source_line = line_of(sources[pos.source].text, pos.line);
-}
-
 std::optional<ast::File> parse(std::string_view path, std::string_view text, std::size_t max_depth,
-                               std::vector<Diagnostic>& diagnostics, std::uint32_t source) {
-  auto report = [&](const char* code, const tao::pegtl::position& p, std::string message,
-                    std::string help) {
-    Diagnostic d;
-    d.code = code;
-    d.file = std::string(path);
-    d.line = static_cast<std::uint32_t>(p.line);
-    d.column = static_cast<std::uint32_t>(p.column);
-    d.message = std::move(message);
-    d.help = std::move(help);
-    d.source_line = line_of(text, d.line);
-    diagnostics.push_back(std::move(d));
+                               std::optional<SyntaxError>& error, std::uint32_t source) {
+  auto fail = [&](const char* code, const tao::pegtl::position& p, std::string message,
+                  std::string help) {
+    error = SyntaxError{
+        code,
+        {static_cast<std::uint32_t>(p.line), static_cast<std::uint32_t>(p.column), source},
+        std::move(message),
+        std::move(help)};
+    return std::nullopt;
   };
   tao::pegtl::memory_input<> in(text.data(), text.size(), std::string(path));
   Depth depth{0, max_depth};
@@ -374,19 +350,15 @@ std::optional<ast::File> parse(std::string_view path, std::string_view text, std
   try {
     root = pt::parse<file, Node, selector, tao::pegtl::nothing, control>(in, depth);
   } catch (const tao::pegtl::parse_error& e) {
-    const auto& p = e.positions().front();
-    report("E001", p, "syntax error: expected " + std::string(e.message()), "");
-    return std::nullopt;
+    return fail("E001", e.positions().front(), "syntax error: expected " + std::string(e.message()),
+                "");
   } catch (const TooDeep& e) {
-    report("E092", e.pos,
-           "condition nested more than " + std::to_string(max_depth) + " levels deep",
-           "split the condition into several rules, or raise CompileOptions::max_depth");
-    return std::nullopt;
+    return fail("E092", e.pos,
+                "condition nested more than " + std::to_string(max_depth) + " levels deep",
+                "split the condition into several rules, or raise CompileOptions::max_depth");
   }
-  if (!root) {  // `file` ends in must<eof>, so a failed parse has raised already
-    report("E001", in.position(), "syntax error", "");
-    return std::nullopt;
-  }
+  if (!root)  // `file` ends in must<eof>, so a failed parse has raised already
+    return fail("E001", in.position(), "syntax error", "");
   ast::File f;
   f.path = std::string(path);
   const TreeReader reader{source};

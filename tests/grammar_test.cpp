@@ -3,7 +3,7 @@
 #include <tao/pegtl/contrib/analyze.hpp>
 
 #include "grammar.hpp"
-#include "parse.hpp"
+#include "source/location.hpp"
 #include "support.hpp"
 
 namespace {
@@ -11,7 +11,8 @@ namespace {
 std::optional<recourse::ast::File> parse(const std::string& text,
                                          std::vector<recourse::Diagnostic>& d,
                                          std::size_t depth = 64) {
-  return recourse::grammar::parse("t.recourse", text, depth, d);
+  const recourse::detail::Sources sources{{"t.recourse", text}};
+  return recourse::detail::parse_source(sources, 0, depth, d);
 }
 
 recourse::Diagnostic syntax_error(const std::string& text) {

@@ -15,8 +15,8 @@
 #include "check/inherit.hpp"
 #include "compile/compile.hpp"
 #include "eval/backoff.hpp"
-#include "parse.hpp"
 #include "recourse/adapters.hpp"
+#include "source/location.hpp"
 #include "source/sources.hpp"
 #include "table/compiled.hpp"
 
@@ -84,7 +84,7 @@ CompileResult compile_sources(const std::vector<Source>& given, const CompileOpt
                               bool load_bases, bool analyse) {
   CompileResult out;
   try {
-    grammar::Sources refs;
+    Sources refs;
     std::deque<Source> loaded;  // base files read on demand; a deque keeps their addresses
     const std::vector<ast::File> files =
         detail::read_policies(given, options, load_bases, refs, loaded, out.diagnostics);
@@ -95,12 +95,9 @@ CompileResult compile_sources(const std::vector<Source>& given, const CompileOpt
       for (auto& spec : detail::check(file, refs, options, out.diagnostics)) {
         for (const auto& [name, where] : names)
           if (name == spec.name) {
-            Diagnostic d;
-            d.code = "E020";
-            grammar::locate(d, refs, spec.pos);
-            d.message = fmt::format("policy \"{}\" is defined twice", spec.name);
-            d.help = fmt::format("first defined at {}:{}", where.first, where.second.line);
-            out.diagnostics.push_back(std::move(d));
+            report(out.diagnostics, refs, spec.pos, Severity::Error, "E020",
+                   fmt::format("policy \"{}\" is defined twice", spec.name),
+                   fmt::format("first defined at {}:{}", where.first, where.second.line));
           }
         names.push_back({spec.name, {spec.file, spec.pos}});
         auto table = detail::compile(spec, options, refs, out.diagnostics);

@@ -12,8 +12,8 @@
 
 #include "check/checker.hpp"
 #include "check/lower.hpp"
-#include "parse.hpp"
 #include "print.hpp"
+#include "source/location.hpp"
 #include "source/nearest.hpp"
 
 namespace recourse::detail {
@@ -328,7 +328,7 @@ PolicySpec Checker::check_policy(const ast::Policy& p) {
   return spec;
 }
 
-std::vector<PolicySpec> check(const ast::File& file, const grammar::Sources& sources,
+std::vector<PolicySpec> check(const ast::File& file, const Sources& sources,
                               const CompileOptions& options, std::vector<Diagnostic>& diagnostics) {
   return Checker(file, sources, options, diagnostics).run();
 }

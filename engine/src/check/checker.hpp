@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "model/model.hpp"
-#include "parse.hpp"
+#include "source/location.hpp"
 #include "source/nearest.hpp"
 
 namespace recourse::detail {
@@ -21,7 +21,7 @@ namespace recourse::detail {
 // being checked; run() keeps the specs of the policies with none.
 class Checker {
  public:
-  Checker(const ast::File& file, const grammar::Sources& sources, const CompileOptions& options,
+  Checker(const ast::File& file, const Sources& sources, const CompileOptions& options,
           std::vector<Diagnostic>& out)
       : file_(file), sources_(sources), options_(options), out_(out) {}
 
@@ -50,13 +50,7 @@ class Checker {
 
   void report(Severity severity, const char* code, ast::Pos pos, std::string message,
               std::string help) {
-    Diagnostic d;
-    d.severity = severity;
-    d.code = code;
-    grammar::locate(d, sources_, pos);
-    d.message = std::move(message);
-    d.help = std::move(help);
-    out_.push_back(std::move(d));
+    detail::report(out_, sources_, pos, severity, code, std::move(message), std::move(help));
     if (severity == Severity::Error) ++errors_;
   }
   void error(const char* code, ast::Pos pos, std::string message, std::string help = {}) {
@@ -159,7 +153,7 @@ class Checker {
   void assertions(const ast::Policy& p, PolicySpec& spec);
 
   const ast::File& file_;
-  const grammar::Sources& sources_;
+  const Sources& sources_;
   const CompileOptions& options_;
   std::vector<Diagnostic>& out_;
   std::size_t errors_ = 0;

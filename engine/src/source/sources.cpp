@@ -87,8 +87,8 @@ bool over_limit(const Source& src, const CompileOptions& options, std::vector<Di
   return true;
 }
 
-BaseLoader file_loader(grammar::Sources& refs, std::deque<Source>& loaded,
-                       const CompileOptions& options, std::vector<Diagnostic>& diagnostics,
+BaseLoader file_loader(Sources& refs, std::deque<Source>& loaded, const CompileOptions& options,
+                       std::vector<Diagnostic>& diagnostics,
                        const std::vector<std::string>& given) {
   auto tried = std::make_shared<std::vector<fs::path>>();
   for (const auto& path : given) tried->push_back(fs::path(path).lexically_normal());
@@ -113,22 +113,22 @@ BaseLoader file_loader(grammar::Sources& refs, std::deque<Source>& loaded,
     loaded.push_back({path.string(), std::move(*text)});
     const Source& src = loaded.back();
     if (over_limit(src, options, diagnostics)) return std::nullopt;
-    const auto index = static_cast<std::uint32_t>(refs.size());
     refs.push_back({src.path, src.text});
-    return grammar::parse(src.path, src.text, options.max_depth, diagnostics, index);
+    return parse_source(refs, static_cast<std::uint32_t>(refs.size() - 1), options.max_depth,
+                        diagnostics);
   };
 }
 
 std::vector<ast::File> read_policies(const std::vector<Source>& given,
-                                     const CompileOptions& options, bool load_bases,
-                                     grammar::Sources& refs, std::deque<Source>& loaded,
+                                     const CompileOptions& options, bool load_bases, Sources& refs,
+                                     std::deque<Source>& loaded,
                                      std::vector<Diagnostic>& diagnostics) {
   std::vector<ast::File> files;
   for (const Source& src : given) {
     if (over_limit(src, options, diagnostics)) continue;
-    const auto index = static_cast<std::uint32_t>(refs.size());
     refs.push_back({src.path, src.text});
-    if (auto f = grammar::parse(src.path, src.text, options.max_depth, diagnostics, index))
+    if (auto f = parse_source(refs, static_cast<std::uint32_t>(refs.size() - 1), options.max_depth,
+                              diagnostics))
       files.push_back(std::move(*f));
   }
   BaseLoader load;

@@ -20,9 +20,8 @@ namespace recourse::detail {
 /// (`/`, a leading `.`), the `given` paths (compiled already: they do not define the name) and
 /// paths tried before are never read. A file that exists but cannot be read (a FIFO, no
 /// permission) is E000. Diagnostics of the base file go to `diagnostics`.
-BaseLoader file_loader(grammar::Sources& refs, std::deque<Source>& loaded,
-                       const CompileOptions& options, std::vector<Diagnostic>& diagnostics,
-                       const std::vector<std::string>& given);
+BaseLoader file_loader(Sources& refs, std::deque<Source>& loaded, const CompileOptions& options,
+                       std::vector<Diagnostic>& diagnostics, const std::vector<std::string>& given);
 
 /// The front of the pipeline, shared by compile() and diff(): each of `given` checked against
 /// the size limit (E090) and parsed, then its `extends` resolved (inherit()), reading each base
@@ -30,8 +29,8 @@ BaseLoader file_loader(grammar::Sources& refs, std::deque<Source>& loaded,
 /// (bases' texts are kept in `loaded`); `refs` views the texts of `given` and `loaded`, so both
 /// must outlive it. Returns the given files that parsed, then the bases read.
 std::vector<ast::File> read_policies(const std::vector<Source>& given,
-                                     const CompileOptions& options, bool load_bases,
-                                     grammar::Sources& refs, std::deque<Source>& loaded,
+                                     const CompileOptions& options, bool load_bases, Sources& refs,
+                                     std::deque<Source>& loaded,
                                      std::vector<Diagnostic>& diagnostics);
 
 /// Error E000 on `path`: it cannot be read, `message` says why.

@@ -24,8 +24,8 @@
 
 #include "ast.hpp"
 #include "compile/compile.hpp"
-#include "parse.hpp"
 #include "print.hpp"
+#include "source/location.hpp"
 
 namespace recourse {
 namespace {
@@ -631,14 +631,12 @@ std::vector<std::string> compiled_form(std::string_view text, std::string_view p
   return out;
 }
 
-// E099: the formatter's own fault (the file is left as it is).
-Diagnostic internal_error(std::string_view path, const std::string& message) {
-  Diagnostic d;
-  d.code = "E099";
-  d.file = std::string(path);
-  d.message = "internal error while formatting: " + message;
-  d.help = "the file is left as it is; please report this";
-  return d;
+// E099: the formatter's own fault (the file is left as it is), at `pos` of the file.
+void internal_error(std::vector<Diagnostic>& out, const detail::Sources& file, ast::Pos pos,
+                    const std::string& message) {
+  detail::report(out, file, pos, Severity::Error, "E099",
+                 "internal error while formatting: " + message,
+                 "the file is left as it is; please report this");
 }
 
 }  // namespace
@@ -646,6 +644,7 @@ Diagnostic internal_error(std::string_view path, const std::string& message) {
 bool verify_format(std::string_view original, std::string_view formatted,
                    std::vector<Diagnostic>& diagnostics, std::string_view path,
                    const CompileOptions& options) {
+  const detail::Sources file{{path, original}};
   try {
     if (formatted.size() > options.max_source_bytes) {
       Diagnostic d;
@@ -661,24 +660,21 @@ bool verify_format(std::string_view original, std::string_view formatted,
     const auto after = compiled_form(formatted, path, options);
     if (before == after) return true;
     const auto [b, a] = std::mismatch(before.begin(), before.end(), after.begin(), after.end());
-    diagnostics.push_back(
-        internal_error(path, "the formatted text compiles differently (" +
-                                 (b == before.end() ? std::string("nothing") : *b) + " before, " +
-                                 (a == after.end() ? std::string("nothing") : *a) + " after)"));
+    internal_error(diagnostics, file, {},
+                   "the formatted text compiles differently (" +
+                       (b == before.end() ? std::string("nothing") : *b) + " before, " +
+                       (a == after.end() ? std::string("nothing") : *a) + " after)");
   } catch (const std::exception& e) {
-    diagnostics.push_back(internal_error(path, e.what()));
+    internal_error(diagnostics, file, {}, e.what());
   }
   return false;
 }
 
 std::optional<std::string> format(std::string_view text, std::vector<Diagnostic>& diagnostics,
                                   std::string_view path, const CompileOptions& options) {
+  const detail::Sources sources{{path, text}};
   auto internal = [&](ast::Pos pos, const std::string& message) {
-    Diagnostic d = internal_error(path, message);
-    d.line = pos.line;
-    d.column = pos.column;
-    if (pos.line) d.source_line = grammar::line_of(text, pos.line);
-    diagnostics.push_back(std::move(d));
+    internal_error(diagnostics, sources, pos, message);
     return std::nullopt;
   };
   try {
@@ -692,7 +688,7 @@ std::optional<std::string> format(std::string_view text, std::vector<Diagnostic>
       diagnostics.push_back(std::move(d));
       return std::nullopt;
     }
-    const auto file = grammar::parse(path, text, options.max_depth, diagnostics);
+    const auto file = detail::parse_source(sources, 0, options.max_depth, diagnostics);
     if (!file) return std::nullopt;
     const SourceText src(text);
     Node root = Builder(src).file(*file);
@@ -702,7 +698,7 @@ std::optional<std::string> format(std::string_view text, std::vector<Diagnostic>
     std::string out = Printer(src).file(root);
 
     // The printed text must give back the same policies and the same comments.
-    std::vector<Diagnostic> again;
+    std::optional<grammar::SyntaxError> again;
     const auto reparsed = grammar::parse(path, out, options.max_depth, again);
     if (!reparsed) return internal({}, "the formatted text does not parse");
     if (describe(*reparsed) != describe(*file))
