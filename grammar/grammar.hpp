@@ -15,8 +15,8 @@ namespace recourse::grammar {
 
 namespace pg = tao::pegtl;
 
-// comment = "#" { any char but newline } ;
-struct comment : pg::seq<pg::one<'#'>, pg::until<pg::eolf>> {};
+// comment = "#" { any char but a line break } ;   (a line ends at LF, CR LF or CR: lines.hpp)
+struct comment : pg::seq<pg::one<'#'>, pg::star<pg::not_one<'\n', '\r'>>> {};
 // _ = { whitespace | comment } ;
 struct sep : pg::star<pg::sor<pg::space, comment>> {};
 

@@ -1,16 +1,18 @@
 // Parse stage: policy text -> ast::File.
 //
 // PEGTL builds a parse tree of the selected rules of grammar.hpp; this file walks that tree
-// into the AST. Syntax errors become one E001 diagnostic at the failing position with the
+// into the AST. A syntax error is one E001 SyntaxError at the failing position with the
 // grammar's "expected ..." message; condition nesting beyond the configured depth is E092,
 // checked while parsing (a control hook counts open conditions), so no later recursive pass
-// over conditions can run deep.
+// over conditions can run deep. Positions are byte offsets made into lines and character
+// columns by lines.hpp (PEGTL's own counting knows one kind of line break and counts bytes).
 #include "parse.hpp"
 
 #include <tao/pegtl.hpp>
 #include <tao/pegtl/contrib/parse_tree.hpp>
 
 #include "grammar.hpp"
+#include "lines.hpp"
 
 namespace recourse::grammar {
 namespace {
@@ -99,12 +101,10 @@ ast::Op to_op(std::string_view op) {
 
 // Turns the parse tree of one source into AST nodes whose positions name that source.
 struct TreeReader {
+  const Lines& lines;
   std::uint32_t source;
 
-  ast::Pos pos_of(const Node& n) const {
-    const auto p = n.begin();
-    return {static_cast<std::uint32_t>(p.line), static_cast<std::uint32_t>(p.column), source};
-  }
+  ast::Pos pos_of(const Node& n) const { return lines.pos(n.m_begin.byte, source); }
 
   ast::Value to_value(const Node& n) const {
     ast::Value v;
@@ -335,13 +335,10 @@ struct TreeReader {
 
 std::optional<ast::File> parse(std::string_view path, std::string_view text, std::size_t max_depth,
                                std::optional<SyntaxError>& error, std::uint32_t source) {
+  const Lines lines(text);
   auto fail = [&](const char* code, const tao::pegtl::position& p, std::string message,
                   std::string help) {
-    error = SyntaxError{
-        code,
-        {static_cast<std::uint32_t>(p.line), static_cast<std::uint32_t>(p.column), source},
-        std::move(message),
-        std::move(help)};
+    error = SyntaxError{code, lines.pos(p.byte, source), std::move(message), std::move(help)};
     return std::nullopt;
   };
   tao::pegtl::memory_input<> in(text.data(), text.size(), std::string(path));
@@ -361,7 +358,7 @@ std::optional<ast::File> parse(std::string_view path, std::string_view text, std
     return fail("E001", in.position(), "syntax error", "");
   ast::File f;
   f.path = std::string(path);
-  const TreeReader reader{source};
+  const TreeReader reader{lines, source};
   for (const auto& c : root->children) {
     if (c->is_type<version_number>()) {
       f.version = reader.to_value(*c);

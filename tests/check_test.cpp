@@ -252,7 +252,57 @@ TEST_CASE("check: diagnostics render with file:line:col, the line and a caret", 
   CHECK(recourse::to_json(d) ==
         "[{\"code\":\"E010\",\"column\":15,\"file\":\"p.recourse\",\"help\":\"did you mean "
         "'retryable'?\","
-        "\"line\":2,\"message\":\"unknown attribute 'retryabel'\",\"severity\":\"error\"}]");
+        "\"line\":2,\"message\":\"unknown attribute 'retryabel'\",\"offset\":27,"
+        "\"severity\":\"error\"}]");
+}
+
+TEST_CASE("check: columns count characters, offsets count bytes; the caret goes by characters",
+          "[check]") {
+  // "é" takes two bytes and "€" three: `cod` is character 31 of its line, byte 34.
+  auto d = in_policy(
+      "  rule r when tool == \"\xc3\xa9\xe2\x82\xac\" or cod == X -> stop\n"
+      "  default -> stop");
+  expect_one(d, {"E010", 2, 31, "unknown attribute 'cod'", "did you mean 'code'?"});
+  CHECK(d[0].offset == 13 + 33);
+  d[0].file = "p.recourse";
+  CHECK(recourse::to_text(d[0]) ==
+        "p.recourse:2:31: error[E010]: unknown attribute 'cod'\n"
+        "    rule r when tool == \"\xc3\xa9\xe2\x82\xac\" or cod == X -> stop\n"
+        "  " +
+            std::string(30, ' ') +
+            "^\n"
+            "  help: did you mean 'code'?\n");
+  CHECK_THAT(recourse::to_json(d), Catch::Contains("\"column\":31,") &&
+                                       Catch::Contains("\"line\":2,") &&
+                                       Catch::Contains("\"offset\":46,"));
+}
+
+TEST_CASE("check: a line ends at LF, CR LF or a lone CR, in positions and source lines",
+          "[check]") {
+  struct Case {
+    const char* name;
+    std::string line_break;
+    std::uint64_t offset;  // of `cod`
+  };
+  for (const Case& c : {Case{"LF", "\n", 41}, Case{"CR LF", "\r\n", 43}, Case{"CR", "\r", 41}}) {
+    INFO(c.name);
+    const std::string& br = c.line_break;
+    const auto d = test::diagnostics("policy \"p\" {" + br + "  # a comment" + br +
+                                     "  rule r when cod == X -> stop" + br + "  default -> stop" +
+                                     br + "}" + br);
+    expect_one(d, {"E010", 3, 15, "unknown attribute 'cod'", "did you mean 'code'?"});
+    CHECK(d[0].offset == c.offset);
+    CHECK(d[0].source_line == "  rule r when cod == X -> stop");
+  }
+  // Mixed in one file, and a syntax error on the last line, which has no line break.
+  const auto d = test::diagnostics("# a\r# b\r\n# c\npolicy \"p\" { default -> stop");
+  expect_one(d, {"E001", 4, 29,
+                 "syntax error: expected a policy item (tool, limits, breaker, "
+                 "throttle, backoff, codes, rule, default, assert, waive, map, hit, "
+                 "test) or '}'",
+                 nullptr});
+  CHECK(d[0].offset == 13 + 28);
+  CHECK(d[0].source_line == "policy \"p\" { default -> stop");
 }
 
 TEST_CASE("check: limits of the compiler (E090, E091, E093)", "[check]") {

@@ -265,6 +265,17 @@ policy "q" {
   CHECK(format_ok(expected) == expected);
   CHECK(comments(format_ok(messy)) == comments(expected));
 
+  SECTION("a line may end at CR LF or a lone CR; the layout ends lines at LF") {
+    for (const std::string line_break : {"\r\n", "\r"}) {
+      std::string text = messy;
+      for (std::size_t i = text.find('\n'); i != std::string::npos;
+           i = text.find('\n', i + line_break.size())) {
+        text.replace(i, 1, line_break);
+      }
+      CHECK(format_ok(text) == expected);
+    }
+  }
+
   SECTION("blank lines between items are kept, runs of them collapsed") {
     const std::string in =
         "policy \"p\" {\n\n  rule a -> retry\n\n\n  rule b -> stop\n  default -> stop\n\n}\n";

@@ -3,6 +3,7 @@
 #include <tao/pegtl/contrib/analyze.hpp>
 
 #include "grammar.hpp"
+#include "lines.hpp"
 #include "source/location.hpp"
 #include "support.hpp"
 
@@ -147,4 +148,31 @@ TEST_CASE("grammar: comments and CRLF line endings", "[grammar]") {
       parse("# head\r\npolicy \"p\" { # trailing\r\n  default -> stop # end\r\n}\r\n# tail", d);
   REQUIRE(file);
   CHECK(file->policies[0].defaults[0].pos.line == 3);
+}
+
+TEST_CASE("grammar: lines end at LF, CR LF or CR; columns count characters", "[grammar]") {
+  using recourse::grammar::line_at;
+  const std::string text = "a\r\nb\rc\n\xc3\xa9x\n";  // x is byte 9, character 2 of line 4
+  const recourse::grammar::Lines lines(text);
+  CHECK(lines.count() == 5);     // a, b, c, éx and the empty line after the last break
+  CHECK(lines.line_of(1) == 1);  // a line break belongs to the line it ends
+  CHECK(lines.line_of(2) == 1);
+  CHECK(lines.line_of(3) == 2);
+  CHECK(lines.start(4) == 7);
+  CHECK(lines.end(4) == 10);
+  const recourse::ast::Pos p = lines.pos(9, 2);
+  CHECK(p.line == 4);
+  CHECK(p.column == 2);
+  CHECK(p.offset == 9);
+  CHECK(p.source == 2);
+  CHECK(line_at(text, 2) == "a");
+  CHECK(line_at(text, 4) == "b");
+  CHECK(line_at(text, 9) == "\xc3\xa9x");
+  CHECK(line_at(text, text.size()).empty());
+  CHECK(line_at("no break", 100) == "no break");
+  // A comment ends at any of them.
+  std::vector<recourse::Diagnostic> d;
+  const auto file = parse("# head\rpolicy \"p\" { # trailing\r  default -> stop }", d);
+  REQUIRE(file);
+  CHECK(file->policies.at(0).defaults.at(0).pos.line == 3);
 }

@@ -116,8 +116,8 @@ RECOURSE_API void recourse_engine_free(recourse_engine* engine);
 
 /** Compiles `count` sources as one bundle and, when they compile, swaps it in. `diagnostics`
  * (may be NULL) receives every diagnostic as a JSON array of {severity, code, file, line,
- * column, message, help}, warnings of a successful compile included. RECOURSE_COMPILE_FAILED
- * keeps the bundle in use. */
+ * column, offset, message, help}, warnings of a successful compile included.
+ * RECOURSE_COMPILE_FAILED keeps the bundle in use. */
 RECOURSE_API recourse_status recourse_engine_load_sources(recourse_engine* engine,
                                                           const recourse_source* sources,
                                                           size_t count, char** diagnostics);

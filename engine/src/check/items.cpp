@@ -47,6 +47,7 @@ void Checker::sequence_bounds(const ast::Policy& p, PolicySpec& spec) {
     out.file = std::string(sources_.at(b.pos.source).path);
     out.line = b.pos.line;
     out.column = b.pos.column;
+    out.offset = b.pos.offset;
     spec.bounds.push_back(std::move(out));
   }
 }
