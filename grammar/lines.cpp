@@ -15,7 +15,8 @@ std::string_view line_at(std::string_view text, std::size_t offset) noexcept {
     --offset;  // the "\n" of a "\r\n"
   std::size_t begin = offset;
   while (begin > 0 && text[begin - 1] != '\n' && text[begin - 1] != '\r') --begin;
-  std::size_t end = offset;
+  if (begin == 0) begin = bom_bytes(text);
+  std::size_t end = std::max(begin, offset);
   while (end < text.size() && text[end] != '\n' && text[end] != '\r') ++end;
   return text.substr(begin, end - begin);
 }
@@ -44,7 +45,7 @@ std::uint32_t Lines::line_of(std::size_t offset) const noexcept {
 }
 
 std::size_t Lines::start(std::uint32_t line) const noexcept {
-  if (line == 0) return 0;
+  if (line <= 1) return bom_bytes(text_);
   return line <= starts_.size() ? starts_[line - 1] : text_.size();
 }
 
@@ -58,8 +59,8 @@ std::size_t Lines::end(std::uint32_t line) const noexcept {
 ast::Pos Lines::pos(std::size_t offset, std::uint32_t source) const noexcept {
   offset = std::min(offset, text_.size());
   const std::uint32_t line = line_of(offset);
-  const auto column =
-      static_cast<std::uint32_t>(chars_before(offset) - chars_before(start(line)) + 1);
+  const std::size_t first = std::min(start(line), offset);  // an offset inside the mark: 1
+  const auto column = static_cast<std::uint32_t>(chars_before(offset) - chars_before(first) + 1);
   return {line, column, source, offset};
 }
 

@@ -4,7 +4,9 @@
 // A line ends at "\n", "\r\n" or a lone "\r". A column counts characters, UTF-8 code points:
 // every byte but a continuation byte (10xxxxxx) starts one. (Policy text outside comments and
 // strings is ASCII, strings are valid UTF-8, and a comment runs to the end of its line, so the
-// text before a position on its line is valid UTF-8.) Byte offsets count every byte of the text.
+// text before a position on its line is valid UTF-8.) A UTF-8 byte-order mark (EF BB BF) at the
+// start of the text belongs to no line: columns and line texts leave it out, while byte offsets
+// count every byte of the text as read, the mark included.
 #pragma once
 
 #include <cstddef>
@@ -25,6 +27,11 @@ inline std::size_t line_break(std::string_view text, std::size_t i) noexcept {
   return i + 1 < text.size() && text[i + 1] == '\n' ? 2 : 1;
 }
 
+/// 3 when `text` starts with a UTF-8 byte-order mark, else 0.
+inline std::size_t bom_bytes(std::string_view text) noexcept {
+  return text.substr(0, 3) == "\xef\xbb\xbf" ? 3 : 0;
+}
+
 /// Whether byte `c` starts a character (is not a UTF-8 continuation byte).
 inline bool starts_char(char c) noexcept {
   return (static_cast<unsigned char>(c) & 0xC0) != 0x80;
@@ -34,7 +41,8 @@ inline bool starts_char(char c) noexcept {
 std::size_t char_count(std::string_view s) noexcept;
 
 /// The line of `text` that holds byte `offset` (a line break belongs to the line it ends; the
-/// end of the text, to the last line), without its line break.
+/// end of the text, to the last line), without its line break (nor, on line 1, a byte-order
+/// mark).
 std::string_view line_at(std::string_view text, std::size_t offset) noexcept;
 
 /// The lines of one text, for turning byte offsets into positions and back. Built in one pass;
@@ -47,7 +55,7 @@ class Lines {
   std::uint32_t count() const noexcept { return static_cast<std::uint32_t>(starts_.size()); }
   /// The 1-based line holding byte `offset` (a line break belongs to the line it ends).
   std::uint32_t line_of(std::size_t offset) const noexcept;
-  /// The offset of the first byte of 1-based `line`.
+  /// The offset of the first byte of 1-based `line` (on line 1, after a byte-order mark).
   std::size_t start(std::uint32_t line) const noexcept;
   /// The offset just past the text of 1-based `line`, before its line break.
   std::size_t end(std::uint32_t line) const noexcept;

@@ -305,6 +305,23 @@ TEST_CASE("check: a line ends at LF, CR LF or a lone CR, in positions and source
   CHECK(d[0].source_line == "policy \"p\" { default -> stop");
 }
 
+TEST_CASE("check: a UTF-8 byte-order mark opens a file; offsets count it, columns do not",
+          "[check]") {
+  const std::string bom = "\xef\xbb\xbf";
+  CHECK(test::diagnostics(bom + "version 1\npolicy \"p\" { default -> stop }\n").empty());
+  const auto d =
+      test::diagnostics(bom + "policy \"p\" { rule r when cod == X -> stop default -> stop }");
+  expect_one(d, {"E010", 1, 26, "unknown attribute 'cod'", "did you mean 'code'?"});
+  CHECK(d[0].offset == 3 + 25);
+  CHECK(d[0].source_line == "policy \"p\" { rule r when cod == X -> stop default -> stop }");
+  // Anywhere else it is no whitespace.
+  expect_one(test::diagnostics("policy \"p\" {" + bom + " default -> stop }"),
+             {"E001", 1, 13,
+              "syntax error: expected a policy item (tool, limits, breaker, throttle, backoff, "
+              "codes, rule, default, assert, waive, map, hit, test) or '}'",
+              nullptr});
+}
+
 TEST_CASE("check: limits of the compiler (E090, E091, E093)", "[check]") {
   recourse::CompileOptions small;
   small.max_source_bytes = 10;

@@ -275,6 +275,9 @@ policy "q" {
       CHECK(format_ok(text) == expected);
     }
   }
+  SECTION("a byte-order mark at the start is read and not written") {
+    CHECK(format_ok("\xef\xbb\xbf" + messy) == expected);
+  }
 
   SECTION("blank lines between items are kept, runs of them collapsed") {
     const std::string in =

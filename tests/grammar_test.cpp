@@ -170,6 +170,11 @@ TEST_CASE("grammar: lines end at LF, CR LF or CR; columns count characters", "[g
   CHECK(line_at(text, 9) == "\xc3\xa9x");
   CHECK(line_at(text, text.size()).empty());
   CHECK(line_at("no break", 100) == "no break");
+  // A byte-order mark is in no line: line 1 starts after it.
+  const std::string marked = "\xef\xbb\xbf\xc3\xa9x";
+  CHECK(recourse::grammar::Lines(marked).pos(5, 0).column == 2);
+  CHECK(recourse::grammar::Lines(marked).start(1) == 3);
+  CHECK(line_at(marked, 5) == "\xc3\xa9x");
   // A comment ends at any of them.
   std::vector<recourse::Diagnostic> d;
   const auto file = parse("# head\rpolicy \"p\" { # trailing\r  default -> stop }", d);
