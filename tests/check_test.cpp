@@ -1,5 +1,10 @@
 // Check stage: every diagnostic code, with its exact message and position; all errors of a file
 // are reported in one pass; a file with errors yields no bundle.
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
 #include "support.hpp"
 
 namespace {
@@ -326,8 +331,9 @@ TEST_CASE("check: limits of the compiler (E090, E091, E093)", "[check]") {
   recourse::CompileOptions small;
   small.max_source_bytes = 10;
   auto r = recourse::compile({{"t", "policy \"p\" { default -> stop }"}}, small);
-  REQUIRE(r.diagnostics.size() == 1);
-  CHECK(r.diagnostics[0].code == "E090");
+  expect_one(r.diagnostics, {"E090", 1, 1, "file is 30 bytes; the limit is 10",
+                             "raise CompileOptions::max_source_bytes"});
+  CHECK(r.diagnostics[0].offset == 0);
 
   recourse::CompileOptions few;
   few.max_rules = 1;
@@ -349,6 +355,35 @@ TEST_CASE("check: limits of the compiler (E090, E091, E093)", "[check]") {
   CHECK(r.diagnostics[0].code == "E093");
   CHECK(r.diagnostics[0].line == 2);
   CHECK(r.diagnostics[0].message == "rule 'big' expands to more than 1000 terms");
+}
+
+TEST_CASE("check: a file beyond the size limit is E090 at 1:1 with its real size", "[check]") {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("recourse-e090-" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const std::string big = (dir / "big.recourse").string();
+  const std::string child = (dir / "child.recourse").string();
+  std::ofstream(big) << "policy \"big\" { default -> stop }\n" << std::string(3'000'000, '#');
+  std::ofstream(child) << "policy \"child\" extends \"big\" { default -> stop }\n";
+  const std::string message = "file is 3000033 bytes; the limit is 1048576";
+  SECTION("named") {
+    const auto r = recourse::compile_paths({big});
+    expect_one(r.diagnostics, {"E090", 1, 1, message.c_str(), nullptr});
+    CHECK(r.diagnostics[0].file == big);
+    CHECK(recourse::to_json(r.diagnostics).find("\"column\":1,") != std::string::npos);
+  }
+  SECTION("read as a base") {
+    const auto r = recourse::compile_paths({child});
+    REQUIRE_FALSE(r.ok());
+    REQUIRE(r.diagnostics.size() >= 1);
+    CHECK(r.diagnostics[0].code == "E090");
+    CHECK(r.diagnostics[0].file == big);
+    CHECK(r.diagnostics[0].line == 1);
+    CHECK(r.diagnostics[0].column == 1);
+    CHECK(r.diagnostics[0].message == message);
+  }
+  fs::remove_all(dir);
 }
 
 TEST_CASE("check: names are not strings; out-of-range and negative durations", "[check]") {

@@ -424,7 +424,7 @@ TEST_CASE("fmt: a file its layout would take past the size limit is refused, unt
   write_file(small, messy);
   fs::permissions(small, fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read);
   const std::string refused =
-      big + ": error[E090]: formatted, the file would be 1048580 bytes; the limit is 1048576\n";
+      big + ":1:1: error[E090]: formatted, the file would be 1048580 bytes; the limit is 1048576\n";
   SECTION("in place: refused with exit 1, the file byte for byte as it was; others formatted") {
     auto r = test::run(cmd(big + " " + small + " 2>&1"));
     CHECK(r.status == 1);

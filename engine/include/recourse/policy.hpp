@@ -266,9 +266,11 @@ CompileResult compile_paths(const std::vector<std::string>& paths,
 /// opened with O_NONBLOCK and checked with fstat() before any read (opening a FIFO without it
 /// waits for a writer). nullopt otherwise, with `error` set to a phrase that follows the path:
 /// "is a FIFO, not a regular file", "is a directory", "cannot be read: Permission denied".
-/// Never throws.
+/// `size`, when given, is set to the file's size in bytes (fstat()'s, or the bytes read if the
+/// file grew meanwhile), which may be beyond what was read. Never throws.
 std::optional<std::string> read_regular_file(const std::string& path, std::size_t max_bytes,
-                                             std::string& error) noexcept;
+                                             std::string& error,
+                                             std::uint64_t* size = nullptr) noexcept;
 
 /// A region of inputs whose decision differs between two versions of a policy.
 struct DecisionChange {

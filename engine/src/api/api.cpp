@@ -128,7 +128,7 @@ CompileResult compile(const std::vector<Source>& sources, const CompileOptions& 
 
 CompileResult compile_paths(const std::vector<std::string>& paths, const CompileOptions& options) {
   std::vector<Source> sources;
-  std::vector<Diagnostic> unreadable;
+  std::vector<Diagnostic> unreadable;  // E000 and E090: the files that were not read
   auto unreadable_path = [&](const std::string& path, std::string why) {
     unreadable.push_back(detail::unreadable(path, std::move(why)));
   };
@@ -138,10 +138,8 @@ CompileResult compile_paths(const std::vector<std::string>& paths, const Compile
     const fs::path canonical = fs::weakly_canonical(p, ec);
     if (std::find(seen.begin(), seen.end(), canonical) != seen.end()) return;  // named twice
     seen.push_back(canonical);
-    std::string error;
-    auto text = read_regular_file(p.string(), options.max_source_bytes, error);
-    if (!text) return unreadable_path(p.string(), "file " + error);
-    sources.push_back({p.string(), std::move(*text)});
+    if (auto text = detail::read_policy_file(p.string(), options, unreadable))
+      sources.push_back({p.string(), std::move(*text)});
   };
   for (const auto& path : paths) {
     std::error_code ec;

@@ -15,7 +15,7 @@
 namespace recourse {
 
 std::optional<std::string> read_regular_file(const std::string& path, std::size_t max_bytes,
-                                             std::string& error) noexcept {
+                                             std::string& error, std::uint64_t* size) noexcept {
   try {
     const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
     if (fd < 0) {
@@ -53,6 +53,7 @@ std::optional<std::string> read_regular_file(const std::string& path, std::size_
       }
       text.append(chunk, static_cast<std::size_t>(n));
     }
+    if (size) *size = std::max<std::uint64_t>(static_cast<std::uint64_t>(st.st_size), text.size());
     if (text.size() > max_bytes + 1) text.resize(max_bytes + 1);
     return text;
   } catch (const std::exception& e) {
@@ -75,16 +76,35 @@ Diagnostic unreadable(const std::string& path, std::string message) {
   return d;
 }
 
-bool over_limit(const Source& src, const CompileOptions& options, std::vector<Diagnostic>& out) {
-  if (src.text.size() <= options.max_source_bytes) return false;
+Diagnostic too_large(std::string_view path, std::uint64_t bytes, const CompileOptions& options) {
   Diagnostic d;
   d.code = "E090";
-  d.file = src.path;
-  d.message =
-      fmt::format("file is {} bytes; the limit is {}", src.text.size(), options.max_source_bytes);
+  d.file = std::string(path);
+  d.line = 1;
+  d.column = 1;
+  d.message = fmt::format("file is {} bytes; the limit is {}", bytes, options.max_source_bytes);
   d.help = "raise CompileOptions::max_source_bytes";
-  out.push_back(std::move(d));
+  return d;
+}
+
+bool over_limit(std::string_view path, std::uint64_t bytes, const CompileOptions& options,
+                std::vector<Diagnostic>& out) {
+  if (bytes <= options.max_source_bytes) return false;
+  out.push_back(too_large(path, bytes, options));
   return true;
+}
+
+std::optional<std::string> read_policy_file(const std::string& path, const CompileOptions& options,
+                                            std::vector<Diagnostic>& out) {
+  std::string error;
+  std::uint64_t size = 0;
+  auto text = read_regular_file(path, options.max_source_bytes, error, &size);
+  if (!text) {
+    out.push_back(unreadable(path, "file " + error));
+    return std::nullopt;
+  }
+  if (over_limit(path, size, options, out)) return std::nullopt;
+  return text;
 }
 
 BaseLoader file_loader(Sources& refs, std::deque<Source>& loaded, const CompileOptions& options,
@@ -104,15 +124,10 @@ BaseLoader file_loader(Sources& refs, std::deque<Source>& loaded, const CompileO
     tried->push_back(path);
     std::error_code ec;
     if (!fs::exists(fs::status(path, ec))) return std::nullopt;  // E026 says what to do
-    std::string error;
-    auto text = read_regular_file(path.string(), options.max_source_bytes, error);
-    if (!text) {
-      diagnostics.push_back(unreadable(path.string(), "file " + error));
-      return std::nullopt;
-    }
+    auto text = read_policy_file(path.string(), options, diagnostics);
+    if (!text) return std::nullopt;
     loaded.push_back({path.string(), std::move(*text)});
     const Source& src = loaded.back();
-    if (over_limit(src, options, diagnostics)) return std::nullopt;
     refs.push_back({src.path, src.text});
     return parse_source(refs, static_cast<std::uint32_t>(refs.size() - 1), options.max_depth,
                         diagnostics);
@@ -125,7 +140,7 @@ std::vector<ast::File> read_policies(const std::vector<Source>& given,
                                      std::vector<Diagnostic>& diagnostics) {
   std::vector<ast::File> files;
   for (const Source& src : given) {
-    if (over_limit(src, options, diagnostics)) continue;
+    if (over_limit(src.path, src.text.size(), options, diagnostics)) continue;
     refs.push_back({src.path, src.text});
     if (auto f = parse_source(refs, static_cast<std::uint32_t>(refs.size() - 1), options.max_depth,
                               diagnostics))

@@ -27,6 +27,7 @@
 #include "lines.hpp"
 #include "print.hpp"
 #include "source/location.hpp"
+#include "source/sources.hpp"
 
 namespace recourse {
 namespace {
@@ -633,13 +634,10 @@ bool verify_format(std::string_view original, std::string_view formatted,
   const detail::Sources file{{path, original}};
   try {
     if (formatted.size() > options.max_source_bytes) {
-      Diagnostic d;
-      d.code = "E090";
-      d.file = std::string(path);
+      Diagnostic& d = diagnostics.emplace_back(detail::too_large(path, formatted.size(), options));
       d.message = "formatted, the file would be " + std::to_string(formatted.size()) +
                   " bytes; the limit is " + std::to_string(options.max_source_bytes);
       d.help = "the file is left as it is; split it, or raise CompileOptions::max_source_bytes";
-      diagnostics.push_back(std::move(d));
       return false;
     }
     const auto before = compiled_form(original, path, options);
@@ -664,16 +662,7 @@ std::optional<std::string> format(std::string_view text, std::vector<Diagnostic>
     return std::nullopt;
   };
   try {
-    if (text.size() > options.max_source_bytes) {
-      Diagnostic d;
-      d.code = "E090";
-      d.file = std::string(path);
-      d.message = "file is " + std::to_string(text.size()) + " bytes; the limit is " +
-                  std::to_string(options.max_source_bytes);
-      d.help = "raise CompileOptions::max_source_bytes";
-      diagnostics.push_back(std::move(d));
-      return std::nullopt;
-    }
+    if (detail::over_limit(path, text.size(), options, diagnostics)) return std::nullopt;
     const auto file = detail::parse_source(sources, 0, options.max_depth, diagnostics);
     if (!file) return std::nullopt;
     const SourceText src(text);
