@@ -52,6 +52,47 @@ TEST_CASE("check: unknown code (E011) suggests the nearest", "[check]") {
               "did you mean 'TRANSIENT'? (declare it in `codes { }`)"});
 }
 
+TEST_CASE("check: help suggests a name only when one is near, never an empty one", "[check]") {
+  const auto d = in_policy("  rule r when code == ZZZZZZZZZZZZ -> retry\n  default -> stop");
+  expect_one(d, {"E011", 2, 23, "unknown code 'ZZZZZZZZZZZZ'", "declare it in `codes { }`"});
+  CHECK_THAT(recourse::to_text(d[0]), Catch::Contains("\n  help: declare it in `codes { }`\n"));
+  expect_one(in_policy("  limits { deadline = 5qqqqq }\n  default -> stop"),
+             {"E025", 2, 23, "unknown unit 'qqqqq' in 5qqqqq", "durations take ms, s, m or h"});
+  expect_one(
+      in_policy("  map zzzzzz 409 -> TIMEOUT\n  default -> stop"),
+      {"E018", 2, 7, "unknown protocol 'zzzzzz' in map", "map takes http, grpc, jsonrpc or mcp"});
+  expect_one(in_policy("  assert sequence zzzzzzzz <= 3\n  default -> stop"),
+             {"E032", 2, 19, "unknown sequence metric 'zzzzzzzz'",
+              "metrics: total_wait, max_delay, calls, calls_after CODE, repairs"});
+  // Every name far from all candidates, in every place a name is looked up: no help is left
+  // with an empty suggestion (a leading space or "; ", "''", an empty "did you mean").
+  const auto all = test::diagnostics(
+      "policy \"p\" {\n"
+      "  tool { zzzzzzzz = 1 }\n"
+      "  limits { on_exhausted = zzzzzzzz }\n"
+      "  backoff zzzzzzzz\n"
+      "  hit zzzzzzzz\n"
+      "  waive zzzzzzzz \"r\"\n"
+      "  map zzzzzzzz 1 -> zzzzzzzz\n"
+      "  map grpc zzzzzzzz -> TIMEOUT\n"
+      "  assert sequence zzzzzzzz <= 1\n"
+      "  rule a when zzzzzzzz -> retry\n"
+      "  rule b when side_effect == zzzzzzzz -> zzzzzzzz\n"
+      "  rule c when code == zzzzzzzz or retry_after > 1zzzzzzzz -> stop\n"
+      "  test \"t\" { envelope {} expect zzzzzzzz rule zzzzzzzz }\n"
+      "  default -> stop\n"
+      "}\n");
+  CHECK(all.size() >= 12);
+  for (const auto& x : all) {
+    INFO(recourse::to_text(x));
+    CHECK(x.help.find("did you mean ''") == std::string::npos);
+    CHECK(x.help.find("did you mean") == std::string::npos);  // nothing is near
+    CHECK((x.help.empty() || (x.help.front() != ' ' && x.help.front() != ';')));
+    CHECK(x.help.find("; ;") == std::string::npos);
+    CHECK((x.help.size() < 2 || x.help.substr(x.help.size() - 2) != "; "));
+  }
+}
+
 TEST_CASE("check: type errors (E012)", "[check]") {
   SECTION("ordering a code") {
     expect_one(in_policy("  rule r when code < 3 -> retry\n  default -> stop"),

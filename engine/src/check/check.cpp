@@ -28,9 +28,7 @@ std::optional<std::int64_t> Checker::duration(const ast::Value& v) {
   constexpr std::array<std::string_view, 4> units = {"ms", "s", "m", "h"};
   if (std::find(units.begin(), units.end(), v.unit) == units.end()) {
     error("E025", v.pos, "unknown unit '" + v.unit + "' in " + v.text + v.unit,
-          "durations take ms, s, m or h" + std::string(did_you_mean(v.unit, units).empty()
-                                                           ? ""
-                                                           : "; " + did_you_mean(v.unit, units)));
+          help_with("durations take ms, s, m or h", v.unit, units));
     return std::nullopt;
   }
   const double scale = v.unit == "ms" ? 1 : v.unit == "s" ? 1e3 : v.unit == "m" ? 6e4 : 3.6e6;
@@ -75,9 +73,11 @@ std::optional<std::int64_t> Checker::code_id(const ast::Value& v, const PolicySp
     for (std::size_t i = 0; i < spec.codes.size(); ++i)
       if (spec.codes[i] == v.text) return static_cast<std::int64_t>(i);
   }
-  error("E011", v.pos, "unknown code '" + v.text + "'",
-        did_you_mean(v.text, spec.codes) +
-            (v.kind == Kind::Ident ? " (declare it in `codes { }`)" : ""));
+  // A name may be a code yet to declare; a number never is one.
+  std::string help = did_you_mean(v.text, spec.codes);
+  if (v.kind == Kind::Ident)
+    help += help.empty() ? "declare it in `codes { }`" : " (declare it in `codes { }`)";
+  error("E011", v.pos, "unknown code '" + v.text + "'", help);
   return std::nullopt;
 }
 

@@ -60,10 +60,18 @@ class Checker {
     report(Severity::Warning, code, pos, std::move(message), std::move(help));
   }
 
+  // "did you mean 'X'?" for the candidate nearest `name`, or empty when none is near.
   template <typename Range>
   static std::string did_you_mean(std::string_view name, const Range& candidates) {
     const auto n = nearest(name, candidates);
     return n.empty() ? std::string() : "did you mean '" + std::string(n) + "'?";
+  }
+  // `help`, then "; did you mean 'X'?" when a candidate is near `name`: no suggestion rather than
+  // an empty one.
+  template <typename Range>
+  static std::string help_with(std::string help, std::string_view name, const Range& candidates) {
+    const std::string suggestion = did_you_mean(name, candidates);
+    return suggestion.empty() ? help : help + "; " + suggestion;
   }
 
   // ---- values -------------------------------------------------------------------------------
