@@ -214,6 +214,32 @@ TEST_CASE("check: durations (E025)", "[check]") {
             .empty());
 }
 
+TEST_CASE("check: a duration is exact as written; more precision than whole ms is E025",
+          "[check]") {
+  const std::string zeros(10'000, '0');
+  for (const std::string& d :
+       {std::string("1.00000000000000001ms"), std::string("1.0001ms"), std::string("1.0001s"),
+        std::string("0.00001m"), std::string("0.0000001h"), "1." + zeros + "1s"}) {
+    INFO(d.substr(0, 30));
+    expect_one(in_policy("  limits { deadline = " + d + " }\n  default -> stop"),
+               {"E025", 2, 23, ("duration " + d + " is not a whole number of milliseconds").c_str(),
+                nullptr});
+  }
+  const std::pair<std::string, std::int64_t> whole[] = {
+      {"1.000s", 1000},  {"1." + zeros + "s", 1000},
+      {"1.001s", 1001},  {"0.00005m", 3},
+      {"0.000025h", 90}, {"1.5m", 90'000},
+      {"007ms", 7},      {"1000000000000000ms", 1'000'000'000'000'000},
+  };
+  for (const auto& [d, ms] : whole) {
+    INFO(d.substr(0, 30));
+    const auto p = test::policy("policy \"p\" { limits { deadline = " + d + " } default -> stop }");
+    CHECK(p.info().deadline_ms == ms);
+  }
+  expect_one(in_policy("  limits { deadline = 1000000000000.001s }\n  default -> stop"),
+             {"E025", 2, 23, "duration 1000000000000.001s is out of range", nullptr});
+}
+
 TEST_CASE("check: duplicate policy across files (E020)", "[check]") {
   auto r = recourse::compile({{"a.recourse", "policy \"p\" { default -> stop }"},
                               {"b.recourse", "\npolicy \"p\" { default -> stop }"}});

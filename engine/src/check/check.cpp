@@ -6,7 +6,7 @@
 // policy is then lowered (lower.cpp): its guards and invariants synthesized.
 #include "check/check.hpp"
 
-#include <cmath>
+#include <cstdlib>
 #include <map>
 #include <set>
 
@@ -17,6 +17,46 @@
 #include "source/nearest.hpp"
 
 namespace recourse::detail {
+namespace {
+
+// What a duration literal comes to in ms.
+enum class Ms { Whole, Fraction, OutOfRange };
+
+// The exact value of `number` ([-]digits[.digits], as the grammar reads a number) times
+// `unit_ms`, in `ms` when it is a whole number of ms within 1e15; decimal arithmetic, so no
+// spelling rounds into range or into a whole number (1.00000000000000001ms is a fraction, and
+// 1.000s, with any number of zeros, 1000 ms). Past 7 fraction digits (trailing zeros aside) no
+// unit gives whole ms: the last digit is not 0, so 10^digits would have to divide the unit's
+// 2^a 5^b with a, b <= 7 (h is 3,600,000 = 2^7 3^2 5^5 ms).
+Ms whole_ms(std::string_view number, std::int64_t unit_ms, std::int64_t& ms) {
+  constexpr std::int64_t kMax = 1'000'000'000'000'000;
+  const bool negative = !number.empty() && number.front() == '-';
+  if (negative) number.remove_prefix(1);
+  const auto dot = number.find('.');
+  const std::string_view whole = number.substr(0, dot);
+  std::string_view fraction =
+      dot == std::string_view::npos ? std::string_view() : number.substr(dot + 1);
+  while (!fraction.empty() && fraction.back() == '0') fraction.remove_suffix(1);
+  std::int64_t units = 0;
+  for (const char c : whole) {
+    if (units > kMax / unit_ms) return Ms::OutOfRange;
+    units = units * 10 + (c - '0');
+  }
+  if (units > kMax / unit_ms) return Ms::OutOfRange;
+  if (fraction.size() > 7) return Ms::Fraction;
+  std::int64_t digits = 0, scale = 1;
+  for (const char c : fraction) {
+    digits = digits * 10 + (c - '0');
+    scale *= 10;
+  }
+  if (digits * unit_ms % scale != 0) return Ms::Fraction;
+  ms = units * unit_ms + digits * unit_ms / scale;
+  if (ms > kMax) return Ms::OutOfRange;
+  if (negative) ms = -ms;
+  return Ms::Whole;
+}
+
+}  // namespace
 
 std::optional<std::int64_t> Checker::duration(const ast::Value& v) {
   if (v.kind != Kind::Number || v.unit.empty()) {
@@ -26,23 +66,26 @@ std::optional<std::int64_t> Checker::duration(const ast::Value& v) {
     return std::nullopt;
   }
   constexpr std::array<std::string_view, 4> units = {"ms", "s", "m", "h"};
-  if (std::find(units.begin(), units.end(), v.unit) == units.end()) {
+  constexpr std::array<std::int64_t, 4> unit_ms = {1, 1000, 60'000, 3'600'000};
+  const auto unit = std::find(units.begin(), units.end(), v.unit);
+  if (unit == units.end()) {
     error("E025", v.pos, "unknown unit '" + v.unit + "' in " + v.text + v.unit,
           help_with("durations take ms, s, m or h", v.unit, units));
     return std::nullopt;
   }
-  const double scale = v.unit == "ms" ? 1 : v.unit == "s" ? 1e3 : v.unit == "m" ? 6e4 : 3.6e6;
-  const double ms = std::strtod(v.text.c_str(), nullptr) * scale;
-  if (!std::isfinite(ms) || std::fabs(ms) > 1e15) {
-    error("E025", v.pos, "duration " + v.text + v.unit + " is out of range",
-          "durations go up to 1e15 ms (about 31,000 years)");
-    return std::nullopt;
+  std::int64_t ms = 0;
+  switch (whole_ms(v.text, unit_ms[static_cast<std::size_t>(unit - units.begin())], ms)) {
+    case Ms::Whole:
+      return ms;
+    case Ms::OutOfRange:
+      error("E025", v.pos, "duration " + v.text + v.unit + " is out of range",
+            "durations go up to 1e15 ms (about 31,000 years)");
+      return std::nullopt;
+    case Ms::Fraction:
+      break;
   }
-  if (ms != std::floor(ms)) {
-    error("E025", v.pos, "duration " + v.text + v.unit + " is not a whole number of milliseconds");
-    return std::nullopt;
-  }
-  return static_cast<std::int64_t>(ms);
+  error("E025", v.pos, "duration " + v.text + v.unit + " is not a whole number of milliseconds");
+  return std::nullopt;
 }
 
 std::optional<std::int64_t> Checker::count(const ast::Value& v) {
