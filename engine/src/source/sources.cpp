@@ -32,12 +32,7 @@ std::optional<std::string> read_regular_file(const std::string& path, std::size_
       return std::nullopt;
     }
     if (!S_ISREG(st.st_mode)) {
-      error = S_ISDIR(st.st_mode)    ? "is a directory"
-              : S_ISFIFO(st.st_mode) ? "is a FIFO, not a regular file"
-              : S_ISSOCK(st.st_mode) ? "is a socket, not a regular file"
-              : S_ISCHR(st.st_mode)  ? "is a character device, not a regular file"
-              : S_ISBLK(st.st_mode)  ? "is a block device, not a regular file"
-                                     : "is not a regular file";
+      error = detail::not_regular(st.st_mode);
       return std::nullopt;
     }
     // In chunks: memory follows the file's size, never the limit's.
@@ -67,6 +62,15 @@ std::optional<std::string> read_regular_file(const std::string& path, std::size_
 namespace recourse::detail {
 
 namespace fs = std::filesystem;
+
+const char* not_regular(unsigned mode) noexcept {
+  return S_ISDIR(mode)    ? "is a directory"
+         : S_ISFIFO(mode) ? "is a FIFO, not a regular file"
+         : S_ISSOCK(mode) ? "is a socket, not a regular file"
+         : S_ISCHR(mode)  ? "is a character device, not a regular file"
+         : S_ISBLK(mode)  ? "is a block device, not a regular file"
+                          : "is not a regular file";
+}
 
 Diagnostic unreadable(const std::string& path, std::string message) {
   Diagnostic d;

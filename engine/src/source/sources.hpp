@@ -34,6 +34,11 @@ std::vector<ast::File> read_policies(const std::vector<Source>& given,
                                      std::deque<Source>& loaded,
                                      std::vector<Diagnostic>& diagnostics);
 
+/// What a file of stat() mode `mode` is, when not a regular file, as a phrase that follows its
+/// path: "is a directory", "is a FIFO, not a regular file", "is a character device, not a
+/// regular file", ... How every refusal of a path that must be a regular file says why.
+const char* not_regular(unsigned mode) noexcept;
+
 /// Error E000 on `path`: it cannot be read, `message` says why.
 Diagnostic unreadable(const std::string& path, std::string message);
 
