@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "envelope/fields.hpp"
 #include "envelope/json_number.hpp"
 #include "recourse/envelope.hpp"
 
@@ -94,6 +95,34 @@ Field field_of(const std::string& key) {
   return Field::None;
 }
 
+// Why retryAfterMs is dropped when it is not a number of ms >= 0.
+constexpr const char* kBadWait = "expected a finite number of ms >= 0";
+
+// The warning kind ("oversized", "malformed") when string `v` cannot be the value of string
+// field `f`, with the reason in `why`; nullptr when it can. The one statement of the string
+// fields' rules: a cap per field, and only message and suggestion may be empty.
+const char* string_problem(Field f, const std::string& v, const ReaderLimits& limits,
+                           std::string& why) {
+  const std::size_t cap = f == Field::Code                                ? limits.max_code_bytes
+                          : f == Field::Message || f == Field::Suggestion ? limits.max_text_bytes
+                                                                          : limits.max_field_bytes;
+  if (v.size() > cap) {
+    why = "is longer than " + std::to_string(cap) + " bytes";
+    return "oversized";
+  }
+  if (v.empty() && f != Field::Message && f != Field::Suggestion) {
+    why = "is an empty string";
+    return "malformed";
+  }
+  return nullptr;
+}
+
+// The warning for field `f` read as absent: `kind`, and the key followed by `why`.
+EnvelopeWarning dropped(const char* kind, Field f, const std::string& why) {
+  const char* key = kKeys[static_cast<std::size_t>(f)];
+  return {kind, key, std::string(key) + " " + why + "; read as absent"};
+}
+
 class Reader : public nlohmann::json_sax<nlohmann::json> {
  public:
   Reader(const ReaderLimits& limits, EnvelopeResult& out) : limits_(limits), out_(out) {}
@@ -133,14 +162,8 @@ class Reader : public nlohmann::json_sax<nlohmann::json> {
         drop("malformed", "expected " + expected() + ", got a string");
         return;
       }
-      const std::size_t cap = current_ == Field::Code ? limits_.max_code_bytes
-                              : current_ == Field::Message || current_ == Field::Suggestion
-                                  ? limits_.max_text_bytes
-                                  : limits_.max_field_bytes;
-      if (v.size() > cap)
-        return drop("oversized", "is longer than " + std::to_string(cap) + " bytes");
-      if (v.empty() && current_ != Field::Message && current_ != Field::Suggestion)
-        return drop("malformed", "is an empty string");
+      std::string why;
+      if (const char* kind = string_problem(current_, v, limits_, why)) return drop(kind, why);
       set_string(std::move(v));
     });
   }
@@ -208,7 +231,7 @@ class Reader : public nlohmann::json_sax<nlohmann::json> {
     return scalar([&] {
       if (current_ != Field::RetryAfter)
         return drop("malformed", "expected " + expected() + ", got a number");
-      if (!valid) return drop("malformed", "expected a finite number of ms >= 0");
+      if (!valid) return drop("malformed", kBadWait);
       out_.envelope.retry_after_ms = value;
     });
   }
@@ -249,9 +272,7 @@ class Reader : public nlohmann::json_sax<nlohmann::json> {
 
   void drop(const char* kind, const std::string& why) {
     clear(current_);
-    const char* key = kKeys[static_cast<std::size_t>(current_)];
-    out_.envelope.warnings.push_back(
-        {kind, key, std::string(key) + " " + why + "; read as absent"});
+    out_.envelope.warnings.push_back(dropped(kind, current_, why));
   }
 
   void clear(Field f) {
@@ -315,6 +336,27 @@ class Reader : public nlohmann::json_sax<nlohmann::json> {
 };
 
 }  // namespace
+
+Envelope detail::read_fields(Envelope fields, const ReaderLimits& limits) {
+  auto text = [&](Field f, std::optional<std::string>& value) {
+    if (!value) return;
+    std::string why;
+    if (const char* kind = string_problem(f, *value, limits, why)) {
+      value.reset();
+      fields.warnings.push_back(dropped(kind, f, why));
+    }
+  };
+  text(Field::Code, fields.code);
+  text(Field::Message, fields.message);
+  text(Field::FieldName, fields.field);
+  text(Field::Suggestion, fields.suggestion);
+  if (fields.retry_after_ms && *fields.retry_after_ms < 0) {
+    fields.retry_after_ms.reset();
+    fields.warnings.push_back(dropped("malformed", Field::RetryAfter, kBadWait));
+  }
+  text(Field::TraceId, fields.trace_id);
+  return fields;
+}
 
 EnvelopeResult read_envelope(std::string_view json, const ReaderLimits& limits) noexcept {
   EnvelopeResult out;
