@@ -20,7 +20,7 @@
 #include <set>
 
 #include "eval/eval.hpp"
-#include "parse.hpp"
+#include "source/location.hpp"
 
 namespace recourse::detail {
 namespace {
@@ -34,7 +34,7 @@ struct TooLarge {
 
 class Compiler {
  public:
-  Compiler(const PolicySpec& spec, const CompileOptions& options, const grammar::Sources& sources,
+  Compiler(const PolicySpec& spec, const CompileOptions& options, const Sources& sources,
            std::vector<Diagnostic>& diagnostics, const PolicySpec* also)
       : spec_(spec), options_(options), sources_(sources), diagnostics_(diagnostics), also_(also) {
     column_of_.fill(-1);
@@ -278,14 +278,10 @@ class Compiler {
       if (!reachable) continue;
       const std::string name =
           attr == Attr::FieldInArguments ? "field" : std::string(info(attr).name);
-      Diagnostic d;
-      d.severity = Severity::Warning;
-      d.code = "W001";
-      grammar::locate(d, sources_, rule.pos);
-      d.message = "rule '" + rule.name + "' can " + to_string(rule.action.route) + " when " + name +
-                  " is absent, only because of `not`";
-      d.help = "add `" + name + " is present` if an absent value should not match";
-      diagnostics_.push_back(std::move(d));
+      report(diagnostics_, sources_, rule.pos, Severity::Warning, "W001",
+             "rule '" + rule.name + "' can " + to_string(rule.action.route) + " when " + name +
+                 " is absent, only because of `not`",
+             "add `" + name + " is present` if an absent value should not match");
     }
   }
 
@@ -377,7 +373,7 @@ class Compiler {
 
   const PolicySpec& spec_;
   const CompileOptions& options_;
-  const grammar::Sources& sources_;
+  const Sources& sources_;
   std::vector<Diagnostic>& diagnostics_;
   const PolicySpec* also_;  // another policy whose attributes and cuts the columns must carry
   Table table_;
@@ -401,36 +397,29 @@ std::vector<std::uint32_t> rule_order(const PolicySpec& spec) {
 }
 
 std::optional<Table> compile(const PolicySpec& spec, const CompileOptions& options,
-                             const grammar::Sources& sources, std::vector<Diagnostic>& diagnostics,
+                             const Sources& sources, std::vector<Diagnostic>& diagnostics,
                              const PolicySpec* also) {
   Compiler compiler(spec, options, sources, diagnostics, also);
   try {
     return compiler.run();
   } catch (const TooLarge& e) {
-    Diagnostic d;
-    d.code = "E094";
-    grammar::locate(d, sources, spec.pos);
-    d.message = "policy '" + spec.name + "' compiles to a table of more than " +
-                std::to_string(e.bytes >> 20) + " MiB; the limit is " +
-                std::to_string(options.max_table_bytes >> 20) + " MiB";
-    d.help =
-        "rules comparing many distinct constants make many cells; group them with `in [..]`, "
-        "or raise CompileOptions::max_table_bytes";
-    diagnostics.push_back(std::move(d));
+    report(diagnostics, sources, spec.pos, Severity::Error, "E094",
+           "policy '" + spec.name + "' compiles to a table of more than " +
+               std::to_string(e.bytes >> 20) + " MiB; the limit is " +
+               std::to_string(options.max_table_bytes >> 20) + " MiB",
+           "rules comparing many distinct constants make many cells; group them with `in [..]`, "
+           "or raise CompileOptions::max_table_bytes");
     return std::nullopt;
   } catch (const TooManyTerms& e) {
     const auto& item = compiler.expanding;
-    Diagnostic d;
-    d.code = "E093";
-    grammar::locate(d, sources, item.pos);
-    d.message = e.work ? item.what + " needs more than " + std::to_string(options.max_dnf_work) +
-                             " term intersections to expand"
-                       : item.what + " expands to more than " +
-                             std::to_string(options.max_terms_per_rule) + " terms";
-    d.help =
+    report(
+        diagnostics, sources, item.pos, Severity::Error, "E093",
+        e.work ? item.what + " needs more than " + std::to_string(options.max_dnf_work) +
+                     " term intersections to expand"
+               : item.what + " expands to more than " + std::to_string(options.max_terms_per_rule) +
+                     " terms",
         std::string("an `and` of many `or`s multiplies out; split it, or raise CompileOptions::") +
-        (e.work ? "max_dnf_work" : "max_terms_per_rule");
-    diagnostics.push_back(std::move(d));
+            (e.work ? "max_dnf_work" : "max_terms_per_rule"));
     return std::nullopt;
   }
 }
