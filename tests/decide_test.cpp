@@ -237,6 +237,26 @@ TEST_CASE("decide: backoff follows its formula; jitter is a deterministic hash",
   CHECK(high > 150);
 }
 
+TEST_CASE("decide: an attempt below 1 backs off as attempt 1, its draw included",
+          "[decide][backoff]") {
+  // Context::attempt counts from 1; language.md section 12 takes n as at least 1 for the delay
+  // and for the draw U keys by n.
+  using recourse::detail::Jitter;
+  recourse::detail::Backoff b;
+  b.base_ms = 100;
+  b.max_ms = 1000;
+  for (Jitter j : {Jitter::None, Jitter::Full, Jitter::Equal, Jitter::Decorrelated}) {
+    b.jitter = j;
+    for (std::uint64_t key = 0; key < 200; ++key)
+      for (std::int64_t attempt : {0, -1, -1000}) {
+        const auto below = recourse::detail::backoff_delay(b, attempt, key);
+        const auto first = recourse::detail::backoff_delay(b, 1, key);
+        CHECK(below.delay_ms == first.delay_ms);
+        CHECK(below.draw_ms == first.draw_ms);
+      }
+  }
+}
+
 TEST_CASE("decide: the delay is floored by min_delay and raised to the server's hint",
           "[decide][backoff]") {
   const auto p = test::policy(R"(policy "p" {
