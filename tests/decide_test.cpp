@@ -318,6 +318,25 @@ TEST_CASE("decide: a bundle selects by tool name, then \"*\", else stops", "[dec
   CHECK(d.minted_trace_id != 0);
 }
 
+TEST_CASE("decide: a context flagged store_unavailable keeps the warning without a policy",
+          "[decide]") {
+  // docs/state.md: every decision made from state the store could not give carries the warning,
+  // those with no policy and those of an unreadable envelope too.
+  auto r = recourse::compile({{"a", R"(policy "a" { default -> stop })"}});
+  REQUIRE(r.ok());
+  auto c = test::context(R"({"tool":"b","sideEffect":"none"})");
+  c.store_unavailable = true;
+  CHECK(r.bundle->decide({}, c).warnings ==
+        (recourse::kNoPolicy | recourse::kTraceIdMinted | recourse::kStoreUnavailable));
+  CHECK(r.bundle->unreadable(c).warnings ==
+        (recourse::kUnreadableEnvelope | recourse::kTraceIdMinted | recourse::kStoreUnavailable));
+  c.tool = "a";
+  CHECK(r.bundle->unreadable(c).warnings ==
+        (recourse::kUnreadableEnvelope | recourse::kTraceIdMinted | recourse::kStoreUnavailable));
+  CHECK(r.bundle->decide({}, c).warnings ==
+        (recourse::kTraceIdMinted | recourse::kStoreUnavailable));
+}
+
 TEST_CASE("decide: a decision keeps its policy alive after the bundle is gone", "[decide]") {
   recourse::Decision d;
   {
