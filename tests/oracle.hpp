@@ -33,12 +33,12 @@ using recourse::detail::Cond;
 using recourse::detail::PolicySpec;
 
 /// The decision the documentation gives for one input: the fields of recourse::Decision a host
-/// reads (the policy's name and hash, the row and the minted trace id aside). `problem` is
+/// reads (the policy's hash, the row and the minted trace id aside). `problem` is
 /// non-empty when the policy breaks a promise the checker made (`hit unique` with two matching
 /// rules of different routes).
 struct Expected {
   Route route = Route::Stop;
-  std::string rule, reason, target, exhausted, nearest_code, problem;
+  std::string policy, rule, reason, target, exhausted, nearest_code, problem;
   std::int64_t delay_ms = 0, jitter_ms = 0;
   std::int64_t attempt = 1, attempts_left = 0, repairs_left = 0;
   recourse::BudgetLeft attempts, repairs, cost, time_ms;
@@ -438,6 +438,7 @@ inline Expected decide(const PolicySpec& spec, const recourse::Envelope& e,
                        const recourse::Context& c, std::int64_t attempt_ceiling = 10) {
   using namespace naive;
   Expected out;
+  out.policy = spec.name;
   const Input in = attributes(spec, e, c, attempt_ceiling, out);
   const std::int64_t time_left = in[Attr::TimeLeft].num;
   if (c.store_unavailable) out.warnings |= recourse::kStoreUnavailable;
@@ -499,6 +500,52 @@ inline Expected decide(const PolicySpec& spec, const recourse::Envelope& e,
 
 namespace naive {
 
+// Section 1: the policy named as the context's tool, else the one named "*", else none.
+inline const PolicySpec* select(const std::vector<const PolicySpec*>& policies,
+                                const std::string& tool) {
+  for (const std::string& name : {tool, std::string("*")})
+    for (const PolicySpec* p : policies)
+      if (p->name == name) return p;
+  return nullptr;
+}
+
+// Section 14: a decision no policy made stops, with no budgets and no delay.
+inline Expected unmade(const recourse::Context& c, std::string rule, std::string reason,
+                       std::uint32_t warnings) {
+  Expected out;
+  out.rule = std::move(rule);
+  out.reason = std::move(reason);
+  out.attempt = c.attempt;
+  out.warnings = warnings;
+  if (c.store_unavailable) out.warnings |= recourse::kStoreUnavailable;
+  return out;
+}
+
+}  // namespace naive
+
+/// The decision of a bundle of `policies` (section 1): the policy of the context's tool, else
+/// the "*" policy, else `stop` with rule `no_policy` (section 14).
+inline Expected decide(const std::vector<const PolicySpec*>& policies, const recourse::Envelope& e,
+                       const recourse::Context& c) {
+  if (const PolicySpec* p = naive::select(policies, c.tool)) return decide(*p, e, c);
+  Expected out = naive::unmade(c, "no_policy", "no policy for this tool and no \"*\" policy",
+                               recourse::kNoPolicy | (e.trace_id ? 0 : recourse::kTraceIdMinted));
+  out.retry_after_ms = e.retry_after_ms;
+  return out;
+}
+
+/// The decision of a bundle of `policies` for an envelope that could not be read (sections 11
+/// and 14): `stop` with rule `unreadable_envelope`, naming the tool's policy if there is one.
+inline Expected unreadable(const std::vector<const PolicySpec*>& policies,
+                           const recourse::Context& c) {
+  Expected out = naive::unmade(c, "unreadable_envelope", "the envelope could not be read",
+                               recourse::kUnreadableEnvelope | recourse::kTraceIdMinted);
+  if (const PolicySpec* p = naive::select(policies, c.tool)) out.policy = p->name;
+  return out;
+}
+
+namespace naive {
+
 inline std::string shown(std::int64_t v) {
   return std::to_string(v);
 }
@@ -526,6 +573,7 @@ inline std::string differences(const Expected& x, const recourse::Decision& d) {
     out += std::string(name) + ": oracle " + naive::shown(a) + ", engine " + naive::shown(b) + "\n";
   };
   auto view = [](const std::string& s) { return std::string_view(s); };
+  field("policy", view(x.policy), d.policy);
   field("route", x.route, d.route);
   field("rule", view(x.rule), d.rule);
   field("reason", view(x.reason), d.reason);

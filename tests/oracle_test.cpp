@@ -2,7 +2,8 @@
 // against Policy::decide(): every bundled policy (rules/, tests/cases/, examples/,
 // bench/peer/, the ```recourse blocks of docs/), policies of the benchmarks' generator, and a
 // matrix of backoff kinds, jitters and limits, on inputs drawn around each policy's constants
-// (fuzz/fuzz.hpp), some with the deadline placed one ms either side of the retry's delay.
+// (fuzz/fuzz.hpp), some with the deadline placed one ms either side of the retry's delay; and
+// bundles, which pick a policy by tool or make the decision themselves.
 #include <filesystem>
 
 #include "../bench/generate.cpp"  // the benchmarks' policy generator (not part of the library)
@@ -155,4 +156,46 @@ TEST_CASE("oracle: every backoff kind and jitter, limits and hit policies", "[or
       INFO(text);
       CHECK(agree(test::policy(text), 10000, "matrix") == 0);
     }
+}
+
+TEST_CASE("oracle: a bundle picks the tool's policy, else \"*\", else decides no_policy",
+          "[oracle]") {
+  const std::string dir = test::source_dir() + "/rules/examples";
+  std::vector<std::string> all, without_star;
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    all.push_back(entry.path().string());
+    if (entry.path().filename() != "fallback.recourse") without_star.push_back(all.back());
+  }
+  for (const auto& paths : {all, without_star}) {
+    auto r = recourse::compile_paths(paths);
+    REQUIRE(r.ok());
+    std::vector<const recourse::detail::PolicySpec*> specs;
+    std::vector<std::shared_ptr<const recourse::detail::Compiled>> compiled;
+    std::vector<fuzz::Pools> pools;
+    for (const auto& p : r.bundle->policies()) {
+      compiled.push_back(fuzz::compiled_of(p));
+      specs.push_back(&compiled.back()->spec);
+      pools.push_back(fuzz::pools_of(*specs.back()));
+    }
+    std::uint8_t bytes[] = {static_cast<std::uint8_t>(paths.size())};
+    fuzz::Source src(bytes, sizeof bytes);
+    std::size_t mismatches = 0;
+    for (int i = 0; i < 20000; ++i) {
+      const std::size_t k = src.below(specs.size());
+      recourse::Envelope e;
+      recourse::Context c;
+      fuzz::draw_input(src, pools[k], *specs[k], e, c);
+      if (src.below(4) == 0) c.tool = src.coin() ? "no.such.tool" : "*";
+      if (src.below(8) == 0) c.store_unavailable = true;
+      const bool unreadable = src.below(8) == 0;
+      const std::string diff =
+          unreadable ? oracle::differences(oracle::unreadable(specs, c), r.bundle->unreadable(c))
+                     : oracle::differences(oracle::decide(specs, e, c), r.bundle->decide(e, c));
+      if (!diff.empty() && ++mismatches <= 5) {
+        INFO((unreadable ? "unreadable envelope\n" : "") << fuzz::describe(e, c) << "\n" << diff);
+        CHECK(diff.empty());
+      }
+    }
+    CHECK(mismatches == 0);
+  }
 }
