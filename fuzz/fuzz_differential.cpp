@@ -1,14 +1,13 @@
 // fuzz_differential: the input bytes build a random valid policy (every item and setting the
 // language has, conditions nested with and/or/not/parentheses over every attribute and test
-// form) and then random inputs around its constants; the compiled table and the reference
-// interpreter must agree on every one, every decision must be valid (fuzz.hpp), and each must be
-// what the model of docs/language.md (tests/oracle.hpp) decides.
+// form) and then random inputs around its constants; the compiled table, the reference
+// interpreter and the model of docs/language.md (tests/oracle.hpp) must agree on every one, and
+// every decision must be valid (fuzz.hpp).
 //
 // The generator writes only valid policies, so a policy that does not compile is a failure too,
 // except for what random rules may break: the invariants (E101-E103: compiled again with them
 // waived), `hit unique` overlaps (E106: `hit first` instead), a missing default the rules do not
 // make up for (E016: `default -> stop` added), and the size limits (E093, E094: skipped).
-#include "../tests/oracle.hpp"
 #include "fuzz.hpp"
 
 namespace {
@@ -359,11 +358,6 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     recourse::Context c;
     fuzz::draw_input(src, pools, compiled->spec, e, c);
     fuzz::same_decision(policy, e, c, text);
-    const std::string diff =
-        oracle::differences(oracle::decide(compiled->spec, e, c), policy.decide(e, c));
-    if (!diff.empty())
-      fuzz::fail("the decision is not the documented one (tests/oracle.hpp)",
-                 text + "\n" + fuzz::describe(e, c) + "\n" + diff);
     fuzz::valid_decision(r.bundle->decide(e, c), e, c, text);
   }
   return 0;

@@ -25,7 +25,7 @@
 #include "recourse/envelope.hpp"
 #include "recourse/policy.hpp"
 
-namespace oracle {
+namespace documented {
 
 using recourse::Route;
 using recourse::detail::Attr;
@@ -601,4 +601,4 @@ inline std::string differences(const Expected& x, const recourse::Decision& d) {
   return out;
 }
 
-}  // namespace oracle
+}  // namespace documented

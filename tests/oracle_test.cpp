@@ -41,13 +41,14 @@ std::size_t agree(const recourse::Policy& policy, std::size_t inputs, const std:
       const std::string_view key = !c.operation_id.empty() ? std::string_view(c.operation_id)
                                    : e.trace_id            ? std::string_view(*e.trace_id)
                                                            : std::string_view(c.tool);
-      const std::int64_t wait = std::max({oracle::naive::backoff(spec, c.attempt, key).delay,
+      const std::int64_t wait = std::max({documented::naive::backoff(spec, c.attempt, key).delay,
                                           spec.min_delay_ms, e.retry_after_ms.value_or(0)});
       c.deadline_ms = std::clamp<std::int64_t>(
           c.elapsed_ms + wait - 1 + static_cast<std::int64_t>(src.below(3)), 0,
           recourse::detail::kMaxMs);
     }
-    const std::string diff = oracle::differences(oracle::decide(spec, e, c), policy.decide(e, c));
+    const std::string diff =
+        documented::differences(documented::decide(spec, e, c), policy.decide(e, c));
     if (!diff.empty() && ++mismatches <= 5) {
       INFO(where << ": policy " << spec.name << ", input " << i << "\n"
                  << fuzz::describe(e, c) << "\n"
@@ -189,8 +190,9 @@ TEST_CASE("oracle: a bundle picks the tool's policy, else \"*\", else decides no
       if (src.below(8) == 0) c.store_unavailable = true;
       const bool unreadable = src.below(8) == 0;
       const std::string diff =
-          unreadable ? oracle::differences(oracle::unreadable(specs, c), r.bundle->unreadable(c))
-                     : oracle::differences(oracle::decide(specs, e, c), r.bundle->decide(e, c));
+          unreadable
+              ? documented::differences(documented::unreadable(specs, c), r.bundle->unreadable(c))
+              : documented::differences(documented::decide(specs, e, c), r.bundle->decide(e, c));
       if (!diff.empty() && ++mismatches <= 5) {
         INFO((unreadable ? "unreadable envelope\n" : "") << fuzz::describe(e, c) << "\n" << diff);
         CHECK(diff.empty());
