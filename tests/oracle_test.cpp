@@ -18,7 +18,8 @@ namespace fs = std::filesystem;
 
 // Draws `inputs` inputs for `policy` and checks each decision against the oracle; reports the
 // first few disagreements. Returns how many there were.
-std::size_t agree(const recourse::Policy& policy, std::size_t inputs, const std::string& where) {
+std::size_t agree(const recourse::Policy& policy, std::size_t inputs, const std::string& where,
+                  std::int64_t attempt_ceiling = recourse::CompileOptions{}.attempt_ceiling) {
   const auto compiled = fuzz::compiled_of(policy);
   const recourse::detail::PolicySpec& spec = compiled->spec;
   const fuzz::Pools pools = fuzz::pools_of(spec);
@@ -47,8 +48,8 @@ std::size_t agree(const recourse::Policy& policy, std::size_t inputs, const std:
           c.elapsed_ms + wait - 1 + static_cast<std::int64_t>(src.below(3)), 0,
           recourse::detail::kMaxMs);
     }
-    const std::string diff =
-        documented::differences(documented::decide(spec, e, c), policy.decide(e, c));
+    const std::string diff = documented::differences(
+        documented::decide(spec, e, c, attempt_ceiling), policy.decide(e, c));
     if (!diff.empty() && ++mismatches <= 5) {
       INFO(where << ": policy " << spec.name << ", input " << i << "\n"
                  << fuzz::describe(e, c) << "\n"
@@ -157,6 +158,19 @@ TEST_CASE("oracle: every backoff kind and jitter, limits and hit policies", "[or
       INFO(text);
       CHECK(agree(test::policy(text), 10000, "matrix") == 0);
     }
+}
+
+TEST_CASE("oracle: a lower attempt ceiling clamps the host's maxAttempts", "[oracle]") {
+  recourse::CompileOptions options;
+  options.attempt_ceiling = 4;
+  auto r = recourse::compile({{"ceiling.recourse", R"(policy "ceiling" {
+    limits { attempts = 3  deadline = 10s }
+    backoff linear base 100ms jitter equal
+    rule again when code in [TRANSIENT, TIMEOUT] -> retry
+    default -> stop })"}},
+                             options);
+  REQUIRE(r.ok());
+  CHECK(agree(r.bundle->policies().front(), 5000, "ceiling", 4) == 0);
 }
 
 TEST_CASE("oracle: a bundle picks the tool's policy, else \"*\", else decides no_policy",
