@@ -389,6 +389,14 @@ struct Backoff {
   std::int64_t delay = 0, draw = 0;
 };
 
+// Section 12: what keys the draws: the context's operationId, else the envelope's traceId, else
+// the tool.
+inline std::string_view key_source(const recourse::Envelope& e, const recourse::Context& c) {
+  if (!c.operation_id.empty()) return c.operation_id;
+  if (e.trace_id) return *e.trace_id;
+  return c.tool;
+}
+
 // Section 12: the delay after call n failed, before min_delay and the hint.
 inline Backoff backoff(const PolicySpec& spec, std::int64_t attempt, std::string_view source) {
   using recourse::detail::BackoffKind;
@@ -463,10 +471,7 @@ inline Expected decide(const PolicySpec& spec, const recourse::Envelope& e,
 
   // Section 12: the delay of a retry; then section 8's check after the lookup.
   if (out.route == Route::Retry) {
-    const std::string_view source = !c.operation_id.empty() ? std::string_view(c.operation_id)
-                                    : e.trace_id            ? std::string_view(*e.trace_id)
-                                                            : std::string_view(c.tool);
-    const Backoff b = backoff(spec, c.attempt, source);
+    const Backoff b = backoff(spec, c.attempt, key_source(e, c));
     out.delay_ms = std::max({b.delay, spec.min_delay_ms, e.retry_after_ms.value_or(0)});
     out.jitter_ms = b.draw;
     if (time_left != kNoLimit && out.delay_ms >= time_left) {

@@ -39,11 +39,10 @@ std::size_t agree(const recourse::Policy& policy, std::size_t inputs, const std:
     }
     if (src.below(3) == 0) {
       // The deadline one ms either side of what a retry would wait: the check after the lookup.
-      const std::string_view key = !c.operation_id.empty() ? std::string_view(c.operation_id)
-                                   : e.trace_id            ? std::string_view(*e.trace_id)
-                                                           : std::string_view(c.tool);
-      const std::int64_t wait = std::max({documented::naive::backoff(spec, c.attempt, key).delay,
-                                          spec.min_delay_ms, e.retry_after_ms.value_or(0)});
+      const auto backoff =
+          documented::naive::backoff(spec, c.attempt, documented::naive::key_source(e, c));
+      const std::int64_t wait =
+          std::max({backoff.delay, spec.min_delay_ms, e.retry_after_ms.value_or(0)});
       c.deadline_ms = std::clamp<std::int64_t>(
           c.elapsed_ms + wait - 1 + static_cast<std::int64_t>(src.below(3)), 0,
           recourse::detail::kMaxMs);
