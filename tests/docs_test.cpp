@@ -554,6 +554,35 @@ TEST_CASE("the diagnostics table lists every code the sources can emit", "[docs]
   }
 }
 
+TEST_CASE("the reference's attribute table lists every attribute with its JSON key", "[docs]") {
+  namespace detail = recourse::detail;
+  const std::string reference = read_file(test::source_dir() + "/docs/language.md");
+  const std::size_t at = reference.find("\n## 4. Attributes\n");
+  REQUIRE(at != std::string::npos);
+  const std::string section = reference.substr(at, reference.find("\n## 5.", at) - at);
+  auto row = [&](std::string_view name) {
+    const std::size_t begin = section.find("\n| `" + std::string(name) + "` |");
+    return begin == std::string::npos
+               ? std::string()
+               : section.substr(begin + 1, section.find('\n', begin + 1) - begin - 1);
+  };
+  for (const detail::AttrInfo& a : detail::kAttributes) {
+    INFO(a.name);
+    if (!a.internal) CHECK(!row(a.name).empty());
+  }
+  auto keyed = [&](const char* source) {
+    return [&, source](const detail::Field& f, auto) {
+      if (!f.attr) return;
+      INFO(f.key);
+      CHECK(row(detail::info(*f.attr).name).find("`" + std::string(f.key) + "`") !=
+            std::string::npos);
+      CHECK(row(detail::info(*f.attr).name).find(source) != std::string::npos);
+    };
+  };
+  detail::for_each_envelope_field(keyed("(envelope)"));
+  detail::for_each_context_field(keyed("(context)"));
+}
+
 TEST_CASE("the reference's settings tables are the settings table", "[docs]") {
   const std::string reference = read_file(test::source_dir() + "/docs/language.md");
   for (const char* block : {"tool", "limits", "backoff", "breaker", "throttle"}) {

@@ -533,8 +533,9 @@ inline Expected unmade(const recourse::Context& c, std::string rule, std::string
 inline Expected decide(const std::vector<const PolicySpec*>& policies, const recourse::Envelope& e,
                        const recourse::Context& c) {
   if (const PolicySpec* p = naive::select(policies, c.tool)) return decide(*p, e, c);
-  Expected out = naive::unmade(c, "no_policy", "no policy for this tool and no \"*\" policy",
-                               recourse::kNoPolicy | (e.trace_id ? 0 : recourse::kTraceIdMinted));
+  Expected out = naive::unmade(
+      c, "no_policy", "no policy for this tool and no \"*\" policy",
+      recourse::kNoPolicy | (e.trace_id ? 0u : std::uint32_t{recourse::kTraceIdMinted}));
   out.retry_after_ms = e.retry_after_ms;
   return out;
 }

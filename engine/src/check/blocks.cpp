@@ -46,7 +46,7 @@ void Checker::tool_block(const ast::Policy& p, PolicySpec& spec) {
     if (s.key == "arguments") {  // the one list: `arguments = []` has no values[0]
       for (const auto& a : s.values) {
         if (a.kind == Kind::Number)
-          error("E019", a.pos, "argument names are names or strings");
+          error("E037", a.pos, "argument names are names or strings");
         else
           spec.arguments.push_back(a.text);
       }
@@ -57,7 +57,7 @@ void Checker::tool_block(const ast::Policy& p, PolicySpec& spec) {
       if (auto n = ranged(*setting("tool", s.key), v)) spec.cost = static_cast<std::int64_t>(*n);
     } else if (s.key == "verify" || s.key == "fallback") {
       if (v.kind != Kind::String || v.text.empty())
-        error("E019", v.pos, s.key + " names a tool as a \"string\"");
+        error("E037", v.pos, s.key + " names a tool as a \"string\"");
       else
         (s.key == "verify" ? spec.verify : spec.fallback) = v.text;
     } else {
@@ -72,7 +72,7 @@ void Checker::fallback_route(const ast::Setting& s, const PolicySpec& spec, Acti
                                                        "replace"};
   const ast::Value& v = s.values[0];
   if (v.kind != Kind::Ident || std::find(allowed.begin(), allowed.end(), v.text) == allowed.end()) {
-    error("E019", v.pos,
+    error("E035", v.pos,
           s.key + " must be stop, escalate, degrade, authorize or replace, not '" + v.text + "'",
           "a spent budget or an open circuit must not lead to another retry or repair");
     return;
@@ -81,7 +81,7 @@ void Checker::fallback_route(const ast::Setting& s, const PolicySpec& spec, Acti
   out.target.clear();
   if (out.route == Route::Replace) {
     if (spec.fallback.empty())
-      error("E019", v.pos, s.key + " = replace needs the tool's fallback",
+      error("E036", v.pos, s.key + " = replace needs the tool's fallback",
             "declare it: tool { fallback = \"other.tool\" }");
     out.target = spec.fallback;
   }
@@ -129,7 +129,7 @@ void Checker::breaker_block(const ast::Policy& p, PolicySpec& spec) {
         b.shared = v.text == "shared";
         b.by_quorum = v.text == "quorum";
       } else {
-        error("E019", v.pos,
+        error("E035", v.pos,
               "scope must be local, shared or quorum, got '" + v.text + v.unit + "'");
       }
       return;
@@ -147,9 +147,9 @@ void Checker::breaker_block(const ast::Policy& p, PolicySpec& spec) {
                            : b.min_calls) = static_cast<std::int64_t>(*value);
   });
   for (const ast::Setting& s : p.breaker)
-    if (s.key == "quorum" && !b.by_quorum) error("E019", s.pos, "quorum needs scope = quorum");
+    if (s.key == "quorum" && !b.by_quorum) error("E036", s.pos, "quorum needs scope = quorum");
   if (b.min_calls > b.window)
-    error("E019", p.breaker.empty() ? p.pos : p.breaker.front().pos,
+    error("E036", p.breaker.empty() ? p.pos : p.breaker.front().pos,
           "breaker min_calls (" + std::to_string(b.min_calls) + ") exceeds its window (" +
               std::to_string(b.window) + ")");
 }
@@ -185,14 +185,14 @@ void Checker::backoff(const ast::Policy& p, PolicySpec& spec) {
       const auto& jitters = Names<Jitter>::kValues;
       auto j = std::find(jitters.begin(), jitters.end(), v.text);
       if (v.kind != Kind::Ident || j == jitters.end())
-        error("E019", v.pos, "jitter is none, full, equal or decorrelated, not '" + v.text + "'",
+        error("E035", v.pos, "jitter is none, full, equal or decorrelated, not '" + v.text + "'",
               did_you_mean(v.text, jitters));
       else
         out.jitter = static_cast<Jitter>(j - jitters.begin());
       return;
     }
     if (s.key == "factor" && out.kind != BackoffKind::Exponential) {
-      error("E019", s.pos, "factor applies to exponential backoff only",
+      error("E036", s.pos, "factor applies to exponential backoff only",
             "constant waits base each time; linear waits base * n");
       return;
     }
@@ -206,7 +206,7 @@ void Checker::backoff(const ast::Policy& p, PolicySpec& spec) {
   });
   if (!max_given) out.max_ms = std::max(out.max_ms, out.base_ms);
   if (out.max_ms < out.base_ms)
-    error("E019", b.pos,
+    error("E036", b.pos,
           "backoff max (" + std::to_string(out.max_ms) + "ms) is below its base (" +
               std::to_string(out.base_ms) + "ms)");
 }

@@ -13,7 +13,7 @@
 
 #include "model/model.hpp"
 #include "model/settings.hpp"
-#include "parse.hpp"
+#include "source/location.hpp"
 #include "source/nearest.hpp"
 
 namespace recourse::detail {
@@ -22,7 +22,7 @@ namespace recourse::detail {
 // being checked; run() keeps the specs of the policies with none.
 class Checker {
  public:
-  Checker(const ast::File& file, const grammar::Sources& sources, const CompileOptions& options,
+  Checker(const ast::File& file, const Sources& sources, const CompileOptions& options,
           std::vector<Diagnostic>& out)
       : file_(file), sources_(sources), options_(options), out_(out) {}
 
@@ -49,13 +49,7 @@ class Checker {
 
   void report(Severity severity, const char* code, ast::Pos pos, std::string message,
               std::string help) {
-    Diagnostic d;
-    d.severity = severity;
-    d.code = code;
-    grammar::locate(d, sources_, pos);
-    d.message = std::move(message);
-    d.help = std::move(help);
-    out_.push_back(std::move(d));
+    detail::report(out_, sources_, pos, severity, code, std::move(message), std::move(help));
     if (severity == Severity::Error) ++errors_;
   }
   void error(const char* code, ast::Pos pos, std::string message, std::string help = {}) {
@@ -65,10 +59,18 @@ class Checker {
     report(Severity::Warning, code, pos, std::move(message), std::move(help));
   }
 
+  // "did you mean 'X'?" for the candidate nearest `name`, or empty when none is near.
   template <typename Range>
   static std::string did_you_mean(std::string_view name, const Range& candidates) {
     const auto n = nearest(name, candidates);
     return n.empty() ? std::string() : "did you mean '" + std::string(n) + "'?";
+  }
+  // `help`, then "; did you mean 'X'?" when a candidate is near `name`: no suggestion rather than
+  // an empty one.
+  template <typename Range>
+  static std::string help_with(std::string help, std::string_view name, const Range& candidates) {
+    const std::string suggestion = did_you_mean(name, candidates);
+    return suggestion.empty() ? help : help + "; " + suggestion;
   }
 
   // ---- values -------------------------------------------------------------------------------
@@ -118,7 +120,7 @@ class Checker {
         continue;
       }
       if (s.is_list != (s.key == "arguments")) {
-        error("E019", s.pos,
+        error("E037", s.pos,
               s.is_list ? "'" + s.key + "' takes one value, not a list"
                         : "'" + s.key + "' takes a [list]");
         continue;
@@ -165,7 +167,7 @@ class Checker {
   void assertions(const ast::Policy& p, PolicySpec& spec);
 
   const ast::File& file_;
-  const grammar::Sources& sources_;
+  const Sources& sources_;
   const CompileOptions& options_;
   std::vector<Diagnostic>& out_;
   std::size_t errors_ = 0;

@@ -64,7 +64,7 @@ std::int64_t deadline_of(const Compiled& p, const Context& c) {
 // The warning of every decision made from a context the store could not fill (docs/state.md),
 // with a policy or without one.
 std::uint32_t store_warning(const Context& c) {
-  return c.store_unavailable ? kStoreUnavailable : 0;
+  return c.store_unavailable ? std::uint32_t{kStoreUnavailable} : 0u;
 }
 
 }  // namespace

@@ -123,7 +123,7 @@ const std::vector<SettingDef>& setting_table() {
        "calls the ratio looks at",
        [](const PolicySpec& s) { return std::to_string(s.breaker.window); }},
       {"breaker", "min_calls", K::Count, 1, 64, false, false, false, "", "`10`",
-       "calls needed before the ratio counts; must not exceed `window` (E019)",
+       "calls needed before the ratio counts; must not exceed `window` (E036)",
        [](const PolicySpec& s) { return std::to_string(s.breaker.min_calls); }},
       {"breaker", "cooldown", K::Duration, 0, kNone, true, false, false, "", "`30s`",
        "how long the circuit stays open before one half-open probe",
