@@ -145,7 +145,7 @@ std::string Column::cell_name(std::size_t cell) const {
     case Type::Enum:
       return std::string(info(attr).values[cell]);
     case Type::String:
-      return cell < strings.size() ? quoted(strings[cell]) : "other";
+      return cell < strings.size() ? recourse::quoted(strings[cell]) : "other";
     default: {
       auto bound = [](std::int64_t v) {
         if (v == std::numeric_limits<std::int64_t>::min()) return std::string("-inf");
@@ -272,8 +272,8 @@ namespace {
 // `route "target" "reason"`, as the dump shows a row's or a setting's action.
 std::string action(const Action& a) {
   std::string s = to_string(a.route);
-  if (!a.target.empty()) s += " " + quoted(a.target);
-  if (!a.reason.empty()) s += " " + quoted(a.reason);
+  if (!a.target.empty()) s += " " + recourse::quoted(a.target);
+  if (!a.reason.empty()) s += " " + recourse::quoted(a.reason);
   return s;
 }
 
@@ -299,12 +299,12 @@ std::vector<SettingLine> settings(const Table& table, const PolicySpec& spec) {
   std::vector<SettingLine> out;
   out.push_back({"hit", {bare("", std::string(name_of(spec.hit)))}});
   std::string args;
-  for (const auto& a : spec.arguments) args += (args.empty() ? "" : ",") + quoted(a);
+  for (const auto& a : spec.arguments) args += (args.empty() ? "" : ",") + recourse::quoted(a);
   out.push_back({"tool",
                  {pair("idempotent", flag(spec.idempotent)),
                   pair("idempotency_keys", flag(spec.honours_keys)),
                   pair("cost", std::to_string(spec.cost)), pair("arguments", "[" + args + "]"),
-                  pair("verify", quoted(spec.verify)), pair("fallback", quoted(spec.fallback))}});
+                  pair("verify", recourse::quoted(spec.verify)), pair("fallback", recourse::quoted(spec.fallback))}});
   out.push_back(
       {"limits",
        {pair("attempts", std::to_string(spec.attempts)),
@@ -332,7 +332,7 @@ std::vector<SettingLine> settings(const Table& table, const PolicySpec& spec) {
                    {pair("max_tokens", real(spec.throttle.max_tokens)),
                     pair("token_ratio", real(spec.throttle.token_ratio))}});
   for (const auto& m : spec.mappings) {  // adapter overrides change the envelope, so the decision
-    std::string key = fmt::format("{} {}", to_string(m.protocol), quoted(m.key));
+    std::string key = fmt::format("{} {}", to_string(m.protocol), recourse::quoted(m.key));
     std::string text = key + " -> " + m.code;
     out.push_back({"map", {Setting{std::move(key), m.code, std::move(text)}}});
   }
@@ -350,7 +350,7 @@ std::vector<SettingLine> settings(const Table& table, const PolicySpec& spec) {
 }
 
 std::string dump(const Table& table, const PolicySpec& spec, bool for_people) {
-  std::string out = fmt::format("policy {}\n", quoted(spec.name));
+  std::string out = fmt::format("policy {}\n", recourse::quoted(spec.name));
   for (const SettingLine& line : settings(table, spec)) {
     out += line.section;
     for (const Setting& s : line.settings) out += " " + s.text;
