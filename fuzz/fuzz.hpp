@@ -17,6 +17,7 @@
 #include <string_view>
 #include <vector>
 
+#include "../tests/oracle.hpp"
 #include "eval/backoff.hpp"
 #include "recourse/recourse.hpp"
 #include "table/compiled.hpp"
@@ -205,7 +206,8 @@ inline bool same(const recourse::Decision& t, const recourse::Decision& r) {
          t.policy_hash == r.policy_hash && t.attempt == r.attempt;
 }
 
-/// The compiled table and the reference interpreter give the same decision.
+/// The compiled table and the reference interpreter give the same decision, and it is, field by
+/// field, what the model of docs/language.md (tests/oracle.hpp) decides.
 inline void same_decision(const recourse::Policy& policy, const recourse::Envelope& e,
                           const recourse::Context& c, const std::string& context_text = "") {
   const auto t = policy.decide(e, c);
@@ -214,6 +216,10 @@ inline void same_decision(const recourse::Policy& policy, const recourse::Envelo
     fail("compiled table and reference interpreter disagree",
          context_text + "\n" + describe(e, c) + "\ntable     " + recourse::to_json(t, e) +
              "\nreference " + recourse::to_json(r, e) + "\n\n" + policy.dump());
+  const std::string diff = documented::differences(documented::decide(t.keep_alive->spec, e, c), t);
+  if (!diff.empty())
+    fail("the decision is not the documented one (tests/oracle.hpp)",
+         context_text + "\n" + describe(e, c) + "\n" + diff);
 }
 
 /// Every decision is valid: one route, a delay only on retry and within the policy's floor and

@@ -1,7 +1,8 @@
 // fuzz_differential: the input bytes build a random valid policy (every item and setting the
 // language has, conditions nested with and/or/not/parentheses over every attribute and test
-// form) and then random inputs around its constants; the compiled table and the reference
-// interpreter must agree on every one, and every decision must be valid (fuzz.hpp).
+// form) and then random inputs around its constants; the compiled table, the reference
+// interpreter and the model of docs/language.md (tests/oracle.hpp) must agree on every one, and
+// every decision must be valid (fuzz.hpp).
 //
 // The generator writes only valid policies, so a policy that does not compile is a failure too,
 // except for what random rules may break: the invariants (E101-E103: compiled again with them

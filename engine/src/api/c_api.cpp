@@ -10,6 +10,7 @@
 #include <tuple>
 #include <type_traits>
 
+#include "envelope/fields.hpp"
 #include "model/fields.hpp"
 #include "recourse/recourse.h"
 #include "recourse/recourse.hpp"
@@ -106,6 +107,7 @@ std::optional<std::string> text(const char* s) {
   return s ? std::optional<std::string>(s) : std::nullopt;
 }
 
+// The struct's fields, read by the rules read_envelope() applies to the same fields of JSON.
 recourse::Envelope to_envelope(const recourse_envelope& e) {
   recourse::Envelope out;
   out.code = text(e.code);
@@ -113,9 +115,9 @@ recourse::Envelope to_envelope(const recourse_envelope& e) {
   if (e.retryable != RECOURSE_UNSET) out.retryable = e.retryable != 0;
   out.field = text(e.field);
   out.suggestion = text(e.suggestion);
-  if (e.retry_after_ms >= 0) out.retry_after_ms = e.retry_after_ms;
+  if (e.retry_after_ms != RECOURSE_ABSENT) out.retry_after_ms = e.retry_after_ms;
   out.trace_id = text(e.trace_id);
-  return out;
+  return recourse::detail::read_fields(std::move(out));
 }
 
 // The ranges read_context() enforces on JSON (model/fields.hpp); false with the reason otherwise.

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "envelope/fields.hpp"
 #include "envelope/json_number.hpp"
 #include "envelope/sax.hpp"
 #include "model/fields.hpp"
@@ -71,7 +72,7 @@ double written_double(double nearest, std::string_view token) {
 
 namespace {
 
-enum class Field {
+enum class Key {
   Code,
   Message,
   Retryable,
@@ -83,9 +84,9 @@ enum class Field {
   None
 };
 
-// The keys, in Field's order: model/fields.hpp's order.
-constexpr std::array<const char*, static_cast<std::size_t>(Field::kCount)> kKeys = [] {
-  std::array<const char*, static_cast<std::size_t>(Field::kCount)> keys{};
+// The keys, in Key's order: model/fields.hpp's order.
+constexpr std::array<const char*, static_cast<std::size_t>(Key::kCount)> kKeys = [] {
+  std::array<const char*, static_cast<std::size_t>(Key::kCount)> keys{};
   std::size_t i = 0;
   detail::for_each_envelope_field(
       [&](const detail::Field& f, auto) { keys.at(i++) = f.key.data(); });
@@ -94,17 +95,45 @@ constexpr std::array<const char*, static_cast<std::size_t>(Field::kCount)> kKeys
 
 // Calls `f(member)` with the Envelope's member for field `which`.
 template <typename F>
-void with_member(Field which, F&& f) {
+void with_member(Key which, F&& f) {
   std::size_t i = 0;
   detail::for_each_envelope_field([&](const detail::Field&, auto member) {
     if (i++ == static_cast<std::size_t>(which)) f(member);
   });
 }
 
-Field field_of(const std::string& key) {
-  for (int i = 0; i < static_cast<int>(Field::kCount); ++i)
-    if (key == kKeys[i]) return static_cast<Field>(i);
-  return Field::None;
+Key field_of(const std::string& key) {
+  for (int i = 0; i < static_cast<int>(Key::kCount); ++i)
+    if (key == kKeys[i]) return static_cast<Key>(i);
+  return Key::None;
+}
+
+// Why retryAfterMs is dropped when it is not a number of ms >= 0.
+constexpr const char* kBadWait = "expected a finite number of ms >= 0";
+
+// The warning kind ("oversized", "malformed") when string `v` cannot be the value of string
+// field `f`, with the reason in `why`; nullptr when it can. The one statement of the string
+// fields' rules: a cap per field, and only message and suggestion may be empty.
+const char* string_problem(Key f, const std::string& v, const ReaderLimits& limits,
+                           std::string& why) {
+  const std::size_t cap = f == Key::Code                              ? limits.max_code_bytes
+                          : f == Key::Message || f == Key::Suggestion ? limits.max_text_bytes
+                                                                      : limits.max_field_bytes;
+  if (v.size() > cap) {
+    why = "is longer than " + std::to_string(cap) + " bytes";
+    return "oversized";
+  }
+  if (v.empty() && f != Key::Message && f != Key::Suggestion) {
+    why = "is an empty string";
+    return "malformed";
+  }
+  return nullptr;
+}
+
+// The warning for field `f` read as absent: `kind`, and the key followed by `why`.
+EnvelopeWarning dropped(const char* kind, Key f, const std::string& why) {
+  const char* key = kKeys[static_cast<std::size_t>(f)];
+  return {kind, key, std::string(key) + " " + why + "; read as absent"};
 }
 
 class Reader : public nlohmann::json_sax<nlohmann::json> {
@@ -117,7 +146,7 @@ class Reader : public nlohmann::json_sax<nlohmann::json> {
   }
   bool boolean(bool v) override {
     return scalar([&] {
-      if (current_ == Field::Retryable)
+      if (current_ == Key::Retryable)
         set_bool(v);
       else
         drop("malformed", "expected " + expected() + ", got a boolean");
@@ -143,18 +172,12 @@ class Reader : public nlohmann::json_sax<nlohmann::json> {
     return scalar([&] {
       if (v == detail::kOverflowMarker)
         return drop("malformed", "is a number beyond the range of a double");
-      if (current_ == Field::Retryable || current_ == Field::RetryAfter) {
+      if (current_ == Key::Retryable || current_ == Key::RetryAfter) {
         drop("malformed", "expected " + expected() + ", got a string");
         return;
       }
-      const std::size_t cap = current_ == Field::Code ? limits_.max_code_bytes
-                              : current_ == Field::Message || current_ == Field::Suggestion
-                                  ? limits_.max_text_bytes
-                                  : limits_.max_field_bytes;
-      if (v.size() > cap)
-        return drop("oversized", "is longer than " + std::to_string(cap) + " bytes");
-      if (v.empty() && current_ != Field::Message && current_ != Field::Suggestion)
-        return drop("malformed", "is an empty string");
+      std::string why;
+      if (const char* kind = string_problem(current_, v, limits_, why)) return drop(kind, why);
       set_string(std::move(v));
     });
   }
@@ -183,9 +206,9 @@ class Reader : public nlohmann::json_sax<nlohmann::json> {
  private:
   std::string expected() const {
     switch (current_) {
-      case Field::Retryable:
+      case Key::Retryable:
         return "true or false";
-      case Field::RetryAfter:
+      case Key::RetryAfter:
         return "a finite number of ms >= 0";
       default:
         return "a string";
@@ -200,26 +223,26 @@ class Reader : public nlohmann::json_sax<nlohmann::json> {
       errors_.error = "an envelope is a JSON object";
       return false;
     }
-    if (depth_ == 1 && current_ != Field::None) {
+    if (depth_ == 1 && current_ != Key::None) {
       if (!duplicate()) handle();
-      current_ = Field::None;
+      current_ = Key::None;
     }
     return true;
   }
 
   bool number(double, bool valid, std::int64_t value) {
     return scalar([&] {
-      if (current_ != Field::RetryAfter)
+      if (current_ != Key::RetryAfter)
         return drop("malformed", "expected " + expected() + ", got a number");
-      if (!valid) return drop("malformed", "expected a finite number of ms >= 0");
+      if (!valid) return drop("malformed", kBadWait);
       out_.envelope.retry_after_ms = value;
     });
   }
 
   bool open() {
-    if (depth_ == 1 && current_ != Field::None) {
+    if (depth_ == 1 && current_ != Key::None) {
       if (!duplicate()) drop("malformed", "expected " + expected() + ", got an object or array");
-      current_ = Field::None;
+      current_ = Key::None;
     }
     if (++depth_ > limits_.max_depth) return too_deep();
     return true;
@@ -252,12 +275,10 @@ class Reader : public nlohmann::json_sax<nlohmann::json> {
 
   void drop(const char* kind, const std::string& why) {
     clear(current_);
-    const char* key = kKeys[static_cast<std::size_t>(current_)];
-    out_.envelope.warnings.push_back(
-        {kind, key, std::string(key) + " " + why + "; read as absent"});
+    out_.envelope.warnings.push_back(dropped(kind, current_, why));
   }
 
-  void clear(Field f) {
+  void clear(Key f) {
     with_member(f, [&](auto member) { (out_.envelope.*member).reset(); });
   }
   void set_bool(bool v) { out_.envelope.retryable = v; }
@@ -273,12 +294,33 @@ class Reader : public nlohmann::json_sax<nlohmann::json> {
   EnvelopeResult& out_;
   detail::SaxErrors& errors_;
   std::size_t depth_ = 0;
-  Field current_ = Field::None;
-  bool seen_[static_cast<std::size_t>(Field::kCount)] = {};
-  bool duplicated_[static_cast<std::size_t>(Field::kCount)] = {};
+  Key current_ = Key::None;
+  bool seen_[static_cast<std::size_t>(Key::kCount)] = {};
+  bool duplicated_[static_cast<std::size_t>(Key::kCount)] = {};
 };
 
 }  // namespace
+
+Envelope detail::read_fields(Envelope fields, const ReaderLimits& limits) {
+  auto text = [&](Key f, std::optional<std::string>& value) {
+    if (!value) return;
+    std::string why;
+    if (const char* kind = string_problem(f, *value, limits, why)) {
+      value.reset();
+      fields.warnings.push_back(dropped(kind, f, why));
+    }
+  };
+  text(Key::Code, fields.code);
+  text(Key::Message, fields.message);
+  text(Key::FieldName, fields.field);
+  text(Key::Suggestion, fields.suggestion);
+  if (fields.retry_after_ms && *fields.retry_after_ms < 0) {
+    fields.retry_after_ms.reset();
+    fields.warnings.push_back(dropped("malformed", Key::RetryAfter, kBadWait));
+  }
+  text(Key::TraceId, fields.trace_id);
+  return fields;
+}
 
 EnvelopeResult read_envelope(std::string_view json, const ReaderLimits& limits) noexcept {
   EnvelopeResult out;

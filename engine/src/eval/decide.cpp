@@ -61,6 +61,12 @@ std::int64_t deadline_of(const Compiled& p, const Context& c) {
   return c.deadline_ms.value_or(p.spec.deadline_ms);
 }
 
+// The warning of every decision made from a context the store could not fill (docs/state.md),
+// with a policy or without one.
+std::uint32_t store_warning(const Context& c) {
+  return c.store_unavailable ? std::uint32_t{kStoreUnavailable} : 0u;
+}
+
 }  // namespace
 
 Point make_point(const Compiled& p, const Envelope& e, const Context& c, std::uint32_t wanted,
@@ -134,7 +140,7 @@ void finish(const Compiled& p, const Action& a, std::string_view label, std::str
   d.policy_hash = p.hash;
   d.attempt = c.attempt;
   d.retry_after_ms = e.retry_after_ms;
-  if (c.store_unavailable) d.warnings |= kStoreUnavailable;
+  d.warnings |= store_warning(c);
   if (!e.trace_id) {
     d.warnings |= kTraceIdMinted;
     d.minted_trace_id = mint_trace_id(c, p.seed);
@@ -241,7 +247,7 @@ Decision Bundle::unreadable(const Context& context) const noexcept {
   d.rule = "unreadable_envelope";
   d.reason = "the envelope could not be read";
   d.attempt = context.attempt;
-  d.warnings = kUnreadableEnvelope | kTraceIdMinted;
+  d.warnings = kUnreadableEnvelope | kTraceIdMinted | detail::store_warning(context);
   d.minted_trace_id = detail::mint_trace_id(context, 0);
   return d;
 }
@@ -254,7 +260,7 @@ Decision Bundle::decide(const Envelope& envelope, const Context& context) const 
   d.reason = "no policy for this tool and no \"*\" policy";
   d.attempt = context.attempt;
   d.retry_after_ms = envelope.retry_after_ms;
-  d.warnings = kNoPolicy;
+  d.warnings = kNoPolicy | detail::store_warning(context);
   if (!envelope.trace_id) {
     d.warnings |= kTraceIdMinted;
     d.minted_trace_id = detail::mint_trace_id(context, 0);

@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <type_traits>
@@ -76,13 +77,15 @@ template <typename F>
   f(Field{"argsHash", std::nullopt}, &Context::args_hash);
 }
 
-/// The context field with JSON key `key` (a key for_each_context_field() lists).
-constexpr Field context_field(std::string_view key) {
-  Field found;
+/// The context field with JSON key `key`. Throws std::logic_error for a key
+/// for_each_context_field() does not list (a typo in the caller, never input).
+inline Field context_field(std::string_view key) {
+  std::optional<Field> found;
   for_each_context_field([&](const Field& field, auto) {
     if (field.key == key) found = field;
   });
-  return found;
+  if (!found) throw std::logic_error("no context field " + std::string(key));
+  return *found;
 }
 
 /// T without std::optional: the type a field's value has when present.

@@ -91,6 +91,19 @@ inline constexpr std::array<AttrInfo, kAttrCount> kAttributes = {{
     {"deadline_slack", Type::Duration, true, true},
 }};
 
+// Every Attr has its row, in enum order (a missing row would be an empty name), and the
+// attribute masks (std::uint32_t, bit(a)) hold every attribute.
+static_assert(kAttrCount <= 32, "attribute masks are 32 bits");
+static_assert(
+    [] {
+      for (const AttrInfo& a : kAttributes)
+        if (a.name.empty()) return false;
+      return true;
+    }(),
+    "every Attr needs its row of kAttributes");
+static_assert(kAttributes[static_cast<std::size_t>(Attr::DeadlineSlack)].name == "deadline_slack",
+              "kAttributes is in Attr order");
+
 inline const AttrInfo& info(Attr a) {
   return kAttributes[static_cast<std::size_t>(a)];
 }
