@@ -1292,7 +1292,7 @@ TEST_CASE("cli: decide --from and replay of raw forms use the adapters", "[adapt
   std::ifstream in(trace);
   std::string text;
   std::set<std::string> protocols;
-  int number = 0;
+  int number = 0, expected = 0;
   while (std::getline(in, text)) {
     ++number;
     const auto line = nlohmann::json::parse(text);
@@ -1300,9 +1300,12 @@ TEST_CASE("cli: decide --from and replay of raw forms use the adapters", "[adapt
     CHECK_FALSE(line.contains("envelope"));
     const std::string protocol = line["raw"]["protocol"].get<std::string>();
     protocols.insert(protocol.substr(0, protocol.find(' ')));  // "mcp over streamable http"
-    if (line.contains("expect"))
-      CHECK(rule_of[std::to_string(number)] == line["expect"].get<std::string>());
+    if (!line.contains("expect")) continue;
+    ++expected;
+    CHECK(rule_of.at(std::to_string(number)) == line["expect"].get<std::string>());
   }
+  CHECK(number == out["summary"]["decisions"].get<int>());  // one decision per line
+  CHECK(expected == number);                                // every line says the route it expects
   CHECK(protocols == std::set<std::string>{"grpc", "http", "jsonrpc", "mcp"});
   // A raw form that is not JSON decides as unreadable (stop), not as a bad line.
   const auto bad =
