@@ -1667,3 +1667,89 @@ TEST_CASE("cli: decide --from and replay of raw forms use the adapters", "[adapt
   r = test::run(cli + " replay --format json --policy " + examples + " " + bad);
   CHECK(nlohmann::json::parse(r.out)["decisions"][0]["decision"]["route"] == "stop");
 }
+
+TEST_CASE("adapters: raw_form_protocol guesses a raw form's protocol by its shape", "[adapters]") {
+  struct Row {
+    const char* json;
+    std::optional<Protocol> protocol;
+  };
+  const std::vector<Row> rows = {
+      {R"({"status":429,"headers":{"Retry-After":"2"}})", Protocol::Http},
+      {R"({"status":null,"transportError":"ECONNRESET"})", Protocol::Http},
+      {R"({"status":"UNAVAILABLE","message":"m"})", Protocol::Grpc},
+      {R"({"metadata":{"grpc-retry-pushback-ms":"5"}})", Protocol::Grpc},
+      {R"({"result":{"isError":true,"content":[]}})", Protocol::Mcp},
+      {R"({"isError":true,"content":[{"type":"text","text":"x"}]})", Protocol::Mcp},
+      {R"({"error":{"code":-32602,"message":"bad"}})", Protocol::JsonRpc},
+      {R"({"protocol":"grpc","status":14})", Protocol::Grpc},  // the form's own word first
+      {R"({"protocol":"http+sse","status":200})", Protocol::Http},
+      {R"({"code":"TRANSIENT","status":503})", std::nullopt},  // an envelope
+      {R"({"message":"boom","retryable":true})", std::nullopt},
+      {R"({"error":{"code":"E1"}})", std::nullopt},
+      {R"([1,2])", std::nullopt},
+      {R"(not json)", std::nullopt},
+  };
+  for (const Row& row : rows) {
+    INFO(row.json);
+    CHECK(recourse::raw_form_protocol(row.json) == row.protocol);
+  }
+}
+
+TEST_CASE("cli: a raw form without --from warns raw_form; --from auto reads it",
+          "[adapters][cli]") {
+  const std::string cli = test::cli();
+  const std::string examples = test::source_dir() + "/rules/examples";
+  const auto raw429 = temp_file("auto429.json", R"({"status":429,"headers":{"Retry-After":"2"}})");
+  const auto ctx =
+      temp_file("auto-ctx.json", R"({"tool":"search.query","sideEffect":"none","attempt":1})");
+  const std::string base =
+      cli + " decide --policy " + examples + " --context " + ctx + " --envelope " + raw429;
+  auto kinds = [](const nlohmann::json& d) {
+    std::set<std::string> out;
+    for (const auto& w : d["warnings"]) out.insert(w["kind"].get<std::string>());
+    return out;
+  };
+  // Without --from: read as an envelope (no code: UNKNOWN, a stop), now with a warning.
+  auto r = test::run(base);
+  REQUIRE(r.status == 0);
+  auto d = nlohmann::json::parse(r.out);
+  CHECK(d["route"] == "stop");
+  CHECK(kinds(d).count("raw_form") == 1);
+  CHECK_THAT(r.out, Catch::Contains("--from http"));
+  // --from auto: through the HTTP adapter, as --from http.
+  r = test::run(base + " --from auto");
+  REQUIRE(r.status == 0);
+  d = nlohmann::json::parse(r.out);
+  CHECK(d["route"] == "retry");
+  CHECK(d["retryAfterMs"] == 2000);
+  CHECK(kinds(d).count("raw_form") == 0);
+  // --from auto on a real envelope reads the envelope; no warning on it either way.
+  const auto env = temp_file("auto-env.json", R"({"code":"RATE_LIMITED","retryAfterMs":3000})");
+  for (const char* from : {"", " --from auto"}) {
+    r = test::run(cli + " decide --policy " + examples + " --context " + ctx + " --envelope " +
+                  env + from);
+    REQUIRE(r.status == 0);
+    d = nlohmann::json::parse(r.out);
+    CHECK(d["retryAfterMs"] == 3000);
+    CHECK(kinds(d).count("raw_form") == 0);
+  }
+  // explain takes --from auto too.
+  r = test::run(cli + " explain --policy " + examples + " --context " + ctx + " --envelope " +
+                raw429 + " --from auto");
+  CHECK(r.status == 0);
+  // replay: a line's envelope that is a raw form warns, and is read by --from auto.
+  const auto trace = temp_file(
+      "auto.jsonl",
+      R"({"tool":"search.query","envelope":{"status":429,"headers":{"Retry-After":"2"}},"context":{"sideEffect":"none"}})"
+      "\n");
+  r = test::run(cli + " replay --format json --policy " + examples + " " + trace);
+  REQUIRE(r.status == 0);
+  auto out = nlohmann::json::parse(r.out);
+  CHECK(out["summary"]["warnings"]["raw_form"] == 1);
+  CHECK(out["decisions"][0]["decision"]["route"] == "stop");
+  r = test::run(cli + " replay --from auto --format json --policy " + examples + " " + trace);
+  REQUIRE(r.status == 0);
+  out = nlohmann::json::parse(r.out);
+  CHECK_FALSE(out["summary"]["warnings"].contains("raw_form"));
+  CHECK(out["decisions"][0]["decision"]["route"] == "retry");
+}
