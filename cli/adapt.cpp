@@ -28,6 +28,28 @@ AdapterResult adapt(const std::string& from, std::string_view raw, const Context
   return from_raw(protocol, raw, now, options);
 }
 
+AdapterResult read_failure(const std::string& from, std::string_view text, const Context& context,
+                           const Bundle& bundle) {
+  const bool named = !from.empty() && from != "auto";
+  const std::optional<Protocol> shape = named ? std::nullopt : raw_form_protocol(text);
+  const std::string guessed = shape ? to_string(*shape) : "";
+  AdapterResult r;
+  if (named || (from == "auto" && !guessed.empty())) {
+    r = adapt(named ? from : guessed, text, &context, &bundle, std::nullopt);
+    if (!r.ok) r.error = "raw form: " + r.error;
+    return r;
+  }
+  static_cast<EnvelopeResult&>(r) = read_envelope(text);
+  if (!r.ok) r.error = "envelope: " + r.error;
+  if (r.ok && !guessed.empty() && !r.envelope.code)
+    r.envelope.warnings.push_back(
+        {"raw_form", "code",
+         fmt::format("the envelope has no code and looks like a raw {0} form; read as an "
+                     "envelope (UNKNOWN): pass --from {0} or --from auto for its adapter",
+                     guessed)});
+  return r;
+}
+
 int run_envelope(const Options& o) {
   std::string error;
   auto text =

@@ -25,7 +25,7 @@ struct Options {
   std::vector<std::string> paths;     // positional arguments
   bool dump = false;
   std::size_t analysis_work = CompileOptions{}.max_analysis_work;  // check --analysis-work
-  std::string from;                 // --from http|grpc|mcp|jsonrpc: the input is a raw form
+  std::string from;                 // --from http|grpc|mcp|jsonrpc|auto: the input is a raw form
   std::optional<std::int64_t> now;  // --now MS (envelope): the clock for HTTP-dates
   bool check = false;               // fmt --check: write nothing, list files that would change
   std::string name;                 // diff: the policy to compare
@@ -99,6 +99,13 @@ class DecisionLogFile {
 /// the clock is `now`, else the context's nowMs.
 AdapterResult adapt(const std::string& from, std::string_view raw, const Context* context,
                     const Bundle* bundle, std::optional<std::int64_t> now);
+/// Reads a failure given to decide, explain or a replay line's "envelope" as `from` says. Empty:
+/// an envelope, with a `raw_form` warning (on `code`) when it has no code and looks like a raw
+/// form (raw_form_protocol()), which reading it as an envelope turns into UNKNOWN. "auto": a raw
+/// form through its adapter when it looks like one, else an envelope. A protocol: a raw form of
+/// it (adapt()). An error starts with "envelope: " or "raw form: ".
+AdapterResult read_failure(const std::string& from, std::string_view text, const Context& context,
+                           const Bundle& bundle);
 int run_envelope(const Options& options);
 
 // commands.cpp

@@ -19,16 +19,16 @@ int fail(const std::string& message) {
 }
 
 // Reads the envelope JSON (file or stdin) and the context JSON (file, or empty context). With
-// --from the input is a raw form, read through its adapter once the context (tool, now) is known.
+// --from the input is a raw form, read through its adapter once the context (tool, now) is known
+// (read_failure()).
 bool read_inputs(const Options& o, const Bundle& bundle, Envelope& envelope, Context& context) {
   std::string error;
   auto text = read_text(o.envelope, kMaxEnvelopeFileBytes, error);
   if (!text) return fail(error), false;
-  if (o.from.empty()) {
-    EnvelopeResult e = read_envelope(*text);
-    if (!e.ok) return fail("envelope: " + e.error), false;
-    envelope = std::move(e.envelope);
-  }
+  // An envelope needs no context, and its errors come first; a raw form's adapter needs it.
+  AdapterResult r;
+  if (o.from.empty() && !(r = read_failure(o.from, *text, context, bundle)).ok)
+    return fail(r.error), false;
   if (o.context.empty()) {
     std::cerr << "warning: no --context: deciding for tool \"\" (the \"*\" policy), attempt 1, "
                  "side effect unknown\n";
@@ -42,11 +42,9 @@ bool read_inputs(const Options& o, const Bundle& bundle, Envelope& envelope, Con
     }
     context = std::move(c.context);
   }
-  if (!o.from.empty()) {
-    AdapterResult r = adapt(o.from, *text, &context, &bundle, std::nullopt);
-    if (!r.ok) return fail("raw form: " + r.error), false;
-    envelope = std::move(r.envelope);
-  }
+  if (!o.from.empty() && !(r = read_failure(o.from, *text, context, bundle)).ok)
+    return fail(r.error), false;
+  envelope = std::move(r.envelope);
   return true;
 }
 

@@ -23,9 +23,11 @@ int main(int argc, char** argv) {
     c->add_option("--policy,-p", o.policies, "policy files or directories")->required();
     c->add_option("--envelope,-e", o.envelope, "envelope JSON file (default: stdin)");
     c->add_option("--context,-c", o.context, "context JSON file");
-    c->add_option("--from", o.from, "the envelope input is a raw form, read by its adapter")
-        ->check(CLI::IsMember({"http", "grpc", "mcp", "jsonrpc"}))
-        ->type_name("http|grpc|mcp|jsonrpc");
+    c->add_option("--from", o.from,
+                  "the envelope input is a raw form, read by its adapter (auto: when it looks "
+                  "like one)")
+        ->check(CLI::IsMember({"http", "grpc", "mcp", "jsonrpc", "auto"}))
+        ->type_name("http|grpc|mcp|jsonrpc|auto");
   };
 
   auto* check = app.add_subcommand("check", "check policy files and report every problem");
@@ -77,6 +79,11 @@ int main(int argc, char** argv) {
       app.add_subcommand("replay", "replay a JSONL trace of failed calls through the policies");
   common(replay);
   replay->add_option("--policy,-p", o.policies, "policy files or directories")->required();
+  replay
+      ->add_option("--from", o.from,
+                   "auto: a line's envelope that looks like a raw form is read by its adapter")
+      ->check(CLI::IsMember({"auto"}))
+      ->type_name("auto");
   replay->add_option("--state", o.state, "shared state: memory, sqlite:PATH or redis://HOST:PORT")
       ->type_name("SPEC");
   replay->add_option("trace", o.paths, "trace file, one {\"tool\",\"envelope\",\"context\"} a line")

@@ -55,7 +55,8 @@ int run_replay(const Options& o) {
   std::string raw;
   for (int number = 1; std::getline(in, raw); ++number) {
     if (raw.find_first_not_of(" \t\r") == std::string::npos) continue;
-    auto line = parse_trace_line(raw, fmt::format("{}:{}", o.paths.front(), number), *bundle);
+    auto line =
+        parse_trace_line(raw, fmt::format("{}:{}", o.paths.front(), number), *bundle, o.from);
     if (!line) {
       ++sum.bad;
       continue;

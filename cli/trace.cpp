@@ -16,7 +16,7 @@ using json = nlohmann::ordered_json;
 }  // namespace
 
 std::optional<TraceLine> parse_trace_line(const std::string& text, const std::string& where,
-                                          const Bundle& bundle) {
+                                          const Bundle& bundle, const std::string& from) {
   auto bad = [&](const std::string& why) {
     std::cerr << fmt::format("{}: error: {}\n", where, why);
     return std::nullopt;
@@ -48,11 +48,6 @@ std::optional<TraceLine> parse_trace_line(const std::string& text, const std::st
     return bad(
         "not a trace line {\"tool\", \"envelope\" or \"raw\", \"context\"} or {\"tool\", "
         "\"outcome\": \"success\"}");
-  if (envelope) {
-    EnvelopeResult e = read_envelope(raw_text(envelope));
-    line.envelope = std::move(e.envelope);
-    line.envelope_ok = e.ok;
-  }
   const RawMember* context = find_member(members, "context");
   if (context && !entry["context"].is_object()) return bad("context is not an object");
   std::string ctx = context ? std::string(raw_text(context)) : "{}";
@@ -75,8 +70,12 @@ std::optional<TraceLine> parse_trace_line(const std::string& text, const std::st
   }
   line.context = std::move(c.context);
   line.now_ms = line.context.now_ms.value_or(0);
-  if (raw_member) {  // {"protocol": "http", ...}: its adapter, with the tool's `map` overrides
-    AdapterResult r = adapt("", raw_text(raw_member), &line.context, &bundle, std::nullopt);
+  // "raw": {"protocol": "http", ...}: its adapter, with the tool's `map` overrides; "envelope":
+  // as --from says.
+  if (raw_member || envelope) {
+    AdapterResult r = raw_member
+                          ? adapt("", raw_text(raw_member), &line.context, &bundle, std::nullopt)
+                          : read_failure(from, raw_text(envelope), line.context, bundle);
     line.envelope = std::move(r.envelope);
     line.envelope_ok = r.ok;
   }

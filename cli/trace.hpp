@@ -22,9 +22,10 @@ struct TraceLine {
 };
 
 /// Parses one trace line. A line that is not a trace line (or has an invalid context) is
-/// reported on stderr, prefixed with `where`, and gives nullopt.
+/// reported on stderr, prefixed with `where`, and gives nullopt. A line's "envelope" is read as
+/// `from` says (read_failure(): "" an envelope, "auto" a raw form when it looks like one).
 std::optional<TraceLine> parse_trace_line(const std::string& text, const std::string& where,
-                                          const Bundle& bundle);
+                                          const Bundle& bundle, const std::string& from = "");
 
 /// The state of one trace: a Workflow per workflowId and one Health for the run.
 class TraceState {

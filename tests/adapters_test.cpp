@@ -311,6 +311,359 @@ TEST_CASE("adapters: rate-limit reset headers", "[adapters]") {
   }
 }
 
+TEST_CASE("adapters: Retry-After vectors of openai-python's client tests", "[adapters]") {
+  // openai-python tests/test_client.py test_parse_retry_after_header: time.time() is 1696004797
+  // (Fri, 29 Sep 2023 16:26:37 GMT). The SDK honours a hint in (0, 60] s only and otherwise
+  // backs off 0.5 s; recourse keeps every valid hint (0 and 61 s too) and lets the policy's
+  // retry_after_max and deadline act on it (docs/adapters.md, "Where recourse decides otherwise").
+  const std::int64_t now = 1696004797000;
+  struct Row {
+    const char* value;
+    std::optional<std::int64_t> ms;  // nullopt: absent with a malformed warning
+  };
+  const std::vector<Row> rows = {
+      {"20", 20000},
+      {"0", 0},
+      {"-10", std::nullopt},
+      {"60", 60000},
+      {"61", 61000},
+      {"Fri, 29 Sep 2023 16:26:57 GMT", 20000},
+      {"Fri, 29 Sep 2023 16:26:37 GMT", 0},
+      {"Fri, 29 Sep 2023 16:26:27 GMT", 0},  // in the past
+      {"Fri, 29 Sep 2023 16:27:37 GMT", 60000},
+      {"Fri, 29 Sep 2023 16:27:38 GMT", 61000},
+      {"99999999999999999999999999999999999", kMaxMs},
+      {"Zun, 29 Sep 2023 16:26:27 GMT", std::nullopt},
+      {"", std::nullopt},
+  };
+  for (const Row& row : rows) {
+    DYNAMIC_SECTION("Retry-After: \"" << row.value << "\"") {
+      const auto r = recourse::from_http(429, {{"retry-after", row.value}}, "", now);
+      INFO(describe(r));
+      CHECK(r.envelope.retry_after_ms == row.ms);
+      CHECK(warned(r, "retryAfterMs", "malformed") == !row.ms.has_value());
+    }
+  }
+}
+
+TEST_CASE("adapters: retry-after-ms (OpenAI, Anthropic)", "[adapters]") {
+  struct Row {
+    int status;
+    Headers headers;
+    std::optional<std::int64_t> ms;
+    const char* warning;  // the kind on retryAfterMs, or ""
+  };
+  const std::vector<Row> rows = {
+      // A server asking for 120 s is not retried after the policy's 500 ms.
+      {429, {{"retry-after-ms", "120000"}}, 120000, ""},
+      {500, {{"retry-after-ms", "10"}}, 10, ""},  // anthropic-sdk-python's Bedrock retry test
+      {503, {{"Retry-After-Ms", "0"}}, 0, ""},
+      {529, {{"retry-after-ms", "1.5"}}, 2, ""},  // a fraction of a ms is rounded up
+      // Both: the longest wins (the SDKs read retry-after-ms first and ignore Retry-After).
+      {429, {{"retry-after-ms", "120000"}, {"Retry-After", "5"}}, 120000, ""},
+      {429, {{"retry-after-ms", "1500"}, {"Retry-After", "5"}}, 5000, ""},
+      {429, {{"retry-after-ms", "-1"}}, std::nullopt, "malformed"},
+      {429, {{"retry-after-ms", "1e3"}}, std::nullopt, "malformed"},
+      {429, {{"retry-after-ms", "soon"}}, std::nullopt, "malformed"},
+      {429, {{"retry-after-ms", "1"}, {"retry-after-ms", "2"}}, std::nullopt, "duplicate"},
+      {429, {{"retry-after-ms", "99999999999999999999999"}}, kMaxMs, ""},
+  };
+  for (const Row& row : rows) {
+    DYNAMIC_SECTION(row.status << " " << row.headers.front().first << ": "
+                               << row.headers.front().second) {
+      const auto r = recourse::from_http(row.status, row.headers, "", std::nullopt);
+      INFO(describe(r));
+      CHECK(r.envelope.retry_after_ms == row.ms);
+      if (*row.warning) CHECK(warned(r, "retryAfterMs", row.warning));
+      if (!*row.warning) CHECK(r.envelope.warnings.empty());
+    }
+  }
+}
+
+TEST_CASE("adapters: x-should-retry and Stripe-Should-Retry are the server's retry claim",
+          "[adapters]") {
+  struct Row {
+    const char* name;
+    int status;
+    Headers headers;
+    std::string body;
+    std::optional<bool> retryable;
+    const char* warning;  // the kind on retryable, or ""
+  };
+  const std::string quota = R"({"error":{"type":"insufficient_quota","message":"m"}})";
+  const std::string abnormal =
+      R"({"type":"https://iana.org/assignments/http-problem-types#abnormal-usage-detected"})";
+  const std::vector<Row> rows = {
+      // openai-python and anthropic-sdk-python test that x-should-retry overrides the status
+      // both ways; recourse reads it and warns, and `false` is the unsafe one to miss.
+      {"503 the server says not to retry",
+       503,
+       {{"x-should-retry", "false"}},
+       "",
+       false,
+       "contradiction"},
+      {"409 the server says to retry",
+       409,
+       {{"x-should-retry", "true"}},
+       "",
+       true,
+       "contradiction"},
+      {"429 agrees", 429, {{"x-should-retry", "true"}}, "", true, ""},
+      {"an unknown status takes the claim", 418, {{"x-should-retry", "true"}}, "", true, ""},
+      {"Stripe: false on a 500",
+       500,
+       {{"Stripe-Should-Retry", "false"}},
+       "",
+       false,
+       "contradiction"},
+      {"Stripe: true on a 409", 409, {{"Stripe-Should-Retry", "true"}}, "", true, "contradiction"},
+      {"both, disagreeing: false",
+       409,
+       {{"x-should-retry", "true"}, {"Stripe-Should-Retry", "false"}},
+       "",
+       false,
+       ""},
+      {"true never revives an exhausted quota",
+       429,
+       {{"x-should-retry", "true"}},
+       quota,
+       false,
+       "ignored"},
+      {"true never revives abnormal usage",
+       429,
+       {{"x-should-retry", "true"}},
+       abnormal,
+       false,
+       "ignored"},
+      {"not true or false", 503, {{"x-should-retry", "yes"}}, "", true, "malformed"},
+      {"case matters, as in the SDKs", 503, {{"x-should-retry", "FALSE"}}, "", true, "malformed"},
+      {"twice",
+       503,
+       {{"x-should-retry", "false"}, {"X-Should-Retry", "false"}},
+       "",
+       true,
+       "duplicate"},
+  };
+  for (const Row& row : rows) {
+    DYNAMIC_SECTION(row.name) {
+      const auto r = recourse::from_http(row.status, row.headers, row.body, std::nullopt);
+      INFO(describe(r));
+      CHECK(r.envelope.retryable == row.retryable);
+      if (*row.warning) CHECK(warned(r, "retryable", row.warning));
+      if (!*row.warning) CHECK(r.envelope.warnings.empty());
+    }
+  }
+  SECTION("the claim changes retryable only, never the code") {
+    const auto r = recourse::from_http(409, {{"x-should-retry", "true"}}, "", std::nullopt);
+    CHECK(r.envelope.code == "CONFLICT");
+    const auto s = recourse::from_http(503, {{"x-should-retry", "false"}}, "", std::nullopt);
+    CHECK(s.envelope.code == "TRANSIENT");
+  }
+  SECTION("a false claim holds against an envelope in the body") {
+    const auto r = recourse::from_http(503, {{"x-should-retry", "false"}},
+                                       R"({"code":"TRANSIENT","retryable":true})", std::nullopt);
+    CHECK(r.envelope.retryable == false);
+    CHECK(warned(r, "retryable", "contradiction"));
+  }
+}
+
+TEST_CASE("adapters: vendor rate-limit resets", "[adapters]") {
+  SECTION("OpenAI: x-ratelimit-reset-* Go durations, paired with their remaining count") {
+    struct Row {
+      Headers headers;
+      std::optional<std::int64_t> ms;
+    };
+    const std::vector<Row> rows = {
+        {{{"x-ratelimit-remaining-requests", "0"}, {"x-ratelimit-reset-requests", "6m0s"}}, 360000},
+        {{{"x-ratelimit-reset-tokens", "1h2m3.5s"}}, 3723500},  // no remaining count sent
+        {{{"x-ratelimit-reset-requests", "20ms"}}, 20},
+        {{{"x-ratelimit-reset-requests", "0.5s"}}, 500},
+        {{{"x-ratelimit-reset-requests", "1us"}}, 1},  // rounded up to the ms
+        {{{"x-ratelimit-reset-requests", "0"}}, 0},
+        {{{"x-ratelimit-reset-requests", "23m16.298s"}}, 1396298},
+        // The token limit is spent, the requests' is not: the tokens' reset.
+        {{{"x-ratelimit-remaining-requests", "199"},
+          {"x-ratelimit-reset-requests", "6m0s"},
+          {"x-ratelimit-remaining-tokens", "0"},
+          {"x-ratelimit-reset-tokens", "12s"}},
+         12000},
+        // Both unsent: the longest.
+        {{{"x-ratelimit-reset-requests", "2s"}, {"x-ratelimit-reset-tokens", "7m12s"}}, 432000},
+        {{{"x-ratelimit-remaining-requests", "5"}, {"x-ratelimit-reset-requests", "6m0s"}},
+         std::nullopt},
+    };
+    for (const Row& row : rows) {
+      DYNAMIC_SECTION(row.headers.back().first << ": " << row.headers.back().second) {
+        const auto r = recourse::from_http(429, row.headers, "", std::nullopt);
+        INFO(describe(r));
+        CHECK(r.envelope.retry_after_ms == row.ms);
+        CHECK(r.envelope.warnings.empty());
+      }
+    }
+    for (const char* bad : {"6 minutes", "-1s", "1d", "s", "5", "1.2.3s", ""}) {
+      DYNAMIC_SECTION("malformed: \"" << bad << "\"") {
+        const auto r =
+            recourse::from_http(429, {{"x-ratelimit-reset-requests", bad}}, "", std::nullopt);
+        INFO(describe(r));
+        CHECK_FALSE(r.envelope.retry_after_ms.has_value());
+        CHECK(warned(r, "retryAfterMs", "malformed"));
+      }
+    }
+    // On a rate limit only: OpenAI sends these headers on every response.
+    const auto ok = recourse::from_http(
+        500, {{"x-ratelimit-remaining-requests", "0"}, {"x-ratelimit-reset-requests", "6m0s"}}, "",
+        std::nullopt);
+    CHECK_FALSE(ok.envelope.retry_after_ms.has_value());
+  }
+  SECTION("Anthropic: anthropic-ratelimit-*-reset RFC 3339 times") {
+    const std::int64_t now = 1704067200000;  // 2024-01-01T00:00:00Z
+    struct Row {
+      Headers headers;
+      std::optional<std::int64_t> ms;
+    };
+    const std::vector<Row> rows = {
+        {{{"anthropic-ratelimit-requests-remaining", "0"},
+          {"anthropic-ratelimit-requests-reset", "2024-01-01T00:00:30Z"}},
+         30000},
+        {{{"anthropic-ratelimit-tokens-reset", "2024-01-01T01:00:30+01:00"}}, 30000},
+        {{{"anthropic-ratelimit-input-tokens-reset", "2023-12-31T23:59:30-00:30"}}, 1770000},
+        {{{"anthropic-ratelimit-output-tokens-reset", "2024-01-01t00:00:01.0001z"}}, 1001},
+        {{{"anthropic-ratelimit-requests-reset", "2023-12-31T23:00:00Z"}}, 0},  // past
+        {{{"anthropic-ratelimit-requests-remaining", "0"},
+          {"anthropic-ratelimit-requests-reset", "2024-01-01T00:00:30Z"},
+          {"anthropic-ratelimit-tokens-remaining", "90000"},
+          {"anthropic-ratelimit-tokens-reset", "2024-01-01T00:05:00Z"}},
+         30000},
+    };
+    for (const Row& row : rows) {
+      DYNAMIC_SECTION(row.headers.back().first << ": " << row.headers.back().second) {
+        const auto r = recourse::from_http(429, row.headers, "", now);
+        INFO(describe(r));
+        CHECK(r.envelope.retry_after_ms == row.ms);
+        CHECK(r.envelope.warnings.empty());
+      }
+    }
+    for (const char* bad : {"2024-01-01 00:00:30Z", "2024-02-30T00:00:00Z", "2024-01-01T00:00:30",
+                            "2024-01-01T00:00:30.Z", "2024-13-01T00:00:00Z", "tomorrow"}) {
+      DYNAMIC_SECTION("malformed: \"" << bad << "\"") {
+        const auto r =
+            recourse::from_http(429, {{"anthropic-ratelimit-requests-reset", bad}}, "", now);
+        INFO(describe(r));
+        CHECK_FALSE(r.envelope.retry_after_ms.has_value());
+        CHECK(warned(r, "retryAfterMs", "malformed"));
+      }
+    }
+    const auto no_clock = recourse::from_http(
+        429, {{"anthropic-ratelimit-requests-reset", "2024-01-01T00:00:30Z"}}, "", std::nullopt);
+    CHECK_FALSE(no_clock.envelope.retry_after_ms.has_value());
+    CHECK(warned(no_clock, "retryAfterMs", "malformed"));
+  }
+  SECTION("OpenRouter: the reset inside the JSON body, epoch ms") {
+    const std::int64_t now = 1785054000000;  // 2026-07-26T08:20:00Z
+    const std::string body =
+        R"({"error":{"message":"Rate limit exceeded: free-models-per-min.","code":429,"metadata":{"headers":{"X-RateLimit-Limit":"20","X-RateLimit-Remaining":"0","X-RateLimit-Reset":"1785054042000"}}}})";
+    auto r = recourse::from_http(429, {}, body, now);
+    INFO(describe(r));
+    CHECK(r.envelope.retry_after_ms == 42000);
+    CHECK(r.envelope.code == "RATE_LIMITED");
+    // Epoch seconds there too; a reset in the past is no wait; a spent-not limit is no hint.
+    auto with = [&](const std::string& remaining, const std::string& reset) {
+      return recourse::from_http(
+          429, {},
+          R"({"error":{"message":"m","metadata":{"headers":{"X-RateLimit-Remaining":")" +
+              remaining + R"(","X-RateLimit-Reset":")" + reset + R"("}}}})",
+          now);
+    };
+    CHECK(with("0", "1785054060").envelope.retry_after_ms == 60000);
+    CHECK(with("0", "1785053000000").envelope.retry_after_ms == 0);
+    CHECK_FALSE(with("3", "1785054042000").envelope.retry_after_ms.has_value());
+    const auto bad = with("0", "soon");
+    CHECK_FALSE(bad.envelope.retry_after_ms.has_value());
+    CHECK(warned(bad, "retryAfterMs", "malformed"));
+    // Only on a rate limit.
+    CHECK_FALSE(recourse::from_http(500, {}, body, now).envelope.retry_after_ms.has_value());
+    // The raw form reads the same body.
+    const auto j = raw(Protocol::Http, R"({"status":429,"body":)" + body + "}", now);
+    CHECK(j.envelope.retry_after_ms == 42000);
+  }
+  SECTION("X-RateLimit-Reset by magnitude: delta seconds, epoch seconds, epoch ms") {
+    const std::int64_t now = 1655120933000;
+    CHECK(recourse::from_http(429, {{"X-RateLimit-Reset", "999999999"}}, "", now)
+              .envelope.retry_after_ms == 999999999000);
+    CHECK(recourse::from_http(429, {{"X-RateLimit-Reset", "1655120964"}}, "", now)
+              .envelope.retry_after_ms == 31000);
+    CHECK(recourse::from_http(429, {{"X-RateLimit-Reset", "1655120964500"}}, "", now)
+              .envelope.retry_after_ms == 31500);
+  }
+}
+
+TEST_CASE("adapters: RateLimit and RateLimit-Policy (draft-ietf-httpapi-ratelimit-headers-10)",
+          "[adapters]") {
+  struct Row {
+    Headers headers;
+    std::optional<std::int64_t> ms;
+    bool malformed;
+  };
+  const std::vector<Row> rows = {
+      {{{"RateLimit", R"("default";r=0;t=30)"}}, 30000, false},
+      {{{"RateLimit", R"("burst";r=5;t=1, "daily";r=0;t=3600)"}}, 3600000, false},
+      {{{"RateLimit", R"(burst;r=0;t=1, daily;r=0;t=3600)"}}, 3600000, false},  // tokens
+      {{{"RateLimit", R"("default";t=10)"}}, 10000, false},          // no r: the limit may be spent
+      {{{"RateLimit", R"("burst";r=3;t=1)"}}, std::nullopt, false},  // quota left: no hint
+      // r=0 without t: the policy's window.
+      {{{"RateLimit", R"("daily";r=0)"}, {"RateLimit-Policy", R"("daily";q=1000;w=86400)"}},
+       86400000,
+       false},
+      {{{"RateLimit", R"("daily";r=0)"}, {"RateLimit-Policy", R"("hourly";q=10;w=3600)"}},
+       std::nullopt,
+       false},
+      {{{"RateLimit", R"("a,b";r=0;t=5)"}}, 5000, false},  // a comma inside a string
+      {{{"RateLimit", R"("open;r=0;t=5)"}}, std::nullopt, true},
+      {{{"RateLimit", R"(;r=0;t=5)"}}, std::nullopt, true},
+      {{{"RateLimit", R"("default";r=0)"}, {"RateLimit-Policy", R"("x)"}}, std::nullopt, true},
+      {{{"RateLimit", R"("default";r=0;t=-5)"}}, std::nullopt, false},  // no valid t
+      {{{"RateLimit", R"("default";r=0;t=30)"}, {"Retry-After", "60"}}, 60000, false},
+  };
+  for (const Row& row : rows) {
+    DYNAMIC_SECTION(row.headers.front().second) {
+      const auto r = recourse::from_http(429, row.headers, "", std::nullopt);
+      INFO(describe(r));
+      CHECK(r.envelope.retry_after_ms == row.ms);
+      CHECK(warned(r, "retryAfterMs", "malformed") == row.malformed);
+    }
+  }
+  // On a rate limit only: the fields come on every response.
+  CHECK_FALSE(recourse::from_http(500, {{"RateLimit", R"("default";r=0;t=30)"}}, "", std::nullopt)
+                  .envelope.retry_after_ms.has_value());
+  SECTION("the draft's problem types") {
+    const std::string base = "https://iana.org/assignments/http-problem-types#";
+    struct Type {
+      const char* name;
+      int status;
+      const char* code;
+      bool retryable;
+    };
+    for (const Type& t : {Type{"quota-exceeded", 429, "QUOTA_EXCEEDED", false},
+                          Type{"abnormal-usage-detected", 429, "PERMISSION", false},
+                          Type{"temporary-reduction", 503, "RATE_LIMITED", true}}) {
+      DYNAMIC_SECTION(t.name) {
+        const auto r = recourse::from_http(
+            t.status, {{"RateLimit", R"("default";r=0;t=30)"}},
+            R"({"type":")" + base + t.name + R"(","title":"Too Many Requests"})", std::nullopt);
+        INFO(describe(r));
+        CHECK(r.envelope.code == t.code);
+        CHECK(r.envelope.retryable == t.retryable);
+        // The wait is kept for a temporary reduction, whose code is a rate limit.
+        CHECK(r.envelope.retry_after_ms.has_value() == (std::string(t.code) == "RATE_LIMITED"));
+      }
+    }
+    // Another registry's fragment is not the draft's.
+    const auto other = recourse::from_http(
+        429, {}, R"({"type":"https://example.com/probs#quota-exceeded"})", std::nullopt);
+    CHECK(other.envelope.code == "RATE_LIMITED");
+  }
+}
+
 TEST_CASE("adapters: the body outranks the status where the provider documents it", "[adapters]") {
   const std::int64_t now = 1655120933000;
   struct Row {
@@ -1313,4 +1666,90 @@ TEST_CASE("cli: decide --from and replay of raw forms use the adapters", "[adapt
                                 "\n");
   r = test::run(cli + " replay --format json --policy " + examples + " " + bad);
   CHECK(nlohmann::json::parse(r.out)["decisions"][0]["decision"]["route"] == "stop");
+}
+
+TEST_CASE("adapters: raw_form_protocol guesses a raw form's protocol by its shape", "[adapters]") {
+  struct Row {
+    const char* json;
+    std::optional<Protocol> protocol;
+  };
+  const std::vector<Row> rows = {
+      {R"({"status":429,"headers":{"Retry-After":"2"}})", Protocol::Http},
+      {R"({"status":null,"transportError":"ECONNRESET"})", Protocol::Http},
+      {R"({"status":"UNAVAILABLE","message":"m"})", Protocol::Grpc},
+      {R"({"metadata":{"grpc-retry-pushback-ms":"5"}})", Protocol::Grpc},
+      {R"({"result":{"isError":true,"content":[]}})", Protocol::Mcp},
+      {R"({"isError":true,"content":[{"type":"text","text":"x"}]})", Protocol::Mcp},
+      {R"({"error":{"code":-32602,"message":"bad"}})", Protocol::JsonRpc},
+      {R"({"protocol":"grpc","status":14})", Protocol::Grpc},  // the form's own word first
+      {R"({"protocol":"http+sse","status":200})", Protocol::Http},
+      {R"({"code":"TRANSIENT","status":503})", std::nullopt},  // an envelope
+      {R"({"message":"boom","retryable":true})", std::nullopt},
+      {R"({"error":{"code":"E1"}})", std::nullopt},
+      {R"([1,2])", std::nullopt},
+      {R"(not json)", std::nullopt},
+  };
+  for (const Row& row : rows) {
+    INFO(row.json);
+    CHECK(recourse::raw_form_protocol(row.json) == row.protocol);
+  }
+}
+
+TEST_CASE("cli: a raw form without --from warns raw_form; --from auto reads it",
+          "[adapters][cli]") {
+  const std::string cli = test::cli();
+  const std::string examples = test::source_dir() + "/rules/examples";
+  const auto raw429 = temp_file("auto429.json", R"({"status":429,"headers":{"Retry-After":"2"}})");
+  const auto ctx =
+      temp_file("auto-ctx.json", R"({"tool":"search.query","sideEffect":"none","attempt":1})");
+  const std::string base =
+      cli + " decide --policy " + examples + " --context " + ctx + " --envelope " + raw429;
+  auto kinds = [](const nlohmann::json& d) {
+    std::set<std::string> out;
+    for (const auto& w : d["warnings"]) out.insert(w["kind"].get<std::string>());
+    return out;
+  };
+  // Without --from: read as an envelope (no code: UNKNOWN, a stop), now with a warning.
+  auto r = test::run(base);
+  REQUIRE(r.status == 0);
+  auto d = nlohmann::json::parse(r.out);
+  CHECK(d["route"] == "stop");
+  CHECK(kinds(d).count("raw_form") == 1);
+  CHECK_THAT(r.out, Catch::Contains("--from http"));
+  // --from auto: through the HTTP adapter, as --from http.
+  r = test::run(base + " --from auto");
+  REQUIRE(r.status == 0);
+  d = nlohmann::json::parse(r.out);
+  CHECK(d["route"] == "retry");
+  CHECK(d["retryAfterMs"] == 2000);
+  CHECK(kinds(d).count("raw_form") == 0);
+  // --from auto on a real envelope reads the envelope; no warning on it either way.
+  const auto env = temp_file("auto-env.json", R"({"code":"RATE_LIMITED","retryAfterMs":3000})");
+  for (const char* from : {"", " --from auto"}) {
+    r = test::run(cli + " decide --policy " + examples + " --context " + ctx + " --envelope " +
+                  env + from);
+    REQUIRE(r.status == 0);
+    d = nlohmann::json::parse(r.out);
+    CHECK(d["retryAfterMs"] == 3000);
+    CHECK(kinds(d).count("raw_form") == 0);
+  }
+  // explain takes --from auto too.
+  r = test::run(cli + " explain --policy " + examples + " --context " + ctx + " --envelope " +
+                raw429 + " --from auto");
+  CHECK(r.status == 0);
+  // replay: a line's envelope that is a raw form warns, and is read by --from auto.
+  const auto trace = temp_file(
+      "auto.jsonl",
+      R"({"tool":"search.query","envelope":{"status":429,"headers":{"Retry-After":"2"}},"context":{"sideEffect":"none"}})"
+      "\n");
+  r = test::run(cli + " replay --format json --policy " + examples + " " + trace);
+  REQUIRE(r.status == 0);
+  auto out = nlohmann::json::parse(r.out);
+  CHECK(out["summary"]["warnings"]["raw_form"] == 1);
+  CHECK(out["decisions"][0]["decision"]["route"] == "stop");
+  r = test::run(cli + " replay --from auto --format json --policy " + examples + " " + trace);
+  REQUIRE(r.status == 0);
+  out = nlohmann::json::parse(r.out);
+  CHECK_FALSE(out["summary"]["warnings"].contains("raw_form"));
+  CHECK(out["decisions"][0]["decision"]["route"] == "retry");
 }

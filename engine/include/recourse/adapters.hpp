@@ -40,9 +40,15 @@
 //                                                               input is never TRANSIENT)
 //   Retry-After (10.2.3): delay-seconds or an HTTP-date (5.6.7: IMF-fixdate, RFC 850, asctime)
 //   against now_ms (else the response's Date header); a past date is 0; a fraction ("0.503") is
-//   rounded up to whole seconds; anything else is absent with a warning. On a rate limit, also
-//   RateLimit-Reset (draft-ietf-httpapi-ratelimit-headers: delta seconds) and X-RateLimit-Reset
-//   (epoch seconds when >= 1e9, else delta seconds); the longest valid hint wins.
+//   rounded up to whole seconds; anything else is absent with a warning. Also retry-after-ms
+//   (OpenAI, Anthropic). On a rate limit, also the resets of the limits that are spent:
+//   RateLimit's `t` (or RateLimit-Policy's `w`; draft-ietf-httpapi-ratelimit-headers-10),
+//   RateLimit-Reset (delta seconds), X-RateLimit-Reset (delta seconds, epoch seconds or epoch ms
+//   by magnitude), OpenAI's x-ratelimit-reset-* (Go durations, "6m0s"), Anthropic's
+//   anthropic-ratelimit-*-reset (RFC 3339), and those OpenRouter relays in the body
+//   (error.metadata.headers); the longest valid hint wins.
+//   x-should-retry and Stripe-Should-Retry ("true" / "false") are the server's claim on
+//   `retryable`: false always holds, true overrides the status table only; a contradiction warns.
 //   Body (RFC 9457 problem details, or a provider's JSON): message from detail/title/message;
 //   field and suggestion from `errors` [{pointer, detail}] (RFC 9457 section 3), `invalid-params`
 //   [{name, reason}] (RFC 7807 section 3), OpenAI's `param`, or google.rpc.BadRequest field
@@ -57,6 +63,9 @@
 //                                                                      -> RATE_LIMITED, true;
 //       a "secondary rate limit" waits at least secondary_rate_limit_min_ms (60 s)
 //     409 with code idempotency_key_in_use (Stripe: resend the same key) -> CONFLICT, true
+//     problem type ...http-problem-types#quota-exceeded                -> QUOTA_EXCEEDED, false
+//     problem type ...#abnormal-usage-detected                         -> PERMISSION, false
+//     problem type ...#temporary-reduction                             -> RATE_LIMITED, true
 //   A body that is itself an envelope (a string `code` naming a built-in code, or a `retryable`
 //   key) is read with read_envelope() and its fields win over the status's.
 //   traceId from the envelope body, else traceparent's trace-id, X-Request-Id, Request-Id,
@@ -119,8 +128,8 @@ enum class Protocol : std::uint8_t { Http, Grpc, Mcp, JsonRpc };
 /// "http", "grpc", "mcp", "jsonrpc".
 const char* to_string(Protocol protocol) noexcept;
 
-/// The protocol named by `name`'s first word, case-insensitively ("mcp over streamable http" is
-/// Mcp); also "json-rpc". nullopt for anything else.
+/// The protocol named by `name`'s first word (up to a space or a '+'), case-insensitively ("mcp
+/// over streamable http" is Mcp, "http+sse" Http); also "json-rpc". nullopt for anything else.
 std::optional<Protocol> protocol_of(std::string_view name) noexcept;
 
 /// Header (or gRPC metadata) fields in order, names as received; lookups ignore case. A field
@@ -202,6 +211,14 @@ AdapterResult from_mcp(std::string_view reply_json, const AdapterOptions& option
 AdapterResult from_raw(std::optional<Protocol> protocol, std::string_view raw_json,
                        std::optional<std::int64_t> now_ms,
                        const AdapterOptions& options = {}) noexcept;
+
+/// The protocol of a raw form, for a host (or `--from auto`) that does not know it: the object's
+/// "protocol" member when it names one, else its shape: an integer "status" or a
+/// "transportError" is http; a string "status", "metadata" or "details" is grpc; "result",
+/// "isError", "content", "structuredContent" or "httpStatus" is mcp; an "error" object with an
+/// integer "code" is jsonrpc. nullopt when `raw_json` is no JSON object, or an envelope (its
+/// "code" is a string), or none of these shapes.
+std::optional<Protocol> raw_form_protocol(std::string_view raw_json) noexcept;
 
 /// MCP tool annotations ({"idempotentHint": true, "readOnlyHint": false, ...}) as the
 /// `idempotent` they imply: nullopt unless `trusted` (readOnlyHint or idempotentHint true: true;

@@ -25,7 +25,8 @@ namespace recourse {
 /// A field the envelope reader dropped or changed, e.g. {"malformed", "retryAfterMs",
 /// "expected a finite number >= 0, got a string"}.
 struct EnvelopeWarning {
-  std::string kind;     ///< "malformed", "duplicate", "oversized", "null"
+  std::string kind;     ///< "malformed", "duplicate", "oversized", "null"; adapters also
+                        ///< "ignored", "contradiction"; the CLI "raw_form"
   std::string field;    ///< the envelope key, camelCase
   std::string message;  ///< one sentence for people
 };

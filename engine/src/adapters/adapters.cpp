@@ -119,10 +119,11 @@ const char* to_string(Protocol protocol) noexcept {
   return detail::name_of(protocol).data();
 }
 
-// The names table's spellings, and the aliases https and json-rpc.
+// The names table's spellings, and the aliases https and json-rpc. The first word counts, up to
+// a space or a '+' ("http+sse (litellm streaming)" is http).
 std::optional<Protocol> protocol_of(std::string_view name) noexcept {
   name = trim(name);
-  const std::string_view word = name.substr(0, std::min(name.find(' '), name.size()));
+  const std::string_view word = name.substr(0, std::min(name.find_first_of(" +"), name.size()));
   if (iequals(word, "https")) return Protocol::Http;
   if (iequals(word, "json-rpc")) return Protocol::JsonRpc;
   const auto& names = detail::Names<Protocol>::kValues;
@@ -222,6 +223,38 @@ AdapterResult from_raw(std::optional<Protocol> protocol, std::string_view raw_js
         break;
     }
   });
+}
+
+std::optional<Protocol> raw_form_protocol(std::string_view raw_json) noexcept {
+  try {
+    const AdapterOptions options;
+    const Parsed parsed = parse_json(raw_json, options.max_raw_bytes, options.limits);
+    if (!parsed.ok || !parsed.value.is_object()) return std::nullopt;
+    const json& raw = parsed.value;
+    if (str(raw, "code")) return std::nullopt;  // an envelope
+    if (const std::string* p = str(raw, "protocol"))
+      if (auto named = protocol_of(*p)) return named;
+    auto is = [&](const char* key, auto test) {
+      const auto it = raw.find(key);
+      return it != raw.end() && test(*it);
+    };
+    auto any = [](const json&) { return true; };
+    auto integer = [](const json& v) { return v.is_number_integer(); };
+    if (is("status", integer) || is("transportError", any)) return Protocol::Http;
+    if (is("status", [](const json& v) { return v.is_string(); }) || is("metadata", any) ||
+        is("details", any))
+      return Protocol::Grpc;
+    for (const char* key : {"result", "isError", "content", "structuredContent", "httpStatus"})
+      if (is(key, any)) return Protocol::Mcp;
+    if (is("error", [](const json& v) {
+          const auto code = v.find("code");  // end() for a non-object
+          return code != v.end() && code->is_number_integer();
+        }))
+      return Protocol::JsonRpc;
+    return std::nullopt;
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
 }
 
 std::optional<bool> idempotent_from_annotations(std::string_view annotations_json,

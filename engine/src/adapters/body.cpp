@@ -26,26 +26,6 @@ std::optional<std::string> pointer_argument(std::string_view pointer) {
   return out;
 }
 
-// "30s", "1.5s" (google.protobuf.Duration in JSON) -> ms, rounded up.
-std::optional<std::int64_t> duration_ms(std::string_view s) {
-  if (s.size() < 2 || s.back() != 's') return std::nullopt;
-  s.remove_suffix(1);
-  const std::size_t dot = s.find('.');
-  const std::string_view whole = s.substr(0, dot);
-  if (!all_digits(whole)) return std::nullopt;
-  std::int64_t ms = saturating_ms(digits_value(whole));
-  if (dot != std::string_view::npos) {
-    std::string_view fraction = s.substr(dot + 1);
-    if (!all_digits(fraction)) return std::nullopt;
-    const std::string padded = std::string(fraction) + "000";
-    std::int64_t part = static_cast<std::int64_t>(digits_value(padded.substr(0, 3)));
-    if (fraction.size() > 3 && fraction.substr(3).find_first_not_of('0') != std::string_view::npos)
-      ++part;
-    ms = ms > kSaturatedMs - part ? kSaturatedMs : ms + part;
-  }
-  return ms;
-}
-
 }  // namespace
 
 void read_google_details(const json& details, BodyInfo& info) {
@@ -121,6 +101,15 @@ BodyInfo read_body(const json& body) {
         if (const std::string* t = str(err, key)) info.types.push_back(*t);
       if (const std::string* p = str(err, "param"); p && !info.field) info.field = *p;
       if (const auto d = err.find("details"); d != err.end()) read_google_details(*d, info);
+      // OpenRouter relays the upstream's rate-limit headers: error.metadata.headers.
+      if (const auto md = err.find("metadata"); md != err.end() && md->is_object())
+        if (const auto h = md->find("headers"); h != md->end() && h->is_object())
+          for (const auto& [name, value] : h->items()) {
+            if (!value.is_string()) continue;
+            const auto& v = value.get_ref<const std::string&>();
+            info.headers.emplace_back(name, v);
+            if (v == kDuplicate) info.headers.emplace_back(name, v);  // a repeated field
+          }
     } else if (it->is_string() && !is_marker(*it)) {  // OAuth 2.0 (RFC 6749 section 5.2)
       info.types.push_back(it->get<std::string>());
       if (const std::string* d = str(body, "error_description"))

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "adapters/json.hpp"
+#include "recourse/adapters.hpp"
 
 namespace recourse::detail::adapt {
 
@@ -26,7 +27,8 @@ struct BodyInfo {
   std::vector<std::string> types;  // error types and codes, problem type, Google status/reason
   std::optional<std::string> field, suggestion;
   std::optional<std::int64_t> retry_delay_ms;  // google.rpc.RetryInfo
-  const json* envelope = nullptr;              // the body is itself an envelope
+  Headers headers;  // header fields a proxy relays in the body (OpenRouter error.metadata.headers)
+  const json* envelope = nullptr;  // the body is itself an envelope
 };
 
 /// google.rpc details (RetryInfo, BadRequest, ErrorInfo), in a Google JSON error or gRPC.

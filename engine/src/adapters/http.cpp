@@ -99,18 +99,31 @@ constexpr StatusRow kHttpStatus[] = {
     {529, "TRANSIENT", 1, "Overloaded"},
 };
 
+// One header field's value, OWS trimmed: nullopt when it is absent, or when it appears more
+// than once (a `duplicate` warning on `field`: neither value is read).
+std::optional<std::string> single(Builder& b, const Headers& headers, std::string_view name,
+                                  const char* field) {
+  const HeaderValue h = header(headers, name);
+  if (!h.present) return std::nullopt;
+  if (h.repeated) {
+    b.warn("duplicate", field, std::string(name) + " appears more than once; read as absent");
+    return std::nullopt;
+  }
+  return std::string(trim(h.value));
+}
+
+void malformed_hint(Builder& b, std::string_view name, std::string_view value, const char* why) {
+  b.warn("malformed", "retryAfterMs",
+         std::string(name) + " " + excerpt(value) + " " + why + "; read as absent");
+}
+
 // Retry-After (RFC 9110 section 10.2.3) as ms.
 std::optional<std::int64_t> retry_after_ms(Builder& b, const Headers& headers,
                                            std::optional<std::int64_t> clock) {
-  const HeaderValue h = header(headers, "Retry-After");
-  if (!h.present) return std::nullopt;
-  if (h.repeated) {
-    b.warn("duplicate", "retryAfterMs", "Retry-After appears more than once; read as absent");
-    return std::nullopt;
-  }
-  const std::string_view v = trim(h.value);
-  if (auto s = whole_seconds_up(v)) return saturating_ms(*s);
-  if (auto date = http_date_ms(v, clock)) {
+  const auto v = single(b, headers, "Retry-After", "retryAfterMs");
+  if (!v) return std::nullopt;
+  if (auto s = whole_seconds_up(*v)) return saturating_ms(*s);
+  if (auto date = http_date_ms(*v, clock)) {
     if (!clock) {
       b.warn("malformed", "retryAfterMs",
              "Retry-After is an HTTP-date but there is no clock (now or a Date header); read as "
@@ -119,28 +132,190 @@ std::optional<std::int64_t> retry_after_ms(Builder& b, const Headers& headers,
     }
     return std::max<std::int64_t>(0, *date - *clock);
   }
-  b.warn("malformed", "retryAfterMs",
-         "Retry-After " + excerpt(h.value) +
-             " is neither delay-seconds nor an HTTP-date; read as absent");
+  malformed_hint(b, "Retry-After", *v, "is neither delay-seconds nor an HTTP-date");
   return std::nullopt;
 }
 
-// RateLimit-Reset (delta seconds) or X-RateLimit-Reset (epoch seconds when >= 1e9, else delta).
-std::optional<std::int64_t> reset_ms(Builder& b, const Headers& headers, const char* name,
+// retry-after-ms (OpenAI's and Anthropic's SDKs read it before Retry-After): ms, a fraction
+// rounded up, on any status.
+std::optional<std::int64_t> retry_after_ms_field(Builder& b, const Headers& headers) {
+  const auto v = single(b, headers, "retry-after-ms", "retryAfterMs");
+  if (!v) return std::nullopt;
+  if (auto ms = whole_seconds_up(*v))  // the same digits grammar, in ms
+    return static_cast<std::int64_t>(std::min<std::uint64_t>(*ms, kSaturatedMs));
+  malformed_hint(b, "retry-after-ms", *v, "is not a number of ms");
+  return std::nullopt;
+}
+
+// How a reset header writes its time.
+enum class ResetForm {
+  Seconds,   // delta seconds below 1e9, epoch seconds below 1e12, else epoch ms
+  Duration,  // a Go duration, "6m0s" (duration_ms())
+  Rfc3339,   // an RFC 3339 date-time (rfc3339_ms())
+};
+
+// A rate limit's reset header and the remaining count it belongs to (nullptr: none).
+struct ResetRow {
+  const char* remaining;
+  const char* reset;
+  ResetForm form;
+};
+
+// The rate-limit resets, each read on a rate limit only, and only when its own remaining count
+// is 0 or unsent (GitHub and OpenAI send these headers on every response; a spent token limit
+// says nothing of the requests' reset). See docs/adapters.md, "Waits".
+constexpr ResetRow kResets[] = {
+    {nullptr, "RateLimit-Reset", ResetForm::Seconds},  // draft-ietf-httpapi-ratelimit-headers-06
+    {"X-RateLimit-Remaining", "X-RateLimit-Reset", ResetForm::Seconds},  // GitHub, OpenRouter
+    {"x-ratelimit-remaining-requests", "x-ratelimit-reset-requests",
+     ResetForm::Duration},  // OpenAI
+    {"x-ratelimit-remaining-tokens", "x-ratelimit-reset-tokens", ResetForm::Duration},
+    {"anthropic-ratelimit-requests-remaining", "anthropic-ratelimit-requests-reset",
+     ResetForm::Rfc3339},  // Anthropic
+    {"anthropic-ratelimit-tokens-remaining", "anthropic-ratelimit-tokens-reset",
+     ResetForm::Rfc3339},
+    {"anthropic-ratelimit-input-tokens-remaining", "anthropic-ratelimit-input-tokens-reset",
+     ResetForm::Rfc3339},
+    {"anthropic-ratelimit-output-tokens-remaining", "anthropic-ratelimit-output-tokens-reset",
+     ResetForm::Rfc3339},
+};
+
+// One reset header as a delay in ms.
+std::optional<std::int64_t> reset_ms(Builder& b, const Headers& headers, const ResetRow& row,
                                      std::optional<std::int64_t> clock) {
-  const HeaderValue h = header(headers, name);
-  if (!h.present) return std::nullopt;
-  auto bad = [&](const std::string& why) {
-    b.warn("malformed", "retryAfterMs",
-           std::string(name) + " " + excerpt(h.value) + " " + why + "; read as absent");
-    return std::nullopt;
+  const auto v = single(b, headers, row.reset, "retryAfterMs");
+  if (!v) return std::nullopt;
+  auto until = [&](std::int64_t at_ms) -> std::optional<std::int64_t> {
+    if (!clock) {
+      malformed_hint(b, row.reset, *v, "is an absolute time but there is no clock");
+      return std::nullopt;
+    }
+    return std::max<std::int64_t>(0, at_ms - *clock);
   };
-  if (h.repeated) return bad("appears more than once");
-  const auto seconds = whole_seconds_up(trim(h.value));
-  if (!seconds) return bad("is not a number of seconds");
-  if (*seconds < 1'000'000'000) return saturating_ms(*seconds);
-  if (!clock) return bad("is an epoch time but there is no clock");
-  return std::max<std::int64_t>(0, saturating_ms(*seconds) - *clock);
+  switch (row.form) {
+    case ResetForm::Duration:
+      if (auto ms = duration_ms(*v)) return ms;
+      malformed_hint(b, row.reset, *v, "is not a duration such as 6m0s");
+      return std::nullopt;
+    case ResetForm::Rfc3339:
+      if (auto at = rfc3339_ms(*v)) return until(*at);
+      malformed_hint(b, row.reset, *v, "is not an RFC 3339 date-time");
+      return std::nullopt;
+    case ResetForm::Seconds:
+      break;
+  }
+  const auto n = whole_seconds_up(*v);
+  if (!n) {
+    malformed_hint(b, row.reset, *v, "is not a number of seconds");
+    return std::nullopt;
+  }
+  if (*n < 1'000'000'000) return saturating_ms(*n);
+  if (*n < 1'000'000'000'000) return until(saturating_ms(*n));
+  return until(static_cast<std::int64_t>(std::min<std::uint64_t>(*n, kSaturatedMs)));
+}
+
+// Whether a remaining count is sent, and whether it says none is left.
+struct Remaining {
+  bool present = false;
+  bool exhausted = false;
+};
+
+Remaining remaining_of(const Headers& headers, const char* name) {
+  const HeaderValue remaining = header(headers, name);
+  return {remaining.present, remaining.present && trim(remaining.value) == "0"};
+}
+
+// The resets of kResets in `headers` whose limit is spent, the longest kept. GitHub's
+// secondary rate limit (`secondary`) reads X-RateLimit-Reset whatever the remaining count says.
+void keep_resets(Builder& b, const Headers& headers, std::optional<std::int64_t> clock,
+                 bool secondary, std::optional<std::int64_t>& wait) {
+  for (const ResetRow& row : kResets) {
+    const Remaining r = row.remaining ? remaining_of(headers, row.remaining) : Remaining{};
+    const bool forced = secondary && std::string_view(row.reset) == "X-RateLimit-Reset";
+    if (!r.present || r.exhausted || forced) keep_longest(wait, reset_ms(b, headers, row, clock));
+  }
+}
+
+// One member of a Structured Field list (RFC 9651 section 3.1): its item, a string or token,
+// and its parameters whose values are integers.
+struct SfMember {
+  std::string name;
+  std::vector<std::pair<std::string, std::uint64_t>> integers;
+  std::optional<std::uint64_t> param(std::string_view key) const {
+    for (const auto& [k, v] : integers)
+      if (k == key) return v;
+    return std::nullopt;
+  }
+};
+
+// A Structured Field list such as RateLimit's `"default";r=0;t=30, "daily";r=5;t=3600`, read
+// leniently: members split at commas outside strings, parameters at semicolons; a parameter
+// that is not a non-negative integer is skipped. nullopt when a member has no item or a string
+// is left open.
+std::optional<std::vector<SfMember>> sf_list(std::string_view v) {
+  std::vector<SfMember> out;
+  std::vector<std::string> parts{""};
+  bool quoted = false;
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    const char c = v[i];
+    if (quoted && c == '\\' && i + 1 < v.size()) {
+      parts.back() += v[++i];
+      continue;
+    }
+    if (c == '"') quoted = !quoted;
+    if (!quoted && c == ',')
+      parts.emplace_back();
+    else
+      parts.back() += c;
+  }
+  if (quoted) return std::nullopt;
+  for (const std::string& part : parts) {
+    std::string_view rest = trim(part);
+    SfMember m;
+    const std::size_t semi = rest.find(';');
+    std::string_view item = trim(rest.substr(0, semi));
+    if (item.size() >= 2 && item.front() == '"' && item.back() == '"')
+      item = item.substr(1, item.size() - 2);
+    if (item.empty()) return std::nullopt;
+    m.name = std::string(item);
+    rest = semi == std::string_view::npos ? std::string_view() : rest.substr(semi + 1);
+    while (!rest.empty()) {
+      const std::size_t next = rest.find(';');
+      const std::string_view param = trim(rest.substr(0, next));
+      const std::size_t eq = param.find('=');
+      if (eq != std::string_view::npos && all_digits(param.substr(eq + 1)))
+        m.integers.emplace_back(std::string(param.substr(0, eq)),
+                                digits_value(param.substr(eq + 1)));
+      rest = next == std::string_view::npos ? std::string_view() : rest.substr(next + 1);
+    }
+    out.push_back(std::move(m));
+  }
+  return out;
+}
+
+// The structured RateLimit field (draft-ietf-httpapi-ratelimit-headers-10): each limit whose
+// remaining quota `r` is 0 (or unsaid) asks for its reset `t`, delta seconds; a limit without
+// `t` asks for its policy's window `w` (RateLimit-Policy, the same name), the longest the quota
+// can take to come back.
+void keep_ratelimit(Builder& b, const Headers& headers, std::optional<std::int64_t>& wait) {
+  const auto v = single(b, headers, "RateLimit", "retryAfterMs");
+  if (!v) return;
+  const auto limits = sf_list(*v);
+  if (!limits) return malformed_hint(b, "RateLimit", *v, "is not a list of limits");
+  std::vector<SfMember> policies;
+  if (const auto p = single(b, headers, "RateLimit-Policy", "retryAfterMs")) {
+    if (auto list = sf_list(*p))
+      policies = std::move(*list);
+    else
+      malformed_hint(b, "RateLimit-Policy", *p, "is not a list of policies");
+  }
+  for (const SfMember& limit : *limits) {
+    if (limit.param("r").value_or(0) != 0) continue;
+    std::optional<std::uint64_t> seconds = limit.param("t");
+    for (const SfMember& policy : policies)
+      if (!seconds && policy.name == limit.name) seconds = policy.param("w");
+    if (seconds) keep_longest(wait, saturating_ms(*seconds));
+  }
 }
 
 // The clock for absolute times: the host's now, else the response's Date header.
@@ -171,27 +346,30 @@ const StatusRow* status_row(Builder& b, int status, const std::string& label) {
   return row;
 }
 
-// X-RateLimit-Remaining (GitHub and others): whether it is sent, and whether it says none left.
-struct Remaining {
-  bool present = false;
-  bool exhausted = false;
-};
-
-Remaining remaining_of(const Headers& headers) {
-  const HeaderValue remaining = header(headers, "X-RateLimit-Remaining");
-  return {remaining.present, remaining.present && trim(remaining.value) == "0"};
-}
-
 // The body outranks the status where the provider documents it; else a policy's override of
 // the status. Returns whether the body says GitHub's secondary rate limit.
 bool body_signals(Builder& b, int status, const Headers& headers, const BodyInfo& info,
-                  const Remaining& remaining, const std::string& label) {
+                  const std::string& label) {
   const bool client_error = status >= 400 && status < 500;
   const bool retry_after_given = header(headers, "Retry-After").present;
+  const Remaining remaining = remaining_of(headers, "X-RateLimit-Remaining");
   const std::string message = info.message.value_or("");
   bool secondary = false;
-  if (client_error &&
-      has_type(info, {"insufficient_quota", "billing_hard_limit_reached", "billing_not_active"})) {
+  // draft-ietf-httpapi-ratelimit-headers-10, "Problem Types".
+  constexpr std::string_view kProblems = "https://iana.org/assignments/http-problem-types#";
+  auto problem = [&](std::string_view name) {
+    for (const auto& t : info.types)
+      if (t == std::string(kProblems) + std::string(name)) return true;
+    return false;
+  };
+  if (problem("quota-exceeded")) {
+    b.set_code("QUOTA_EXCEEDED", false, label + " body: quota exceeded");
+  } else if (problem("abnormal-usage-detected")) {
+    b.set_code("PERMISSION", false, label + " body: abnormal usage detected");
+  } else if (problem("temporary-reduction")) {
+    b.set_code("RATE_LIMITED", true, label + " body: temporary reduction");
+  } else if (client_error && has_type(info, {"insufficient_quota", "billing_hard_limit_reached",
+                                             "billing_not_active"})) {
     b.set_code("QUOTA_EXCEEDED", false, label + " body: quota or billing exhausted");
   } else if (has_type(info, {"context_length_exceeded"}) ||
              ((status == 400 || status == 413 || status == 422) &&
@@ -225,20 +403,59 @@ void type_override(Builder& b, const BodyInfo& info) {
     }
 }
 
-// Retry hints: the longest valid one (never retry earlier than any hint asked).
+// Retry hints: the longest valid one (never retry earlier than any hint asked). Rate-limit
+// resets count on a rate limit only, in the headers and in those the body relays.
 std::optional<std::int64_t> retry_hint(Builder& b, const Headers& headers,
-                                       std::optional<std::int64_t> clock,
-                                       const Remaining& remaining, bool secondary,
+                                       std::optional<std::int64_t> clock, bool secondary,
                                        const BodyInfo& info) {
   std::optional<std::int64_t> wait = retry_after_ms(b, headers, clock);
+  keep_longest(wait, retry_after_ms_field(b, headers));
   if (b.e().code == "RATE_LIMITED") {
-    keep_longest(wait, reset_ms(b, headers, "RateLimit-Reset", clock));
-    if (!remaining.present || remaining.exhausted || secondary)
-      keep_longest(wait, reset_ms(b, headers, "X-RateLimit-Reset", clock));
+    keep_resets(b, headers, clock, secondary, wait);
+    keep_resets(b, info.headers, clock, false, wait);
+    keep_ratelimit(b, headers, wait);
     if (secondary) keep_longest(wait, b.options().secondary_rate_limit_min_ms);
   }
   keep_longest(wait, info.retry_delay_ms);
   return wait;
+}
+
+// The server's own retry claim: x-should-retry (read by OpenAI's and Anthropic's SDKs) and
+// Stripe-Should-Retry, "true" or "false"; when both are sent and disagree, false. nullopt when
+// neither is sent or readable (a value other than true or false warns).
+std::optional<bool> retry_claim(Builder& b, const Headers& headers) {
+  std::optional<bool> claim;
+  for (const char* name : {"x-should-retry", "Stripe-Should-Retry"}) {
+    const auto v = single(b, headers, name, "retryable");
+    if (!v) continue;
+    if (*v != "true" && *v != "false") {
+      b.warn("malformed", "retryable",
+             std::string(name) + " " + excerpt(*v) + " is neither true nor false; ignored");
+      continue;
+    }
+    claim = claim.value_or(true) && *v == "true";
+  }
+  return claim;
+}
+
+// Applies the claim. False always holds (the safe direction). True overrides the status
+// table's false (a 409 the server says to retry), never a body's or an envelope's documented
+// reading (an exhausted quota, abnormal usage). A claim against the reading warns.
+void apply_retry_claim(Builder& b, std::optional<bool> claim, const std::string& label) {
+  if (!claim) return;
+  Envelope& e = b.e();
+  const std::string said = *claim ? "true" : "false";
+  if (e.retryable == claim) return;
+  if (e.retryable && (!*claim || b.mapping() == label))
+    b.warn(
+        "contradiction", "retryable",
+        "the server says should-retry " + said + " against " + b.mapping() + "; read as " + said);
+  else if (e.retryable) {
+    b.warn("ignored", "retryable",
+           "the server says should-retry true against " + b.mapping() + "; kept false");
+    return;
+  }
+  e.retryable = claim;
 }
 
 // A 401's challenge as a suggestion, "authenticate (Bearer, error invalid_token)"; nullopt
@@ -283,11 +500,10 @@ void http(Builder& b, int status, const Headers& headers, const json* body_json,
 
   BodyInfo info;
   if (body_json) info = read_body(*body_json);
-  const Remaining remaining = remaining_of(headers);
-  const bool secondary = body_signals(b, status, headers, info, remaining, label);
+  const bool secondary = body_signals(b, status, headers, info, label);
   type_override(b, info);
 
-  e.retry_after_ms = retry_hint(b, headers, clock, remaining, secondary, info);
+  e.retry_after_ms = retry_hint(b, headers, clock, secondary, info);
   e.field = info.field;
   e.suggestion = info.suggestion;
   if (status == 401)
@@ -300,6 +516,7 @@ void http(Builder& b, int status, const Headers& headers, const json* body_json,
     e.message = status_line(status, row, body_text, b.options().text);
   e.trace_id = trace_id_of(headers);
   if (info.envelope) b.overlay(*info.envelope, "http body");
+  apply_retry_claim(b, retry_claim(b, headers), label);
 }
 
 // ---- transport -------------------------------------------------------------------------------

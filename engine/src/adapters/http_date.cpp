@@ -97,6 +97,21 @@ class DateCursor {
 constexpr std::array<std::string_view, 7> kDays = {"Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"};
 constexpr std::array<std::string_view, 7> kLongDays = {
     "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"};
+// A civil date and time (month 0..11) as ms since the epoch; nullopt when it names no real
+// date and time (a leap second, s 60, is accepted as RFC 9110 and RFC 3339 allow it) or is
+// beyond what ms since the epoch can hold.
+std::optional<std::int64_t> civil_ms(std::int64_t year, int month, int day, int h, int m, int s) {
+  static constexpr int kMonthDays[] = {31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+  const bool leap = (year % 4 == 0 && year % 100 != 0) || year % 400 == 0;
+  if (day < 1 || day > kMonthDays[month] || (month == 1 && day == 29 && !leap) || h > 23 ||
+      m > 59 || s > 60)
+    return std::nullopt;
+  const std::int64_t days =
+      days_from_civil(year, static_cast<unsigned>(month + 1), static_cast<unsigned>(day));
+  if (days >= kSaturatedMs / kDayMs || days <= -(kSaturatedMs / kDayMs)) return std::nullopt;
+  return days * kDayMs + ((std::int64_t{h} * 60 + m) * 60 + s) * 1000;
+}
+
 constexpr std::array<std::string_view, 12> kMonths = {"Jan", "Feb", "Mar", "Apr", "May", "Jun",
                                                       "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
 
@@ -137,15 +152,45 @@ std::optional<std::int64_t> http_date_ms(std::string_view text,
     year = yyyy;
   }
   if (!ok) return std::nullopt;
-  static constexpr int kMonthDays[] = {31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
-  const bool leap = (year % 4 == 0 && year % 100 != 0) || year % 400 == 0;
-  if (day < 1 || day > kMonthDays[month] || (month == 1 && day == 29 && !leap) || h > 23 ||
-      m > 59 || s > 60)
+  return civil_ms(year, month, day, h, m, s);
+}
+
+// RFC 3339 section 5.6, date-time: 2024-01-01T00:00:30Z, 2024-01-01T00:00:30.25+02:00 (the T
+// and Z in either case, section 5.6's note). A fraction of a second is rounded up to the ms.
+std::optional<std::int64_t> rfc3339_ms(std::string_view text) {
+  DateCursor c(text);
+  int yyyy = 0, month = 0, day = 0, h = 0, m = 0, s = 0;
+  if (!(c.number(4, yyyy) && c.lit("-") && c.number(2, month) && c.lit("-") && c.number(2, day) &&
+        (c.lit("T") || c.lit("t")) && c.time(h, m, s)))
     return std::nullopt;
-  const std::int64_t days =
-      days_from_civil(year, static_cast<unsigned>(month + 1), static_cast<unsigned>(day));
-  if (days >= kSaturatedMs / kDayMs || days <= -(kSaturatedMs / kDayMs)) return std::nullopt;
-  return days * kDayMs + ((std::int64_t{h} * 60 + m) * 60 + s) * 1000;
+  std::int64_t fraction_ms = 0;
+  if (c.lit(".")) {
+    int digit = 0, n = 0;
+    bool rest = false;  // a non-zero digit past the ms
+    while (c.number(1, digit)) {
+      if (n < 3)
+        fraction_ms = fraction_ms * 10 + digit;
+      else
+        rest = rest || digit != 0;
+      ++n;
+    }
+    if (n == 0) return std::nullopt;
+    for (; n < 3; ++n) fraction_ms *= 10;
+    fraction_ms += rest;
+  }
+  std::int64_t offset_ms = 0;
+  if (!(c.lit("Z") || c.lit("z"))) {
+    const bool plus = c.lit("+");
+    int oh = 0, om = 0;
+    if (!(plus || c.lit("-")) || !c.number(2, oh) || !c.lit(":") || !c.number(2, om) || oh > 23 ||
+        om > 59)
+      return std::nullopt;
+    offset_ms = (std::int64_t{oh} * 60 + om) * 60'000 * (plus ? 1 : -1);
+  }
+  if (!c.done() || month < 1 || month > 12) return std::nullopt;
+  const auto at = civil_ms(yyyy, month - 1, day, h, m, s);
+  if (!at) return std::nullopt;
+  return *at + fraction_ms - offset_ms;
 }
 
 }  // namespace recourse::detail::adapt

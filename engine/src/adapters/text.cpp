@@ -87,4 +87,61 @@ std::optional<std::uint64_t> whole_seconds_up(std::string_view s) {
   return v;
 }
 
+std::optional<std::int64_t> duration_ms(std::string_view s) {
+  if (s == "0") return 0;
+  if (s.empty()) return std::nullopt;
+  constexpr std::uint64_t kMax = std::numeric_limits<std::uint64_t>::max();
+  std::uint64_t ns = 0;  // saturates at kMax
+  auto add = [&](std::uint64_t v) { ns = v > kMax - ns ? kMax : ns + v; };
+  std::size_t i = 0;
+  while (i < s.size()) {
+    std::size_t j = i;
+    while (j < s.size() && (std::isdigit(static_cast<unsigned char>(s[j])) || s[j] == '.')) ++j;
+    const std::string_view number = s.substr(i, j - i);
+    const std::size_t dot = number.find('.');
+    const std::string_view whole = number.substr(0, dot);
+    const std::string_view fraction =
+        dot == std::string_view::npos ? std::string_view() : number.substr(dot + 1);
+    if ((whole.empty() && fraction.empty()) || (!whole.empty() && !all_digits(whole)) ||
+        (!fraction.empty() && !all_digits(fraction)))
+      return std::nullopt;
+    std::size_t k = j;
+    while (k < s.size() && !std::isdigit(static_cast<unsigned char>(s[k])) && s[k] != '.') ++k;
+    const std::string_view unit = s.substr(j, k - j);
+    std::uint64_t per = 0;  // ns per unit
+    if (unit == "h")
+      per = 3'600'000'000'000;
+    else if (unit == "m")
+      per = 60'000'000'000;
+    else if (unit == "s")
+      per = 1'000'000'000;
+    else if (unit == "ms")
+      per = 1'000'000;
+    else if (unit == "us" || unit == "\xc2\xb5s" || unit == "\xce\xbcs")  // U+00B5, U+03BC
+      per = 1'000;
+    else if (unit == "ns")
+      per = 1;
+    else
+      return std::nullopt;
+    const std::uint64_t w = whole.empty() ? 0 : digits_value(whole);
+    add(w > kMax / per ? kMax : w * per);
+    // The fraction's first 9 digits, in units of 10^-digits; a further non-zero digit rounds
+    // up. f < 10^d, so f * (per / 10^d) < per, and the remainder's product stays below 10^18.
+    const std::string_view head = fraction.substr(0, 9);
+    if (!head.empty()) {
+      std::uint64_t scale = 1;
+      for (std::size_t d = 0; d < head.size(); ++d) scale *= 10;
+      const std::uint64_t f = digits_value(head);
+      const std::uint64_t rem = f * (per % scale);
+      add(f * (per / scale) + rem / scale + (rem % scale != 0));
+      if (fraction.size() > 9 &&
+          fraction.substr(9).find_first_not_of('0') != std::string_view::npos)
+        add(1);
+    }
+    i = k;
+  }
+  if (ns == kMax) return kSaturatedMs;
+  return static_cast<std::int64_t>(ns / 1'000'000 + (ns % 1'000'000 != 0));
+}
+
 }  // namespace recourse::detail::adapt

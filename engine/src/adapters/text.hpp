@@ -39,5 +39,11 @@ std::uint64_t digits_value(std::string_view s);
 /// "12" or "0.503" (not RFC 9110's grammar, but seen in the wild): whole seconds, a fraction
 /// rounded up. Anything else (signs, exponents, nan, inf, units): nullopt.
 std::optional<std::uint64_t> whole_seconds_up(std::string_view s);
+/// A duration as Go's time.ParseDuration writes it, unsigned: one or more decimal numbers, each
+/// with a unit (h, m, s, ms, us or µs, ns), such as "6m0s", "1h2m3.5s", "20ms", or a bare "0".
+/// OpenAI's x-ratelimit-reset-* headers use it; google.protobuf.Duration's JSON form ("30.2s")
+/// is one too. In ms, rounded up (never earlier than asked), saturating at kSaturatedMs;
+/// nullopt for anything else (signs, spaces, a number without a unit, "6 minutes").
+std::optional<std::int64_t> duration_ms(std::string_view s);
 
 }  // namespace recourse::detail::adapt
