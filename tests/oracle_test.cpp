@@ -41,8 +41,11 @@ std::size_t agree(const recourse::Policy& policy, std::size_t inputs, const std:
       // The deadline one ms either side of what a retry would wait: the check after the lookup.
       const auto backoff =
           documented::naive::backoff(spec, c.attempt, documented::naive::key_source(e, c));
+      // Capped at kMaxMs first: a server's wait may be INT64_MAX, and elapsed + wait must not
+      // overflow (UBSan found it).
       const std::int64_t wait =
-          std::max({backoff.delay, spec.min_delay_ms, e.retry_after_ms.value_or(0)});
+          std::min(std::max({backoff.delay, spec.min_delay_ms, e.retry_after_ms.value_or(0)}),
+                   recourse::detail::kMaxMs);
       c.deadline_ms = std::clamp<std::int64_t>(
           c.elapsed_ms + wait - 1 + static_cast<std::int64_t>(src.below(3)), 0,
           recourse::detail::kMaxMs);
