@@ -346,12 +346,23 @@ std::string line_of(std::string_view text, std::uint32_t line) {
   return std::string(s);
 }
 
+std::string SourceRef::line(std::uint32_t line) const {
+  if (starts.empty()) {
+    starts.push_back(0);
+    for (std::size_t at = text.find('\n'); at != std::string_view::npos;
+         at = text.find('\n', at + 1))
+      starts.push_back(at + 1);
+  }
+  if (line == 0 || line > starts.size()) return {};
+  return line_of(text.substr(starts[line - 1]), 1);
+}
+
 void locate(Diagnostic& d, const Sources& sources, ast::Pos pos) {
   d.line = pos.line;
   d.column = pos.column;
   if (pos.source >= sources.size()) return;
   d.file = std::string(sources[pos.source].path);
-  if (pos.line) d.source_line = line_of(sources[pos.source].text, pos.line);
+  if (pos.line) d.source_line = sources[pos.source].line(pos.line);
 }
 
 std::optional<ast::File> parse(std::string_view path, std::string_view text, std::size_t max_depth,

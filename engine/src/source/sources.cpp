@@ -14,32 +14,40 @@
 
 namespace recourse {
 
+int open_regular_file(const std::string& path, std::string& error) noexcept {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+  if (fd < 0) {
+    error = std::string("cannot be read: ") + std::strerror(errno);
+    return -1;
+  }
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) {
+    error = std::string("cannot be read: ") + std::strerror(errno);
+    ::close(fd);
+    return -1;
+  }
+  if (!S_ISREG(st.st_mode)) {
+    error = S_ISDIR(st.st_mode)    ? "is a directory"
+            : S_ISFIFO(st.st_mode) ? "is a FIFO, not a regular file"
+            : S_ISSOCK(st.st_mode) ? "is a socket, not a regular file"
+            : S_ISCHR(st.st_mode)  ? "is a character device, not a regular file"
+            : S_ISBLK(st.st_mode)  ? "is a block device, not a regular file"
+                                   : "is not a regular file";
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
 std::optional<std::string> read_regular_file(const std::string& path, std::size_t max_bytes,
                                              std::string& error) noexcept {
   try {
-    const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
-    if (fd < 0) {
-      error = std::string("cannot be read: ") + std::strerror(errno);
-      return std::nullopt;
-    }
+    const int fd = open_regular_file(path, error);
+    if (fd < 0) return std::nullopt;
     struct Closer {
       int fd;
       ~Closer() { ::close(fd); }
     } const closer{fd};
-    struct stat st {};
-    if (::fstat(fd, &st) != 0) {
-      error = std::string("cannot be read: ") + std::strerror(errno);
-      return std::nullopt;
-    }
-    if (!S_ISREG(st.st_mode)) {
-      error = S_ISDIR(st.st_mode)    ? "is a directory"
-              : S_ISFIFO(st.st_mode) ? "is a FIFO, not a regular file"
-              : S_ISSOCK(st.st_mode) ? "is a socket, not a regular file"
-              : S_ISCHR(st.st_mode)  ? "is a character device, not a regular file"
-              : S_ISBLK(st.st_mode)  ? "is a block device, not a regular file"
-                                     : "is not a regular file";
-      return std::nullopt;
-    }
     // In chunks: memory follows the file's size, never the limit's.
     std::string text;
     char chunk[1 << 16];

@@ -127,7 +127,7 @@ ContextResult read_context(std::string_view json) noexcept {
     if (v >= 0) c.deadline_ms = v;
     r.integer(j, "lowerRetries", c.lower_retries, 0);
     r.integer(j, "repeats", c.repeats, 0);
-    r.integer(j, "costSpent", c.cost_spent, 0);
+    r.integer(j, "costSpent", c.cost_spent, 0, kMaxMs);  // up to 1e15, as the schema has it
     v = -1;
     r.integer(j, "nowMs", v, 0, kMaxMs);
     if (v >= 0) c.now_ms = v;
