@@ -17,7 +17,7 @@
 #include "cases.hpp"
 #include "check/check.hpp"
 #include "compile/compile.hpp"
-#include "parse.hpp"
+#include "source/location.hpp"
 #include "table/compiled.hpp"
 
 namespace recourse::bench {
@@ -174,11 +174,11 @@ std::size_t table_bytes(const detail::Table& t) {
 void compile_table(benchmark::State& state, std::size_t rules) {
   const std::string text = generate(rules, 8).text;
   const CompileOptions options;
-  const grammar::Sources sources{{"gen.recourse", text}};
+  const detail::Sources sources{{"gen.recourse", text}};
   std::size_t bytes = 0, rows = 0;
   for (auto _ : state) {
     std::vector<Diagnostic> diagnostics;
-    auto file = grammar::parse("gen.recourse", text, options.max_depth, diagnostics);
+    auto file = detail::parse_source(sources, 0, options.max_depth, diagnostics);
     auto specs = detail::check(*file, sources, options, diagnostics);
     auto table = detail::compile(specs.at(0), options, sources, diagnostics);
     bytes = table_bytes(*table);

@@ -303,6 +303,7 @@ Diagnostic diagnostic(const Violation& v, const Policy& policy, const Options& o
     d.file = v.bound->file;
     d.line = v.bound->line;
     d.column = v.bound->column;
+    d.offset = v.bound->offset;
   }
   d.message =
       fmt::format("fuzz: policy \"{}\" breaks {}: {}", policy.name(), v.property, v.message);

@@ -1,4 +1,6 @@
 // recourse: check, explain and run tool-failure recovery policies from the command line.
+#include <algorithm>
+
 #include <CLI/CLI.hpp>
 
 #include "bench.hpp"
@@ -152,9 +154,14 @@ int main(int argc, char** argv) {
     const int code = app.exit(e);
     return code == 0 ? 0 : 2;
   }
-  // A malformed --state spec is a usage error, reported before the command reads anything (an
-  // empty one means no store, but for ledger, which needs one).
-  if (!o.state.empty() || *ledger) {
+  // A malformed --state spec is a usage error, reported before the command reads anything. An
+  // empty one is malformed too: only leaving --state out means this run's own state.
+  const auto given = [](const CLI::App* c) {
+    const CLI::Option* state = c->get_option_no_throw("--state");
+    return state && state->count() > 0;
+  };
+  const auto commands = app.get_subcommands();
+  if (std::any_of(commands.begin(), commands.end(), given)) {
     const recourse::StoreSpec spec = recourse::read_store_spec(o.state);
     if (!spec.error.empty()) return std::cerr << "error: --state: " << spec.error << "\n", 2;
   }

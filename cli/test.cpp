@@ -29,6 +29,7 @@ Diagnostic failure(const TestResult& t) {
   d.file = t.file;
   d.line = t.line;
   d.column = t.column;
+  d.offset = t.offset;
   std::string what;
   for (const auto& m : t.mismatches) what += (what.empty() ? "" : "; ") + m;
   d.message = fmt::format("test \"{}\" of policy \"{}\" failed: {}", t.name, t.policy, what);

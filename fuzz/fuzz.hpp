@@ -17,6 +17,7 @@
 #include <string_view>
 #include <vector>
 
+#include "../tests/oracle.hpp"
 #include "eval/backoff.hpp"
 #include "recourse/recourse.hpp"
 #include "table/compiled.hpp"
@@ -185,31 +186,7 @@ inline void draw_input(Source& src, const Pools& pools, const recourse::detail::
 }
 
 inline std::string describe(const recourse::Envelope& e, const recourse::Context& c) {
-  std::string s = "envelope " + recourse::to_json(e) + "\ncontext {tool:" + c.tool;
-  auto add = [&](const char* k, std::int64_t v) {
-    s += std::string(", ") + k + ":" + std::to_string(v);
-  };
-  if (c.idempotent) add("idempotent", *c.idempotent);
-  if (c.side_effect) add("sideEffect", static_cast<int>(*c.side_effect));
-  add("attempt", c.attempt);
-  add("repairs", c.repairs);
-  add("elapsedMs", c.elapsed_ms);
-  if (c.max_attempts) add("maxAttempts", *c.max_attempts);
-  if (c.deadline_ms) add("deadlineMs", *c.deadline_ms);
-  add("lowerRetries", c.lower_retries);
-  add("repeats", c.repeats);
-  add("costSpent", c.cost_spent);
-  add("pinned", c.idempotency_key_pinned);
-  add("circuit", static_cast<int>(c.circuit));
-  add("retryThrottled", c.retry_throttled);
-  if (c.now_ms) add("nowMs", *c.now_ms);
-  if (c.arguments) {
-    s += ", arguments:[";
-    for (const auto& a : *c.arguments) s += a + ",";
-    s += "]";
-  }
-  s += ", operationId:" + c.operation_id + "}";
-  return s;
+  return "envelope " + recourse::to_json(e) + "\ncontext " + recourse::to_json(c);
 }
 
 /// Two decisions are the same in every field a host reads (the row aside: the interpreter has
@@ -229,7 +206,8 @@ inline bool same(const recourse::Decision& t, const recourse::Decision& r) {
          t.policy_hash == r.policy_hash && t.attempt == r.attempt;
 }
 
-/// The compiled table and the reference interpreter give the same decision.
+/// The compiled table and the reference interpreter give the same decision, and it is, field by
+/// field, what the model of docs/language.md (tests/oracle.hpp) decides.
 inline void same_decision(const recourse::Policy& policy, const recourse::Envelope& e,
                           const recourse::Context& c, const std::string& context_text = "") {
   const auto t = policy.decide(e, c);
@@ -238,6 +216,10 @@ inline void same_decision(const recourse::Policy& policy, const recourse::Envelo
     fail("compiled table and reference interpreter disagree",
          context_text + "\n" + describe(e, c) + "\ntable     " + recourse::to_json(t, e) +
              "\nreference " + recourse::to_json(r, e) + "\n\n" + policy.dump());
+  const std::string diff = documented::differences(documented::decide(t.keep_alive->spec, e, c), t);
+  if (!diff.empty())
+    fail("the decision is not the documented one (tests/oracle.hpp)",
+         context_text + "\n" + describe(e, c) + "\n" + diff);
 }
 
 /// Every decision is valid: one route, a delay only on retry and within the policy's floor and

@@ -1,7 +1,8 @@
 // fuzz_differential: the input bytes build a random valid policy (every item and setting the
 // language has, conditions nested with and/or/not/parentheses over every attribute and test
-// form) and then random inputs around its constants; the compiled table and the reference
-// interpreter must agree on every one, and every decision must be valid (fuzz.hpp).
+// form) and then random inputs around its constants; the compiled table, the reference
+// interpreter and the model of docs/language.md (tests/oracle.hpp) must agree on every one, and
+// every decision must be valid (fuzz.hpp).
 //
 // The generator writes only valid policies, so a policy that does not compile is a failure too,
 // except for what random rules may break: the invariants (E101-E103: compiled again with them
@@ -11,37 +12,20 @@
 
 namespace {
 
-enum class T { Code, Bool, Enum, String, Duration, Count };
+using recourse::detail::AttrInfo;
+using T = recourse::detail::Type;
 
-struct AttrDef {
-  const char* name;
-  T type;
-  bool envelope;
-  std::vector<const char*> values;  // Enum
-};
-
-const std::vector<AttrDef>& attrs() {
-  static const std::vector<AttrDef> all = {
-      {"code", T::Code, true, {}},
-      {"retryable", T::Bool, true, {}},
-      {"field", T::String, true, {}},
-      {"suggestion", T::String, true, {}},
-      {"retry_after", T::Duration, true, {}},
-      {"trace_id", T::String, true, {}},
-      {"idempotent", T::Bool, false, {}},
-      {"side_effect", T::Enum, false, {"none", "unknown", "committed"}},
-      {"attempt", T::Count, false, {}},
-      {"repairs", T::Count, false, {}},
-      {"elapsed", T::Duration, false, {}},
-      {"tool", T::String, false, {}},
-      {"repeats", T::Count, false, {}},
-      {"idempotency_key", T::Enum, false, {"none", "pinned"}},
-      {"circuit", T::Enum, false, {"closed", "open", "half_open"}},
-      {"retry_throttled", T::Bool, false, {}},
-      {"attempts_left", T::Count, false, {}},
-      {"time_left", T::Duration, false, {}},
-      {"cost_left", T::Count, false, {}},
-  };
+// The attributes a rule may name: the catalogue's (model/model.hpp), so a new attribute is
+// fuzzed as soon as it exists; `field in arguments` is a test form of `field` (below).
+const std::vector<AttrInfo>& attrs() {
+  static const std::vector<AttrInfo> all = [] {
+    std::vector<AttrInfo> out;
+    for (const AttrInfo& a : recourse::detail::kAttributes)
+      if (!a.internal &&
+          a.name != recourse::detail::info(recourse::detail::Attr::FieldInArguments).name)
+        out.push_back(a);
+    return out;
+  }();
   return all;
 }
 
@@ -118,14 +102,14 @@ class Gen {
     return s_.pick(kBuiltin);
   }
 
-  std::string constant(const AttrDef& a) {
+  std::string constant(const AttrInfo& a) {
     switch (a.type) {
       case T::Code:
         return code();
       case T::Bool:
         return s_.coin() ? "true" : "false";
       case T::Enum:
-        return a.values[s_.below(a.values.size())];
+        return std::string(a.values[s_.below(a.value_count)]);
       case T::String:
         return s_.below(5) ? str() : std::string(s_.coin() ? "amount" : "fz_tool");
       case T::Duration: {
@@ -139,12 +123,12 @@ class Gen {
   }
 
   std::string test() {
-    const AttrDef& a = attrs()[s_.below(attrs().size())];
-    const std::string name = a.name;
+    const AttrInfo& a = attrs()[s_.below(attrs().size())];
+    const std::string name(a.name);
     std::vector<int> forms = {0, 1};                                      // compare ==/!=, in list
     if (a.type == T::Duration || a.type == T::Count) forms.push_back(2);  // ordering
     if (a.type == T::Bool || a.type == T::String) forms.push_back(3);     // bare
-    if (a.envelope) forms.push_back(4);                                   // is absent/present
+    if (a.untrusted) forms.push_back(4);                                  // is absent/present
     if (name == "field") forms.push_back(5);                              // in arguments
     switch (forms[s_.below(forms.size())]) {
       case 0:

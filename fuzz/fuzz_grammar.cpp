@@ -10,6 +10,7 @@
 #include <cctype>
 
 #include "fuzz.hpp"
+#include "lines.hpp"
 
 namespace {
 
@@ -27,8 +28,8 @@ std::string formatted(const std::string& text) {
 }
 
 void check_diagnostics(const std::string& text, const std::vector<recourse::Diagnostic>& ds) {
-  std::size_t lines = 1;
-  for (char ch : text) lines += ch == '\n';
+  // Lines end where the parser says they do (lines.hpp: "\n", "\r\n" or a lone "\r").
+  const std::uint32_t lines = recourse::grammar::Lines(text).count();
   for (const auto& d : ds) {
     const bool code_ok = d.code.size() == 4 &&
                          std::string("EWC").find(d.code[0]) != std::string::npos &&
@@ -38,6 +39,7 @@ void check_diagnostics(const std::string& text, const std::vector<recourse::Diag
     FUZZ_CHECK(code_ok, recourse::to_text(d));
     FUZZ_CHECK(!d.message.empty(), recourse::to_text(d));
     FUZZ_CHECK(d.line <= lines, recourse::to_text(d));
+    FUZZ_CHECK(d.offset <= text.size(), recourse::to_text(d));
     (void)recourse::to_text(d);
   }
   (void)recourse::to_json(ds);

@@ -6,6 +6,7 @@
 // meaning (which attribute, which code) is resolved by the checker, not here.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -13,13 +14,15 @@
 
 namespace recourse::ast {
 
-/// A 1-based line and column (columns count bytes) inside one source file; `source` is the
-/// file's index among the sources compiled together (a policy that extends a base holds
-/// positions in both files).
+/// A place in one source file: its 1-based line and character column, and its byte offset
+/// (lines.hpp says what ends a line and what a column counts); `source` is the file's index
+/// among the sources compiled together (a policy that extends a base holds positions in both
+/// files). Line 0 is no position.
 struct Pos {
   std::uint32_t line = 0;
   std::uint32_t column = 0;
   std::uint32_t source = 0;
+  std::size_t offset = 0;
 };
 
 /// A literal as written: an identifier, a "string", or a number with an optional unit.

@@ -15,8 +15,8 @@ namespace recourse::grammar {
 
 namespace pg = tao::pegtl;
 
-// comment = "#" { any char but newline } ;
-struct comment : pg::seq<pg::one<'#'>, pg::until<pg::eolf>> {};
+// comment = "#" { any char but a line break } ;   (a line ends at LF, CR LF or CR: lines.hpp)
+struct comment : pg::seq<pg::one<'#'>, pg::star<pg::not_one<'\n', '\r'>>> {};
 // _ = { whitespace | comment } ;
 struct sep : pg::star<pg::sor<pg::space, comment>> {};
 
@@ -266,9 +266,9 @@ struct policy_decl
 // version = "version" number ;
 struct version_number : pg::plus<pg::digit> {};
 struct version_decl : pg::seq<kw_version, sep, pg::must<version_number>> {};
-// file = [ version ] { policy } EOF ;
-struct file
-    : pg::seq<sep, pg::opt<version_decl, sep>, pg::star<policy_decl, sep>, pg::must<pg::eof>> {};
+// file = [ bom ] [ version ] { policy } EOF ;   (* bom: EF BB BF, UTF-8's byte-order mark *)
+struct file : pg::seq<pg::opt<pg::utf8::bom>, sep, pg::opt<version_decl, sep>,
+                      pg::star<policy_decl, sep>, pg::must<pg::eof>> {};
 
 // Messages for every rule that can fail under must<>: the text after "expected".
 template <typename Rule>

@@ -1,16 +1,18 @@
 // Parse stage: policy text -> ast::File.
 //
 // PEGTL builds a parse tree of the selected rules of grammar.hpp; this file walks that tree
-// into the AST. Syntax errors become one E001 diagnostic at the failing position with the
+// into the AST. A syntax error is one E001 SyntaxError at the failing position with the
 // grammar's "expected ..." message; condition nesting beyond the configured depth is E092,
 // checked while parsing (a control hook counts open conditions), so no later recursive pass
-// over conditions can run deep.
+// over conditions can run deep. Positions are byte offsets made into lines and character
+// columns by lines.hpp (PEGTL's own counting knows one kind of line break and counts bytes).
 #include "parse.hpp"
 
 #include <tao/pegtl.hpp>
 #include <tao/pegtl/contrib/parse_tree.hpp>
 
 #include "grammar.hpp"
+#include "lines.hpp"
 
 namespace recourse::grammar {
 namespace {
@@ -99,12 +101,10 @@ ast::Op to_op(std::string_view op) {
 
 // Turns the parse tree of one source into AST nodes whose positions name that source.
 struct TreeReader {
+  const Lines& lines;
   std::uint32_t source;
 
-  ast::Pos pos_of(const Node& n) const {
-    const auto p = n.begin();
-    return {static_cast<std::uint32_t>(p.line), static_cast<std::uint32_t>(p.column), source};
-  }
+  ast::Pos pos_of(const Node& n) const { return lines.pos(n.m_begin.byte, source); }
 
   ast::Value to_value(const Node& n) const {
     ast::Value v;
@@ -333,51 +333,13 @@ struct TreeReader {
 
 }  // namespace
 
-std::string line_of(std::string_view text, std::uint32_t line) {
-  std::size_t start = 0;
-  for (std::uint32_t l = 1; l < line; ++l) {
-    start = text.find('\n', start);
-    if (start == std::string_view::npos) return {};
-    ++start;
-  }
-  auto end = text.find('\n', start);
-  auto s = text.substr(start, end == std::string_view::npos ? text.size() - start : end - start);
-  if (!s.empty() && s.back() == '\r') s.remove_suffix(1);
-  return std::string(s);
-}
-
-std::string SourceRef::line(std::uint32_t line) const {
-  if (starts.empty()) {
-    starts.push_back(0);
-    for (std::size_t at = text.find('\n'); at != std::string_view::npos;
-         at = text.find('\n', at + 1))
-      starts.push_back(at + 1);
-  }
-  if (line == 0 || line > starts.size()) return {};
-  return line_of(text.substr(starts[line - 1]), 1);
-}
-
-void locate(Diagnostic& d, const Sources& sources, ast::Pos pos) {
-  d.line = pos.line;
-  d.column = pos.column;
-  if (pos.source >= sources.size()) return;
-  d.file = std::string(sources[pos.source].path);
-  if (pos.line) d.source_line = sources[pos.source].line(pos.line);
-}
-
 std::optional<ast::File> parse(std::string_view path, std::string_view text, std::size_t max_depth,
-                               std::vector<Diagnostic>& diagnostics, std::uint32_t source) {
-  auto report = [&](const char* code, const tao::pegtl::position& p, std::string message,
-                    std::string help) {
-    Diagnostic d;
-    d.code = code;
-    d.file = std::string(path);
-    d.line = static_cast<std::uint32_t>(p.line);
-    d.column = static_cast<std::uint32_t>(p.column);
-    d.message = std::move(message);
-    d.help = std::move(help);
-    d.source_line = line_of(text, d.line);
-    diagnostics.push_back(std::move(d));
+                               std::optional<SyntaxError>& error, std::uint32_t source) {
+  const Lines lines(text);
+  auto fail = [&](const char* code, const tao::pegtl::position& p, std::string message,
+                  std::string help) {
+    error = SyntaxError{code, lines.pos(p.byte, source), std::move(message), std::move(help)};
+    return std::nullopt;
   };
   tao::pegtl::memory_input<> in(text.data(), text.size(), std::string(path));
   Depth depth{0, max_depth};
@@ -385,22 +347,18 @@ std::optional<ast::File> parse(std::string_view path, std::string_view text, std
   try {
     root = pt::parse<file, Node, selector, tao::pegtl::nothing, control>(in, depth);
   } catch (const tao::pegtl::parse_error& e) {
-    const auto& p = e.positions().front();
-    report("E001", p, "syntax error: expected " + std::string(e.message()), "");
-    return std::nullopt;
+    return fail("E001", e.positions().front(), "syntax error: expected " + std::string(e.message()),
+                "");
   } catch (const TooDeep& e) {
-    report("E092", e.pos,
-           "condition nested more than " + std::to_string(max_depth) + " levels deep",
-           "split the condition into several rules, or raise CompileOptions::max_depth");
-    return std::nullopt;
+    return fail("E092", e.pos,
+                "condition nested more than " + std::to_string(max_depth) + " levels deep",
+                "split the condition into several rules, or raise CompileOptions::max_depth");
   }
-  if (!root) {  // `file` ends in must<eof>, so a failed parse has raised already
-    report("E001", in.position(), "syntax error", "");
-    return std::nullopt;
-  }
+  if (!root)  // `file` ends in must<eof>, so a failed parse has raised already
+    return fail("E001", in.position(), "syntax error", "");
   ast::File f;
   f.path = std::string(path);
-  const TreeReader reader{source};
+  const TreeReader reader{lines, source};
   for (const auto& c : root->children) {
     if (c->is_type<version_number>()) {
       f.version = reader.to_value(*c);

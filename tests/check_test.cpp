@@ -1,5 +1,10 @@
 // Check stage: every diagnostic code, with its exact message and position; all errors of a file
 // are reported in one pass; a file with errors yields no bundle.
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
 #include "support.hpp"
 
 namespace {
@@ -47,14 +52,55 @@ TEST_CASE("check: unknown code (E011) suggests the nearest", "[check]") {
               "did you mean 'TRANSIENT'? (declare it in `codes { }`)"});
 }
 
+TEST_CASE("check: help suggests a name only when one is near, never an empty one", "[check]") {
+  const auto d = in_policy("  rule r when code == ZZZZZZZZZZZZ -> retry\n  default -> stop");
+  expect_one(d, {"E011", 2, 23, "unknown code 'ZZZZZZZZZZZZ'", "declare it in `codes { }`"});
+  CHECK_THAT(recourse::to_text(d[0]), Catch::Contains("\n  help: declare it in `codes { }`\n"));
+  expect_one(in_policy("  limits { deadline = 5qqqqq }\n  default -> stop"),
+             {"E025", 2, 23, "unknown unit 'qqqqq' in 5qqqqq", "durations take ms, s, m or h"});
+  expect_one(
+      in_policy("  map zzzzzz 409 -> TIMEOUT\n  default -> stop"),
+      {"E018", 2, 7, "unknown protocol 'zzzzzz' in map", "map takes http, grpc, jsonrpc or mcp"});
+  expect_one(in_policy("  assert sequence zzzzzzzz <= 3\n  default -> stop"),
+             {"E032", 2, 19, "unknown sequence metric 'zzzzzzzz'",
+              "metrics: total_wait, max_delay, calls, calls_after CODE, repairs"});
+  // Every name far from all candidates, in every place a name is looked up: no help is left
+  // with an empty suggestion (a leading space or "; ", "''", an empty "did you mean").
+  const auto all = test::diagnostics(
+      "policy \"p\" {\n"
+      "  tool { zzzzzzzz = 1 }\n"
+      "  limits { on_exhausted = zzzzzzzz }\n"
+      "  backoff zzzzzzzz\n"
+      "  hit zzzzzzzz\n"
+      "  waive zzzzzzzz \"r\"\n"
+      "  map zzzzzzzz 1 -> zzzzzzzz\n"
+      "  map grpc zzzzzzzz -> TIMEOUT\n"
+      "  assert sequence zzzzzzzz <= 1\n"
+      "  rule a when zzzzzzzz -> retry\n"
+      "  rule b when side_effect == zzzzzzzz -> zzzzzzzz\n"
+      "  rule c when code == zzzzzzzz or retry_after > 1zzzzzzzz -> stop\n"
+      "  test \"t\" { envelope {} expect zzzzzzzz rule zzzzzzzz }\n"
+      "  default -> stop\n"
+      "}\n");
+  CHECK(all.size() >= 12);
+  for (const auto& x : all) {
+    INFO(recourse::to_text(x));
+    CHECK(x.help.find("did you mean ''") == std::string::npos);
+    CHECK(x.help.find("did you mean") == std::string::npos);  // nothing is near
+    CHECK((x.help.empty() || (x.help.front() != ' ' && x.help.front() != ';')));
+    CHECK(x.help.find("; ;") == std::string::npos);
+    CHECK((x.help.size() < 2 || x.help.substr(x.help.size() - 2) != "; "));
+  }
+}
+
 TEST_CASE("check: type errors (E012)", "[check]") {
   SECTION("ordering a code") {
     expect_one(in_policy("  rule r when code < 3 -> retry\n  default -> stop"),
-               {"E012", 2, 15, "'code' cannot be ordered; use ==, != or in", nullptr});
+               {"E041", 2, 15, "'code' cannot be ordered; use ==, != or in", nullptr});
   }
   SECTION("a bare code") {
     expect_one(in_policy("  rule r when code -> retry\n  default -> stop"),
-               {"E012", 2, 15, "'code' alone is not a condition",
+               {"E041", 2, 15, "'code' alone is not a condition",
                 "compare it, or write `code is present`"});
   }
   SECTION("a count with a unit") {
@@ -63,7 +109,7 @@ TEST_CASE("check: type errors (E012)", "[check]") {
   }
   SECTION("a trusted attribute is never absent") {
     expect_one(in_policy("  rule r when idempotent is absent -> retry\n  default -> stop"),
-               {"E012", 2, 15, "'idempotent' comes from the host and is never absent", nullptr});
+               {"E041", 2, 15, "'idempotent' comes from the host and is never absent", nullptr});
   }
   SECTION("side effect value") {
     expect_one(in_policy("  rule r when side_effect == comitted -> stop\n  default -> stop"),
@@ -76,7 +122,7 @@ TEST_CASE("check: type errors (E012)", "[check]") {
   }
   SECTION("empty list") {
     expect_one(in_policy("  rule r when code in [] -> retry\n  default -> stop"),
-               {"E012", 2, 15, "empty list after 'in'", nullptr});
+               {"E042", 2, 15, "empty list after 'in'", nullptr});
   }
 }
 
@@ -113,7 +159,7 @@ TEST_CASE("check: settings (E018, E019, E021)", "[check]") {
   expect_one(in_policy("  limits { attempts = 3 attempts = 4 }\n  default -> stop"),
              {"E021", 2, 25, "limits setting 'attempts' is set twice", nullptr});
   expect_one(in_policy("  tool { arguments = a }\n  default -> stop"),
-             {"E019", 2, 10, "'arguments' takes a [list]", nullptr});
+             {"E037", 2, 10, "'arguments' takes a [list]", nullptr});
   expect_one(in_policy("  backoff exponental base 1s\n  default -> stop"),
              {"E018", 2, 11, "unknown backoff 'exponental'", "did you mean 'exponential'?"});
 }
@@ -124,11 +170,11 @@ TEST_CASE("check: nonsense limits are rejected (E019)", "[check]") {
   expect_one(in_policy("  limits { attempts = 11 }\n  default -> stop"),
              {"E019", 2, 23, "attempts = 11 is outside [1, 10]", nullptr});
   expect_one(in_policy("  limits { on_exhausted = retry }\n  default -> stop"),
-             {"E019", 2, 27,
+             {"E035", 2, 27,
               "on_exhausted must be stop, escalate, degrade, authorize or replace, not 'retry'",
               "a spent budget or an open circuit must not lead to another retry or repair"});
   expect_one(in_policy("  limits { on_exhausted = repair }\n  default -> stop"),
-             {"E019", 2, 27,
+             {"E035", 2, 27,
               "on_exhausted must be stop, escalate, degrade, authorize or replace, not 'repair'",
               nullptr});
   expect_one(in_policy("  backoff exponential base 0ms\n  default -> stop"),
@@ -136,9 +182,9 @@ TEST_CASE("check: nonsense limits are rejected (E019)", "[check]") {
   expect_one(in_policy("  backoff exponential factor 0.5\n  default -> stop"),
              {"E019", 2, 30, "factor must be in [1, 100], got 0.5", nullptr});
   expect_one(in_policy("  backoff exponential base 2s max 1s\n  default -> stop"),
-             {"E019", 2, 3, "backoff max (1000ms) is below its base (2000ms)", nullptr});
+             {"E036", 2, 3, "backoff max (1000ms) is below its base (2000ms)", nullptr});
   expect_one(in_policy("  backoff constant base 1s factor 2\n  default -> stop"),
-             {"E019", 2, 28, "factor applies to exponential backoff only", nullptr});
+             {"E036", 2, 28, "factor applies to exponential backoff only", nullptr});
   // Without an explicit max, a base above the default max (20s) is its own cap.
   CHECK(in_policy("  backoff constant base 30s\n  default -> stop").empty());
   expect_one(in_policy("  limits { retry_after_max = 0s }\n  default -> stop"),
@@ -166,6 +212,32 @@ TEST_CASE("check: durations (E025)", "[check]") {
               "durations take ms, s, m or h; did you mean 's'?"});
   CHECK(test::diagnostics("policy \"p\" { rule r when retry_after > 1.5s -> stop default -> stop }")
             .empty());
+}
+
+TEST_CASE("check: a duration is exact as written; more precision than whole ms is E025",
+          "[check]") {
+  const std::string zeros(10'000, '0');
+  for (const std::string& d :
+       {std::string("1.00000000000000001ms"), std::string("1.0001ms"), std::string("1.0001s"),
+        std::string("0.00001m"), std::string("0.0000001h"), "1." + zeros + "1s"}) {
+    INFO(d.substr(0, 30));
+    expect_one(in_policy("  limits { deadline = " + d + " }\n  default -> stop"),
+               {"E025", 2, 23, ("duration " + d + " is not a whole number of milliseconds").c_str(),
+                nullptr});
+  }
+  const std::pair<std::string, std::int64_t> whole[] = {
+      {"1.000s", 1000},  {"1." + zeros + "s", 1000},
+      {"1.001s", 1001},  {"0.00005m", 3},
+      {"0.000025h", 90}, {"1.5m", 90'000},
+      {"007ms", 7},      {"1000000000000000ms", 1'000'000'000'000'000},
+  };
+  for (const auto& [d, ms] : whole) {
+    INFO(d.substr(0, 30));
+    const auto p = test::policy("policy \"p\" { limits { deadline = " + d + " } default -> stop }");
+    CHECK(p.info().deadline_ms == ms);
+  }
+  expect_one(in_policy("  limits { deadline = 1000000000000.001s }\n  default -> stop"),
+             {"E025", 2, 23, "duration 1000000000000.001s is out of range", nullptr});
 }
 
 TEST_CASE("check: duplicate policy across files (E020)", "[check]") {
@@ -252,15 +324,83 @@ TEST_CASE("check: diagnostics render with file:line:col, the line and a caret", 
   CHECK(recourse::to_json(d) ==
         "[{\"code\":\"E010\",\"column\":15,\"file\":\"p.recourse\",\"help\":\"did you mean "
         "'retryable'?\","
-        "\"line\":2,\"message\":\"unknown attribute 'retryabel'\",\"severity\":\"error\"}]");
+        "\"line\":2,\"message\":\"unknown attribute 'retryabel'\",\"offset\":27,"
+        "\"severity\":\"error\"}]");
+}
+
+TEST_CASE("check: columns count characters, offsets count bytes; the caret goes by characters",
+          "[check]") {
+  // "é" takes two bytes and "€" three: `cod` is character 31 of its line, byte 34.
+  auto d = in_policy(
+      "  rule r when tool == \"\xc3\xa9\xe2\x82\xac\" or cod == X -> stop\n"
+      "  default -> stop");
+  expect_one(d, {"E010", 2, 31, "unknown attribute 'cod'", "did you mean 'code'?"});
+  CHECK(d[0].offset == 13 + 33);
+  d[0].file = "p.recourse";
+  CHECK(recourse::to_text(d[0]) ==
+        "p.recourse:2:31: error[E010]: unknown attribute 'cod'\n"
+        "    rule r when tool == \"\xc3\xa9\xe2\x82\xac\" or cod == X -> stop\n"
+        "  " +
+            std::string(30, ' ') +
+            "^\n"
+            "  help: did you mean 'code'?\n");
+  CHECK_THAT(recourse::to_json(d), Catch::Contains("\"column\":31,") &&
+                                       Catch::Contains("\"line\":2,") &&
+                                       Catch::Contains("\"offset\":46,"));
+}
+
+TEST_CASE("check: a line ends at LF, CR LF or a lone CR, in positions and source lines",
+          "[check]") {
+  struct Case {
+    const char* name;
+    std::string line_break;
+    std::uint64_t offset;  // of `cod`
+  };
+  for (const Case& c : {Case{"LF", "\n", 41}, Case{"CR LF", "\r\n", 43}, Case{"CR", "\r", 41}}) {
+    INFO(c.name);
+    const std::string& br = c.line_break;
+    const auto d = test::diagnostics("policy \"p\" {" + br + "  # a comment" + br +
+                                     "  rule r when cod == X -> stop" + br + "  default -> stop" +
+                                     br + "}" + br);
+    expect_one(d, {"E010", 3, 15, "unknown attribute 'cod'", "did you mean 'code'?"});
+    CHECK(d[0].offset == c.offset);
+    CHECK(d[0].source_line == "  rule r when cod == X -> stop");
+  }
+  // Mixed in one file, and a syntax error on the last line, which has no line break.
+  const auto d = test::diagnostics("# a\r# b\r\n# c\npolicy \"p\" { default -> stop");
+  expect_one(d, {"E001", 4, 29,
+                 "syntax error: expected a policy item (tool, limits, breaker, "
+                 "throttle, backoff, codes, rule, default, assert, waive, map, hit, "
+                 "test) or '}'",
+                 nullptr});
+  CHECK(d[0].offset == 13 + 28);
+  CHECK(d[0].source_line == "policy \"p\" { default -> stop");
+}
+
+TEST_CASE("check: a UTF-8 byte-order mark opens a file; offsets count it, columns do not",
+          "[check]") {
+  const std::string bom = "\xef\xbb\xbf";
+  CHECK(test::diagnostics(bom + "version 1\npolicy \"p\" { default -> stop }\n").empty());
+  const auto d =
+      test::diagnostics(bom + "policy \"p\" { rule r when cod == X -> stop default -> stop }");
+  expect_one(d, {"E010", 1, 26, "unknown attribute 'cod'", "did you mean 'code'?"});
+  CHECK(d[0].offset == 3 + 25);
+  CHECK(d[0].source_line == "policy \"p\" { rule r when cod == X -> stop default -> stop }");
+  // Anywhere else it is no whitespace.
+  expect_one(test::diagnostics("policy \"p\" {" + bom + " default -> stop }"),
+             {"E001", 1, 13,
+              "syntax error: expected a policy item (tool, limits, breaker, throttle, backoff, "
+              "codes, rule, default, assert, waive, map, hit, test) or '}'",
+              nullptr});
 }
 
 TEST_CASE("check: limits of the compiler (E090, E091, E093)", "[check]") {
   recourse::CompileOptions small;
   small.max_source_bytes = 10;
   auto r = recourse::compile({{"t", "policy \"p\" { default -> stop }"}}, small);
-  REQUIRE(r.diagnostics.size() == 1);
-  CHECK(r.diagnostics[0].code == "E090");
+  expect_one(r.diagnostics, {"E090", 1, 1, "file is 30 bytes; the limit is 10",
+                             "raise CompileOptions::max_source_bytes"});
+  CHECK(r.diagnostics[0].offset == 0);
 
   recourse::CompileOptions few;
   few.max_rules = 1;
@@ -282,6 +422,48 @@ TEST_CASE("check: limits of the compiler (E090, E091, E093)", "[check]") {
   CHECK(r.diagnostics[0].code == "E093");
   CHECK(r.diagnostics[0].line == 2);
   CHECK(r.diagnostics[0].message == "rule 'big' expands to more than 1000 terms");
+
+  // The same condition in an assertion: E093 blames the assertion, not the last rule.
+  r = recourse::compile({{"t",
+                          "policy \"p\" {\n rule small when attempt > 1 -> stop\n"
+                          " default -> stop\n assert never retry when " +
+                              cond + "\n}"}},
+                        terms);
+  REQUIRE(r.diagnostics.size() == 1);
+  CHECK(r.diagnostics[0].code == "E093");
+  CHECK(r.diagnostics[0].line == 4);
+  CHECK(r.diagnostics[0].column == 2);
+  CHECK(r.diagnostics[0].message ==
+        "`assert never retry when ...` expands to more than 1000 terms");
+}
+
+TEST_CASE("check: a file beyond the size limit is E090 at 1:1 with its real size", "[check]") {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("recourse-e090-" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const std::string big = (dir / "big.recourse").string();
+  const std::string child = (dir / "child.recourse").string();
+  std::ofstream(big) << "policy \"big\" { default -> stop }\n" << std::string(3'000'000, '#');
+  std::ofstream(child) << "policy \"child\" extends \"big\" { default -> stop }\n";
+  const std::string message = "file is 3000033 bytes; the limit is 1048576";
+  SECTION("named") {
+    const auto r = recourse::compile_paths({big});
+    expect_one(r.diagnostics, {"E090", 1, 1, message.c_str(), nullptr});
+    CHECK(r.diagnostics[0].file == big);
+    CHECK(recourse::to_json(r.diagnostics).find("\"column\":1,") != std::string::npos);
+  }
+  SECTION("read as a base") {
+    const auto r = recourse::compile_paths({child});
+    REQUIRE_FALSE(r.ok());
+    REQUIRE(r.diagnostics.size() >= 1);
+    CHECK(r.diagnostics[0].code == "E090");
+    CHECK(r.diagnostics[0].file == big);
+    CHECK(r.diagnostics[0].line == 1);
+    CHECK(r.diagnostics[0].column == 1);
+    CHECK(r.diagnostics[0].message == message);
+  }
+  fs::remove_all(dir);
 }
 
 TEST_CASE("check: just over a default limit is its diagnostic; at the limit compiles",
@@ -321,7 +503,7 @@ TEST_CASE("check: just over a default limit is its diagnostic; at the limit comp
 
 TEST_CASE("check: names are not strings; out-of-range and negative durations", "[check]") {
   expect_one(in_policy("  rule r when code == \"TIMEOUT\" -> stop\n  default -> stop"),
-             {"E012", 2, 23, "code values are names, not strings: write TIMEOUT", nullptr});
+             {"E039", 2, 23, "code values are names, not strings: write TIMEOUT", nullptr});
   expect_one(in_policy("  limits { deadline = 99999999999999999999h }\n  default -> stop"),
              {"E025", 2, 23, "duration 99999999999999999999h is out of range", nullptr});
   expect_one(in_policy("  limits { min_delay = -5ms }\n  default -> stop"),

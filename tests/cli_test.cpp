@@ -57,6 +57,10 @@ TEST_CASE("cli: a malformed --state spec is a usage error naming it", "[cli][sta
        R"(state store "redis+unix://": no PATH after redis+unix://)"},
       {decide, "mongo://x", R"(unknown state store "mongo://x": )" + unknown},
       {"ledger", "", R"(unknown state store "": )" + unknown},
+      // Empty is no spec, not the default store (which is leaving --state out).
+      {decide, "", R"(unknown state store "": )" + unknown},
+      {replay, "", R"(unknown state store "": )" + unknown},
+      {"simulate --policy x", "", R"(unknown state store "": )" + unknown},
   };
   for (const auto& m : malformed) {
     INFO(m.command << " --state '" << m.spec << "'");

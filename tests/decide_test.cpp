@@ -237,6 +237,26 @@ TEST_CASE("decide: backoff follows its formula; jitter is a deterministic hash",
   CHECK(high > 150);
 }
 
+TEST_CASE("decide: an attempt below 1 backs off as attempt 1, its draw included",
+          "[decide][backoff]") {
+  // Context::attempt counts from 1; language.md section 12 takes n as at least 1 for the delay
+  // and for the draw U keys by n.
+  using recourse::detail::Jitter;
+  recourse::detail::Backoff b;
+  b.base_ms = 100;
+  b.max_ms = 1000;
+  for (Jitter j : {Jitter::None, Jitter::Full, Jitter::Equal, Jitter::Decorrelated}) {
+    b.jitter = j;
+    for (std::uint64_t key = 0; key < 200; ++key)
+      for (std::int64_t attempt : {0, -1, -1000}) {
+        const auto below = recourse::detail::backoff_delay(b, attempt, key);
+        const auto first = recourse::detail::backoff_delay(b, 1, key);
+        CHECK(below.delay_ms == first.delay_ms);
+        CHECK(below.draw_ms == first.draw_ms);
+      }
+  }
+}
+
 TEST_CASE("decide: the delay is floored by min_delay and raised to the server's hint",
           "[decide][backoff]") {
   const auto p = test::policy(R"(policy "p" {
@@ -296,6 +316,25 @@ TEST_CASE("decide: a bundle selects by tool name, then \"*\", else stops", "[dec
   CHECK(d.route == Route::Stop);
   CHECK(d.warnings == (recourse::kNoPolicy | recourse::kTraceIdMinted));
   CHECK(d.minted_trace_id != 0);
+}
+
+TEST_CASE("decide: a context flagged store_unavailable keeps the warning without a policy",
+          "[decide]") {
+  // docs/state.md: every decision made from state the store could not give carries the warning,
+  // those with no policy and those of an unreadable envelope too.
+  auto r = recourse::compile({{"a", R"(policy "a" { default -> stop })"}});
+  REQUIRE(r.ok());
+  auto c = test::context(R"({"tool":"b","sideEffect":"none"})");
+  c.store_unavailable = true;
+  CHECK(r.bundle->decide({}, c).warnings ==
+        (recourse::kNoPolicy | recourse::kTraceIdMinted | recourse::kStoreUnavailable));
+  CHECK(r.bundle->unreadable(c).warnings ==
+        (recourse::kUnreadableEnvelope | recourse::kTraceIdMinted | recourse::kStoreUnavailable));
+  c.tool = "a";
+  CHECK(r.bundle->unreadable(c).warnings ==
+        (recourse::kUnreadableEnvelope | recourse::kTraceIdMinted | recourse::kStoreUnavailable));
+  CHECK(r.bundle->decide({}, c).warnings ==
+        (recourse::kTraceIdMinted | recourse::kStoreUnavailable));
 }
 
 TEST_CASE("decide: a decision keeps its policy alive after the bundle is gone", "[decide]") {

@@ -20,10 +20,13 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <regex>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include "model/fields.hpp"
+#include "model/settings.hpp"
 #include "recourse/recourse.hpp"
 #include "support.hpp"
 
@@ -459,6 +462,183 @@ TEST_CASE("the decision schema's routes are the engine's", "[docs]") {
   for (int r = 0; r <= static_cast<int>(recourse::Route::Stop); ++r)
     routes.push_back(recourse::to_string(static_cast<recourse::Route>(r)));
   CHECK(s["properties"]["route"]["enum"] == routes);
+}
+
+// A settings row as docs/language.md section 3 writes it, from the settings table.
+std::string settings_row(const recourse::detail::SettingDef& def) {
+  using K = recourse::detail::ValueKind;
+  const std::string range = recourse::detail::range_text(def, 10);
+  std::string value;
+  switch (def.kind) {
+    case K::Flag:
+      value = "`true`/`false`";
+      break;
+    case K::Count:
+      value = "count";
+      break;
+    case K::Duration:
+      value = "duration";
+      break;
+    case K::Number:
+      value = "number";
+      break;
+    case K::Tool:
+      value = "`\"tool\"`";
+      break;
+    case K::Names:
+      value = "list of names or strings";
+      break;
+    case K::Word:
+      value = std::string(def.words);
+      break;
+  }
+  if (!range.empty()) value += ", " + range;
+  return "| `" + std::string(def.key) + "` | " + value + " | " + std::string(def.default_text) +
+         " | " + std::string(def.meaning) + " |";
+}
+
+TEST_CASE("each setting's documented default is the engine's", "[docs]") {
+  // The dump of a policy whose block gives the setting its documented default, against the
+  // dump of one that leaves it out: the same text when the default is the engine's.
+  auto dump = [](const std::string& block) {
+    const auto r = recourse::compile(
+        {{"d.recourse", "policy \"d\" {\n  " + block + "\n  default -> stop\n}\n"}});
+    INFO(block);
+    REQUIRE(r.ok());
+    return r.bundle->policies().front().dump();
+  };
+  std::size_t checked = 0;
+  for (const auto& def : recourse::detail::setting_table()) {
+    const std::string text(def.default_text);
+    // Literal defaults only: `3`, `60s`, `full`; not none, off or a sentence.
+    if (!def.show || text.size() < 3 || text.front() != '`' || text.back() != '`' ||
+        text.find(' ') != std::string::npos)
+      continue;
+    const std::string value = text.substr(1, text.size() - 2);
+    const std::string block(def.block), key(def.key);
+    INFO(block << "." << key << " = " << value);
+    if (block == "backoff")
+      CHECK(dump("backoff exponential " + key + " " + value) == dump("backoff exponential"));
+    else
+      CHECK(dump(block + " { " + key + " = " + value + " }") == dump(block + " { }"));
+    ++checked;
+  }
+  CHECK(checked >= 17);  // the literal defaults of the table as it is today
+}
+
+TEST_CASE("the diagnostics table lists every code the sources can emit", "[docs]") {
+  const std::string reference = read_file(test::source_dir() + "/docs/language.md");
+  const std::regex row(R"(\n\| ([EWC][0-9]{3}) \|)");
+  std::set<std::string> documented;
+  for (std::sregex_iterator it(reference.begin(), reference.end(), row), end; it != end; ++it)
+    documented.insert((*it)[1]);
+  const std::regex literal(R"re("([EWC][0-9]{3})")re");
+  std::set<std::string> emitted;
+  for (const char* dir : {"engine", "grammar", "cli"})
+    for (const auto& entry :
+         std::filesystem::recursive_directory_iterator(test::source_dir() + "/" + dir)) {
+      const std::string ext = entry.path().extension().string();
+      if (ext != ".cpp" && ext != ".hpp") continue;
+      const std::string text = read_file(entry.path().string());
+      for (std::sregex_iterator it(text.begin(), text.end(), literal), end; it != end; ++it)
+        emitted.insert((*it)[1]);
+    }
+  CHECK(emitted.size() > 40);
+  for (const std::string& code : emitted) {
+    INFO(code << " is emitted by the sources");
+    CHECK(documented.count(code) == 1);
+  }
+  for (const std::string& code : documented) {
+    INFO(code << " is in the diagnostics table");
+    CHECK(emitted.count(code) == 1);
+  }
+}
+
+TEST_CASE("the reference's attribute table lists every attribute with its JSON key", "[docs]") {
+  namespace detail = recourse::detail;
+  const std::string reference = read_file(test::source_dir() + "/docs/language.md");
+  const std::size_t at = reference.find("\n## 4. Attributes\n");
+  REQUIRE(at != std::string::npos);
+  const std::string section = reference.substr(at, reference.find("\n## 5.", at) - at);
+  auto row = [&](std::string_view name) {
+    const std::size_t begin = section.find("\n| `" + std::string(name) + "` |");
+    return begin == std::string::npos
+               ? std::string()
+               : section.substr(begin + 1, section.find('\n', begin + 1) - begin - 1);
+  };
+  for (const detail::AttrInfo& a : detail::kAttributes) {
+    INFO(a.name);
+    if (!a.internal) CHECK(!row(a.name).empty());
+  }
+  auto keyed = [&](const char* source) {
+    return [&, source](const detail::Field& f, auto) {
+      if (!f.attr) return;
+      INFO(f.key);
+      CHECK(row(detail::info(*f.attr).name).find("`" + std::string(f.key) + "`") !=
+            std::string::npos);
+      CHECK(row(detail::info(*f.attr).name).find(source) != std::string::npos);
+    };
+  };
+  detail::for_each_envelope_field(keyed("(envelope)"));
+  detail::for_each_context_field(keyed("(context)"));
+}
+
+TEST_CASE("the reference's settings tables are the settings table", "[docs]") {
+  const std::string reference = read_file(test::source_dir() + "/docs/language.md");
+  for (const char* block : {"tool", "limits", "backoff", "breaker", "throttle"}) {
+    INFO("### " << block);
+    const std::size_t at = reference.find(std::string("\n### ") + block + "\n");
+    REQUIRE(at != std::string::npos);
+    const std::size_t end = reference.find("\n#", at + 1);
+    std::istringstream section(reference.substr(at, end - at));
+    std::vector<std::string> documented, expected;
+    for (std::string line; std::getline(section, line);)
+      if (line.rfind("| `", 0) == 0) documented.push_back(line);
+    for (const auto* def : recourse::detail::settings_of(block))
+      expected.push_back(settings_row(*def));
+    CHECK(documented == expected);
+  }
+}
+
+TEST_CASE("the context schema describes every field the context reader reads", "[docs]") {
+  namespace detail = recourse::detail;
+  const json properties = json::parse(read_file(schema_path("context.schema.json")))["properties"];
+  const std::string reference = read_file(test::source_dir() + "/docs/language.md");
+  // 1000000000 as the reference's context table writes it: 1e9.
+  const auto power_of_ten = [](std::int64_t v) {
+    int exponent = 0;
+    for (; v >= 10 && v % 10 == 0; v /= 10) ++exponent;
+    return v == 1 ? "1e" + std::to_string(exponent) : std::to_string(v);
+  };
+  std::set<std::string> keys = {"nextAttemptIdempotencyKey"};  // read, never written
+  detail::for_each_context_field([&](const detail::Field& f, auto field) {
+    const std::string key(f.key);
+    keys.insert(key);
+    INFO("context." << key);
+    REQUIRE(properties.contains(key));
+    const json& p = properties[key];
+    using T = detail::unwrapped_t<std::decay_t<decltype(recourse::Context{}.*field)>>;
+    if constexpr (std::is_same_v<T, std::int64_t>) {
+      CHECK(p["type"] == json::array({"integer", "null"}));
+      CHECK(p["minimum"] == f.min);
+      CHECK(p["maximum"] == f.max);
+      const std::string row = "| `" + key + "` | integer | " + std::to_string(f.min) + " .. " +
+                              power_of_ten(f.max) + " |";
+      CHECK(reference.find(row) != std::string::npos);
+    } else if constexpr (std::is_same_v<T, bool>) {
+      CHECK(p["type"] == json::array({"boolean", "null"}));
+    } else if constexpr (std::is_enum_v<T>) {
+      json names = json::array();
+      for (const auto name : detail::Names<T>::kValues) names.push_back(name);
+      names.push_back(nullptr);
+      CHECK(p["enum"] == names);
+    } else if constexpr (std::is_same_v<T, std::string>) {
+      CHECK(p["type"].dump().find("string") != std::string::npos);
+    } else {
+      CHECK(p["type"] == json::array({"array", "null"}));
+    }
+  });
+  for (const auto& [key, unused] : properties.items()) CHECK(keys.count(key) == 1);
 }
 
 TEST_CASE("decisions printed for rules/traces validate against docs/schema", "[docs]") {

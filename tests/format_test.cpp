@@ -265,6 +265,20 @@ policy "q" {
   CHECK(format_ok(expected) == expected);
   CHECK(comments(format_ok(messy)) == comments(expected));
 
+  SECTION("a line may end at CR LF or a lone CR; the layout ends lines at LF") {
+    for (const std::string line_break : {"\r\n", "\r"}) {
+      std::string text = messy;
+      for (std::size_t i = text.find('\n'); i != std::string::npos;
+           i = text.find('\n', i + line_break.size())) {
+        text.replace(i, 1, line_break);
+      }
+      CHECK(format_ok(text) == expected);
+    }
+  }
+  SECTION("a byte-order mark at the start is read and not written") {
+    CHECK(format_ok("\xef\xbb\xbf" + messy) == expected);
+  }
+
   SECTION("blank lines between items are kept, runs of them collapsed") {
     const std::string in =
         "policy \"p\" {\n\n  rule a -> retry\n\n\n  rule b -> stop\n  default -> stop\n\n}\n";
@@ -410,7 +424,7 @@ TEST_CASE("fmt: a file its layout would take past the size limit is refused, unt
   write_file(small, messy);
   fs::permissions(small, fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read);
   const std::string refused =
-      big + ": error[E090]: formatted, the file would be 1048580 bytes; the limit is 1048576\n";
+      big + ":1:1: error[E090]: formatted, the file would be 1048580 bytes; the limit is 1048576\n";
   SECTION("in place: refused with exit 1, the file byte for byte as it was; others formatted") {
     auto r = test::run(cmd(big + " " + small + " 2>&1"));
     CHECK(r.status == 1);

@@ -47,7 +47,7 @@ TEST_CASE("fuzz: an empty arguments list is an empty list", "[fuzz]") {
     const auto ds = test::diagnostics(text);
     INFO(text);
     REQUIRE(!ds.empty());
-    CHECK(ds.front().code == "E019");
+    CHECK(ds.front().code == "E037");
   }
 }
 

@@ -3,7 +3,8 @@
 #include <tao/pegtl/contrib/analyze.hpp>
 
 #include "grammar.hpp"
-#include "parse.hpp"
+#include "lines.hpp"
+#include "source/location.hpp"
 #include "support.hpp"
 
 namespace {
@@ -11,7 +12,8 @@ namespace {
 std::optional<recourse::ast::File> parse(const std::string& text,
                                          std::vector<recourse::Diagnostic>& d,
                                          std::size_t depth = 64) {
-  return recourse::grammar::parse("t.recourse", text, depth, d);
+  const recourse::detail::Sources sources{{"t.recourse", text}};
+  return recourse::detail::parse_source(sources, 0, depth, d);
 }
 
 recourse::Diagnostic syntax_error(const std::string& text) {
@@ -146,4 +148,36 @@ TEST_CASE("grammar: comments and CRLF line endings", "[grammar]") {
       parse("# head\r\npolicy \"p\" { # trailing\r\n  default -> stop # end\r\n}\r\n# tail", d);
   REQUIRE(file);
   CHECK(file->policies[0].defaults[0].pos.line == 3);
+}
+
+TEST_CASE("grammar: lines end at LF, CR LF or CR; columns count characters", "[grammar]") {
+  using recourse::grammar::line_at;
+  const std::string text = "a\r\nb\rc\n\xc3\xa9x\n";  // x is byte 9, character 2 of line 4
+  const recourse::grammar::Lines lines(text);
+  CHECK(lines.count() == 5);     // a, b, c, éx and the empty line after the last break
+  CHECK(lines.line_of(1) == 1);  // a line break belongs to the line it ends
+  CHECK(lines.line_of(2) == 1);
+  CHECK(lines.line_of(3) == 2);
+  CHECK(lines.start(4) == 7);
+  CHECK(lines.end(4) == 10);
+  const recourse::ast::Pos p = lines.pos(9, 2);
+  CHECK(p.line == 4);
+  CHECK(p.column == 2);
+  CHECK(p.offset == 9);
+  CHECK(p.source == 2);
+  CHECK(line_at(text, 2) == "a");
+  CHECK(line_at(text, 4) == "b");
+  CHECK(line_at(text, 9) == "\xc3\xa9x");
+  CHECK(line_at(text, text.size()).empty());
+  CHECK(line_at("no break", 100) == "no break");
+  // A byte-order mark is in no line: line 1 starts after it.
+  const std::string marked = "\xef\xbb\xbf\xc3\xa9x";
+  CHECK(recourse::grammar::Lines(marked).pos(5, 0).column == 2);
+  CHECK(recourse::grammar::Lines(marked).start(1) == 3);
+  CHECK(line_at(marked, 5) == "\xc3\xa9x");
+  // A comment ends at any of them.
+  std::vector<recourse::Diagnostic> d;
+  const auto file = parse("# head\rpolicy \"p\" { # trailing\r  default -> stop }", d);
+  REQUIRE(file);
+  CHECK(file->policies.at(0).defaults.at(0).pos.line == 3);
 }

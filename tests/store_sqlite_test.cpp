@@ -4,9 +4,13 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <sqlite3.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <cstring>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -31,6 +35,40 @@ TEST_CASE("store: the sqlite store conforms, with clients in separate processes"
   const std::string path = dir.path + "/state.db";
   test::conformance(
       {"sqlite", [&](const recourse::StoreOptions& o) { return open(path, o); }, true});
+}
+
+TEST_CASE("store: sqlite refuses a path that is not a regular file, leaving nothing beside it",
+          "[store][sqlite]") {
+  test::TempDir dir;
+  const std::string fifo = dir.path + "/fifo", directory = dir.path + "/dir",
+                    device = dir.path + "/null", dangling = dir.path + "/dangling";
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  REQUIRE(::mkdir(directory.c_str(), 0700) == 0);
+  REQUIRE(::symlink((dir.path + "/nowhere").c_str(), dangling.c_str()) == 0);
+  // A character device like /dev/null, made in the temp directory (root only; else left out).
+  const bool have_device = ::mknod(device.c_str(), S_IFCHR | 0600, makedev(1, 3)) == 0;
+  if (!have_device) WARN("mknod: " << std::strerror(errno) << "; the device case is left out");
+  const struct {
+    std::string path, error;
+  } refused[] = {
+      {fifo, "is a FIFO, not a regular file"},
+      {directory, "is a directory"},
+      {device, "is a character device, not a regular file"},
+      {dangling, "is a symbolic link to nothing"},
+      {dir.path + "/no/such/dir/state.db",
+       "cannot be created: no directory " + dir.path + "/no/such/dir"},
+  };
+  for (const auto& r : refused) {
+    if (r.path == device && !have_device) continue;
+    INFO(r.path);
+    const auto opened = recourse::open_store("sqlite:" + r.path);
+    CHECK_FALSE(opened.store);
+    CHECK(opened.error == "sqlite:" + r.path + ": " + r.error);
+  }
+  for (const char* suffix : {"-journal", "-wal", "-shm"})
+    for (const auto& r : refused) CHECK(::access((r.path + suffix).c_str(), F_OK) != 0);
+  CHECK(::access((dir.path + "/nowhere").c_str(), F_OK) != 0);
+  CHECK(open(dir.path + "/new.db", {}));  // a file yet to be made is fine
 }
 
 TEST_CASE("store: sqlite writers killed with SIGKILL lose no acknowledged ledger entry",

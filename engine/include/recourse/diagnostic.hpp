@@ -1,6 +1,7 @@
 // Diagnostics: the one record every stage and every command reports problems in.
 //
-// A diagnostic is data, never an exception: {severity, code, file, line, column, message, help}.
+// A diagnostic is data, never an exception: {severity, code, file, line, column, offset, message,
+// help}.
 // Codes are stable (E0xx syntax and checking, W0xx warnings); tests assert on them. Rendering as
 // `file:line:col: error[E012]: message`, the source line and a caret, or as JSON, is done by
 // to_text() and to_json() so the CLI, editors and CI all see the same record.
@@ -23,20 +24,23 @@ struct Diagnostic {
   std::string code;          ///< stable identifier, e.g. "E012"
   std::string file;          ///< path as given by the caller; empty for non-file input
   std::uint32_t line = 0;    ///< 1-based; 0 when the problem has no position
-  std::uint32_t column = 0;  ///< 1-based byte column; 0 when the problem has no position
+  std::uint32_t column = 0;  ///< 1-based, in characters (code points); 0 when no position
+  std::uint64_t offset = 0;  ///< bytes from the start of the file to the position; 0 when none
   std::string message;       ///< one sentence, no trailing period
   std::string help;          ///< how to fix it, or empty
-  std::string source_line;   ///< the text of `line` (no newline), for the caret; may be empty
+  std::string source_line;   ///< the text of `line` (no line break), for the caret; may be empty
 };
 
 /// "error", "warning" or "note".
 const char* to_string(Severity severity) noexcept;
 
-/// Renders `file:line:col: error[CODE]: message`, then the source line and a caret under the
-/// column, then `help: ...` when present. Deterministic; ends with a newline.
+/// Renders `file:line:col: error[CODE]: message` (col: the character column), then the source
+/// line and a caret under the column (after column - 1 characters of the line, tabs kept), then
+/// `help: ...` when present. Deterministic; ends with a newline.
 std::string to_text(const Diagnostic& diagnostic);
 
-/// Renders the list as a JSON array of {severity, code, file, line, column, message, help}.
+/// Renders the list as a JSON array of {severity, code, file, line, column, offset, message,
+/// help}. Editors that count UTF-16 code units (LSP) convert from `offset`, the byte offset.
 std::string to_json(const std::vector<Diagnostic>& diagnostics);
 
 /// `text` as a JSON string literal: quotes, backslashes and control characters escaped, bytes

@@ -112,10 +112,9 @@ struct ContextResult {
   Context context;
 };
 
-/// Reads a context from JSON with camelCase keys (tool, idempotent, sideEffect, attempt, repairs,
-/// elapsedMs, arguments, maxAttempts, deadlineMs, operationId, workflowId, lowerRetries, repeats,
-/// costSpent, idempotencyKey, nextAttemptIdempotencyKey, idempotencyKeyPinned, circuit,
-/// retryThrottled, nowMs, argsHash). `idempotencyKey` is the key string the call carried (null:
+/// Reads a context from JSON with camelCase keys: each Context member's (docs/language.md section
+/// 13 lists them with their ranges; docs/schema/context.schema.json is the schema), and
+/// nextAttemptIdempotencyKey. `idempotencyKey` is the key string the call carried (null:
 /// none); it counts as pinned unless `nextAttemptIdempotencyKey` names a different key (a
 /// rotating key makes a resend a new operation); `idempotencyKeyPinned`, when given, says so
 /// outright (the decision log writes it). Unknown keys are ignored; a known key with a wrong

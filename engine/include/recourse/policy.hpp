@@ -125,7 +125,8 @@ struct TestResult {
   std::string policy;  ///< the policy the test belongs to
   std::string name;    ///< the test's name
   std::string file;
-  std::uint32_t line = 0, column = 0;
+  std::uint32_t line = 0, column = 0;  ///< of `test`: 1-based line and character column
+  std::uint64_t offset = 0;            ///< of `test`: bytes from the start of the file
   bool passed = false;
   std::string expected;  ///< the expectation as written, e.g. `retry delay 250ms..20s`
   std::string actual;  ///< the decision in the same words, e.g. `retry rule transient delay 400ms`
@@ -143,7 +144,8 @@ struct SequenceBound {
   std::int64_t limit = 0;  ///< ms for total_wait and max_delay, calls otherwise
   std::string text;        ///< as written, e.g. `total_wait <= 2m`
   std::string file;
-  std::uint32_t line = 0, column = 0;
+  std::uint32_t line = 0, column = 0;  ///< of `assert`: 1-based line and character column
+  std::uint64_t offset = 0;            ///< of `assert`: bytes from the start of the file
 };
 
 /// What a policy allows, for tools that check its decisions from outside (recourse fuzz): calls
@@ -269,8 +271,10 @@ CompileResult compile_paths(const std::vector<std::string>& paths,
 /// Opens the regular file at `path` for reading, as read_regular_file() does (O_NONBLOCK, then
 /// fstat(), so a FIFO, socket, device or directory is refused without blocking): the file
 /// descriptor, which the caller closes, or -1 with `error` set to the same phrases. For readers
-/// that stream a file instead of holding it (`recourse replay`'s trace). Never throws.
-int open_regular_file(const std::string& path, std::string& error) noexcept;
+/// that stream a file instead of holding it (`recourse replay`'s trace). `size`, when given, is
+/// set to the file's size in bytes (fstat()'s). Never throws.
+int open_regular_file(const std::string& path, std::string& error,
+                      std::uint64_t* size = nullptr) noexcept;
 
 /// Reads the regular file at `path` as compile_paths() reads a policy file, at most `max_bytes`
 /// + 1 bytes (one past the limit, so the caller can tell an oversized file; memory follows the
@@ -278,9 +282,11 @@ int open_regular_file(const std::string& path, std::string& error) noexcept;
 /// opened with O_NONBLOCK and checked with fstat() before any read (opening a FIFO without it
 /// waits for a writer). nullopt otherwise, with `error` set to a phrase that follows the path:
 /// "is a FIFO, not a regular file", "is a directory", "cannot be read: Permission denied".
-/// Never throws.
+/// `size`, when given, is set to the file's size in bytes (fstat()'s, or the bytes read if the
+/// file grew meanwhile), which may be beyond what was read. Never throws.
 std::optional<std::string> read_regular_file(const std::string& path, std::size_t max_bytes,
-                                             std::string& error) noexcept;
+                                             std::string& error,
+                                             std::uint64_t* size = nullptr) noexcept;
 
 /// A region of inputs whose decision differs between two versions of a policy.
 struct DecisionChange {

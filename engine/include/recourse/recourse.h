@@ -116,8 +116,8 @@ RECOURSE_API void recourse_engine_free(recourse_engine* engine);
 
 /** Compiles `count` sources as one bundle and, when they compile, swaps it in. `diagnostics`
  * (may be NULL) receives every diagnostic as a JSON array of {severity, code, file, line,
- * column, message, help}, warnings of a successful compile included. RECOURSE_COMPILE_FAILED
- * keeps the bundle in use. */
+ * column, offset, message, help}, warnings of a successful compile included.
+ * RECOURSE_COMPILE_FAILED keeps the bundle in use. */
 RECOURSE_API recourse_status recourse_engine_load_sources(recourse_engine* engine,
                                                           const recourse_source* sources,
                                                           size_t count, char** diagnostics);
@@ -141,7 +141,11 @@ RECOURSE_API recourse_status recourse_engine_decide_json(
     const char* context_json, size_t context_len, char** decision, char** error);
 
 /** An envelope the host has read: NULL strings and RECOURSE_UNSET / RECOURSE_ABSENT values are
- * absent. A negative retry_after_ms other than RECOURSE_ABSENT is read as absent. */
+ * absent. Every field is then read as recourse_engine_decide_json() reads the same JSON field: an
+ * empty code, field or trace_id, a string beyond its limit (code 64 bytes, field and trace_id
+ * 256, message and suggestion 8192) and a negative retry_after_ms other than RECOURSE_ABSENT are
+ * read as absent, with the same warning ("malformed", "oversized"); an absent trace_id gets a
+ * minted one (trace_id_minted), as in JSON. */
 typedef struct recourse_envelope {
   size_t size; /**< sizeof(recourse_envelope) */
   const char* code;

@@ -236,16 +236,4 @@ std::optional<bool> idempotent_from_annotations(std::string_view annotations_jso
   }
 }
 
-std::string to_json(const Envelope& e) {
-  nlohmann::ordered_json j = nlohmann::ordered_json::object();
-  if (e.code) j["code"] = *e.code;
-  if (e.message) j["message"] = *e.message;
-  if (e.retryable) j["retryable"] = *e.retryable;
-  if (e.field) j["field"] = *e.field;
-  if (e.suggestion) j["suggestion"] = *e.suggestion;
-  if (e.retry_after_ms) j["retryAfterMs"] = *e.retry_after_ms;
-  if (e.trace_id) j["traceId"] = *e.trace_id;
-  return j.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
-}
-
 }  // namespace recourse

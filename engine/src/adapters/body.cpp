@@ -41,7 +41,7 @@ std::optional<std::int64_t> duration_ms(std::string_view s) {
     std::int64_t part = static_cast<std::int64_t>(digits_value(padded.substr(0, 3)));
     if (fraction.size() > 3 && fraction.substr(3).find_first_not_of('0') != std::string_view::npos)
       ++part;
-    ms = ms > kMaxMs - part ? kMaxMs : ms + part;
+    ms = ms > kSaturatedMs - part ? kSaturatedMs : ms + part;
   }
   return ms;
 }

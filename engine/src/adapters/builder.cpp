@@ -21,7 +21,7 @@ const json* Builder::member(const json& object, std::string_view key, const char
     warn("oversized", field,
          where + " is nested deeper than " + std::to_string(o_.limits.max_depth) +
              " levels; read as absent");
-  else if (s == kOverflow)
+  else if (s == kOverflowMarker)
     warn("malformed", field, where + " is a number beyond the range of a double; read as absent");
   else
     return &*it;
@@ -77,7 +77,7 @@ bool Builder::overlay(const json& object, const char* where) {
     const std::string k = json(key).dump();
     if (value.is_string() && value.get_ref<const std::string&>() == kDuplicate)
       text += k + ":null," + k + ":null";
-    else if (value.is_string() && value.get_ref<const std::string&>() == kOverflow)
+    else if (value.is_string() && value.get_ref<const std::string&>() == kOverflowMarker)
       text += k + ":1e999";
     else if (value.is_string() && value.get_ref<const std::string&>() == kTooDeep)
       text += k + ":{}";

@@ -71,7 +71,7 @@ void grpc(Builder& b, std::optional<std::string> status, std::string_view messag
   const auto index = status ? grpc_status(*status) : std::nullopt;
   if (!index) {
     b.warn("malformed", "code",
-           (status ? "gRPC status " + quote(*status) + " is not a status code"
+           (status ? "gRPC status " + excerpt(*status) + " is not a status code"
                    : std::string("no gRPC status")) +
                "; read as UNKNOWN");
     b.set_code("UNKNOWN", std::nullopt, "grpc garbled status");
@@ -97,13 +97,13 @@ void grpc(Builder& b, std::optional<std::string> status, std::string_view messag
     const std::string_view v = trim(pushback.value);
     if (!pushback.repeated && all_digits(v)) {
       const auto ms = digits_value(v);
-      keep_longest(e.retry_after_ms, ms > static_cast<std::uint64_t>(kMaxMs)
-                                         ? kMaxMs
+      keep_longest(e.retry_after_ms, ms > static_cast<std::uint64_t>(kSaturatedMs)
+                                         ? kSaturatedMs
                                          : static_cast<std::int64_t>(ms));
     } else {
       e.retryable = false;
       b.warn("malformed", "retryAfterMs",
-             "grpc-retry-pushback-ms " + quote(pushback.value) +
+             "grpc-retry-pushback-ms " + excerpt(pushback.value) +
                  (pushback.repeated ? " appears more than once" : " is negative or malformed") +
                  ": the server asks not to retry (gRFC A6); retryable read as false");
     }

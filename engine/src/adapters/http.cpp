@@ -120,7 +120,7 @@ std::optional<std::int64_t> retry_after_ms(Builder& b, const Headers& headers,
     return std::max<std::int64_t>(0, *date - *clock);
   }
   b.warn("malformed", "retryAfterMs",
-         "Retry-After " + quote(h.value) +
+         "Retry-After " + excerpt(h.value) +
              " is neither delay-seconds nor an HTTP-date; read as absent");
   return std::nullopt;
 }
@@ -132,7 +132,7 @@ std::optional<std::int64_t> reset_ms(Builder& b, const Headers& headers, const c
   if (!h.present) return std::nullopt;
   auto bad = [&](const std::string& why) {
     b.warn("malformed", "retryAfterMs",
-           std::string(name) + " " + quote(h.value) + " " + why + "; read as absent");
+           std::string(name) + " " + excerpt(h.value) + " " + why + "; read as absent");
     return std::nullopt;
   };
   if (h.repeated) return bad("appears more than once");

@@ -144,7 +144,7 @@ std::optional<std::int64_t> http_date_ms(std::string_view text,
     return std::nullopt;
   const std::int64_t days =
       days_from_civil(year, static_cast<unsigned>(month + 1), static_cast<unsigned>(day));
-  if (days >= kMaxMs / kDayMs || days <= -(kMaxMs / kDayMs)) return std::nullopt;
+  if (days >= kSaturatedMs / kDayMs || days <= -(kSaturatedMs / kDayMs)) return std::nullopt;
   return days * kDayMs + ((std::int64_t{h} * 60 + m) * 60 + s) * 1000;
 }
 

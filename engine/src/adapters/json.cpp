@@ -12,7 +12,7 @@ namespace {
 // json.hpp).
 class DomBuilder : public nlohmann::json_sax<json> {
  public:
-  explicit DomBuilder(std::size_t max_depth) : max_depth_(max_depth) {}
+  DomBuilder(std::size_t max_depth, SaxErrors& errors) : errors_(errors), max_depth_(max_depth) {}
 
   bool null() override { return put(json()); }
   bool boolean(bool v) override { return put(json(v)); }
@@ -40,9 +40,9 @@ class DomBuilder : public nlohmann::json_sax<json> {
   }
 
   json root_;
-  SaxErrors errors_;
 
  private:
+  SaxErrors& errors_;
   json* insert(json&& v) {
     if (stack_.empty()) {
       root_ = std::move(v);
@@ -103,44 +103,22 @@ class DomBuilder : public nlohmann::json_sax<json> {
 
 Parsed parse_json(std::string_view text, std::size_t max_bytes, const ReaderLimits& limits) {
   Parsed out;
-  if (text.size() > max_bytes) {
-    out.error = "input is " + std::to_string(text.size()) + " bytes; the limit is " +
-                std::to_string(max_bytes);
-    return out;
-  }
-  if (const auto nul = text.find('\0'); nul != std::string_view::npos) {
-    out.error = "invalid JSON at byte " + std::to_string(nul + 1) + ": a NUL byte";
-    return out;
-  }
-  std::string patched;
-  std::string_view input = text;
-  for (std::size_t pass = 0;; ++pass) {
-    DomBuilder builder(limits.max_depth);
-    const bool ok = json::sax_parse(input.begin(), input.end(), &builder);
-    if (ok && builder.errors_.error.empty()) {
-      out.ok = true;
-      out.value = std::move(builder.root_);
-      return out;
-    }
-    if (builder.errors_.overflow_end == 0 || !builder.errors_.error.empty()) {
-      out.error = builder.errors_.error.empty() ? "invalid JSON" : builder.errors_.error;
-      return out;
-    }
-    if (pass == limits.max_overflow_numbers) {
-      out.error = "more than " + std::to_string(limits.max_overflow_numbers) +
-                  " numbers beyond the range of a double";
-      return out;
-    }
-    if (patched.empty()) patched = std::string(text);
-    builder.errors_.patch(patched);
-    input = patched;
-  }
+  out.error = sax_read(text, "input", max_bytes, limits.max_overflow_numbers,
+                       [&](std::string_view input, SaxErrors& errors) {
+                         DomBuilder builder(limits.max_depth, errors);
+                         const bool ok = json::sax_parse(input.begin(), input.end(), &builder);
+                         out.value = std::move(builder.root_);
+                         return ok;
+                       });
+  out.ok = out.error.empty();
+  if (!out.ok) out.value = json();
+  return out;
 }
 
 bool is_marker(const json& v) {
   if (!v.is_string()) return false;
   const auto& s = v.get_ref<const std::string&>();
-  return !s.empty() && s[0] == '\x01' && (s == kDuplicate || s == kTooDeep || s == kOverflow);
+  return !s.empty() && s[0] == '\x01' && (s == kDuplicate || s == kTooDeep || s == kOverflowMarker);
 }
 
 const std::string* str(const json& object, std::string_view key) {

@@ -15,6 +15,7 @@
 #include <string>
 #include <string_view>
 
+#include "envelope/sax.hpp"
 #include "recourse/envelope.hpp"
 
 namespace recourse::detail::adapt {
@@ -24,36 +25,7 @@ using json = nlohmann::json;
 /// The markers a value is replaced by (see the file comment): strings starting with U+0001.
 inline constexpr std::string_view kDuplicate = "\x01recourse:duplicate";
 inline constexpr std::string_view kTooDeep = "\x01recourse:too-deep";
-inline constexpr std::string_view kOverflow = "\x01recourse:number-overflow";  // as envelope.cpp's
-
-/// A SAX parse's errors, and the one the readers recover from: nlohmann stops at a number beyond
-/// a double's range (its out_of_range.406); the reader replaces that number by the kOverflow
-/// marker (patch()) and reads again, so that value alone is lost. The envelope reader
-/// (envelope/envelope.cpp: kOverflowMarker, Reader::parse_error and its pass loop) still has its
-/// own copy of this handling; this one is in a header so that reader can share it later.
-struct SaxErrors {
-  static constexpr int kNumberOverflow = 406;  // nlohmann's out_of_range.406
-  std::string error;                           // the first other error; empty: none
-  std::size_t overflow_end = 0;   // a number beyond a double's range ended here (0: none)
-  std::size_t overflow_size = 0;  // and had this many bytes
-
-  /// json_sax::parse_error: records the error and returns false (the parse stops).
-  bool record(std::size_t position, const std::string& token,
-              const nlohmann::detail::exception& e) {
-    if (e.id == kNumberOverflow && token.size() <= position) {
-      overflow_end = position;
-      overflow_size = token.size();
-    } else if (error.empty()) {
-      error = "invalid JSON at byte " + std::to_string(position) + ": " + e.what();
-    }
-    return false;
-  }
-  /// Replaces the number that overflowed in `text` (what was parsed) by the kOverflow marker.
-  void patch(std::string& text) const {
-    text.replace(overflow_end - overflow_size, overflow_size,
-                 "\"\\u0001recourse:number-overflow\"");
-  }
-};
+/// (and kOverflowMarker, envelope/sax.hpp, which the envelope reader shares)
 
 /// A parse's outcome: `value` when ok, else `error`.
 struct Parsed {

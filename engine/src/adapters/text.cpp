@@ -46,7 +46,7 @@ bool has_number(std::string_view text, std::string_view number) {
   return false;
 }
 
-std::string quote(std::string_view s) {
+std::string excerpt(std::string_view s) {
   std::string out = "\"";
   for (std::size_t i = 0; i < s.size() && i < 40; ++i) {
     const auto c = static_cast<unsigned char>(s[i]);
@@ -56,8 +56,8 @@ std::string quote(std::string_view s) {
 }
 
 std::int64_t saturating_ms(std::uint64_t seconds) {
-  return seconds > static_cast<std::uint64_t>(kMaxMs / 1000)
-             ? kMaxMs
+  return seconds > static_cast<std::uint64_t>(kSaturatedMs / 1000)
+             ? kSaturatedMs
              : static_cast<std::int64_t>(seconds) * 1000;
 }
 

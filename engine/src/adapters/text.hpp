@@ -15,7 +15,7 @@
 namespace recourse::detail::adapt {
 
 /// The largest delay in ms; longer ones saturate here.
-inline constexpr std::int64_t kMaxMs = std::numeric_limits<std::int64_t>::max();
+inline constexpr std::int64_t kSaturatedMs = std::numeric_limits<std::int64_t>::max();
 
 /// `s` in ASCII lower case.
 std::string lower(std::string_view s);
@@ -29,9 +29,10 @@ std::string_view trim(std::string_view s);
 bool all_digits(std::string_view s);
 /// A number as a standalone token ("401" in "failed: 401 Invalid", not in "4010").
 bool has_number(std::string_view text, std::string_view number);
-/// An untrusted value inside a warning: quoted, at most 40 bytes, non-printable bytes as '?'.
-std::string quote(std::string_view s);
-/// `seconds` as ms, saturating at kMaxMs.
+/// An untrusted value inside a warning: an excerpt in quotes, at most 40 bytes, each byte outside
+/// printable ASCII as '?', so a hostile header cannot flood or forge a log line.
+std::string excerpt(std::string_view s);
+/// `seconds` as ms, saturating at kSaturatedMs.
 std::int64_t saturating_ms(std::uint64_t seconds);
 /// Digits as an unsigned number, saturating at UINT64_MAX.
 std::uint64_t digits_value(std::string_view s);

@@ -20,7 +20,7 @@
 #include "analyze/cover.hpp"
 #include "analyze/witness.hpp"
 #include "compile/compile.hpp"
-#include "parse.hpp"
+#include "source/location.hpp"
 
 namespace recourse::detail {
 namespace {
@@ -34,7 +34,7 @@ constexpr std::size_t kNamesListed = 8;
 
 class Analyzer {
  public:
-  Analyzer(const Compiled& p, const grammar::Sources& sources, std::size_t max_work,
+  Analyzer(const Compiled& p, const Sources& sources, std::size_t max_work,
            std::vector<Diagnostic>& out)
       : p_(p), t_(p.table), sources_(sources), out_(out), work_(max_work) {
     run_last_.assign((t_.rows.size() + 63) / 64, 0);
@@ -55,17 +55,11 @@ class Analyzer {
  private:
   void report(Severity severity, const char* code, ast::Pos pos, std::string message,
               std::string help) {
-    Diagnostic d;
-    d.severity = severity;
-    d.code = code;
-    grammar::locate(d, sources_, pos);
-    d.message = std::move(message);
     // An item inherited through `extends` is reported in its base's file: name the policy whose
     // table it is about.
     if (pos.source != p_.spec.pos.source)
-      d.message += fmt::format(" (in policy \"{}\", which extends this one)", p_.spec.name);
-    d.help = std::move(help);
-    out_.push_back(std::move(d));
+      message += fmt::format(" (in policy \"{}\", which extends this one)", p_.spec.name);
+    detail::report(out_, sources_, pos, severity, code, std::move(message), std::move(help));
   }
 
   // The first input of `x` reaching row `r`, realized; or nullopt. Throws Open. Most questions
@@ -314,7 +308,7 @@ class Analyzer {
 
   const Compiled& p_;
   const Table& t_;
-  const grammar::Sources& sources_;
+  const Sources& sources_;
   std::vector<Diagnostic>& out_;
   std::size_t work_;                     // what the coverage questions may still spend (cover.hpp)
   std::vector<std::uint64_t> run_last_;  // bit r: row r is the last of its rule's rows
@@ -323,7 +317,7 @@ class Analyzer {
 
 }  // namespace
 
-void analyze(const Compiled& policy, const grammar::Sources& sources, std::size_t max_work,
+void analyze(const Compiled& policy, const Sources& sources, std::size_t max_work,
              std::vector<Diagnostic>& diagnostics) {
   Analyzer(policy, sources, max_work, diagnostics).run();
 }

@@ -7,7 +7,7 @@
 #include <string_view>
 #include <vector>
 
-#include "parse.hpp"
+#include "source/location.hpp"
 #include "table/compiled.hpp"
 
 namespace recourse::detail {
@@ -18,7 +18,7 @@ namespace recourse::detail {
 /// rules that trust `retryable` without looking at `code` (W104). `sources` are the texts
 /// the policy's positions point into. `max_work` bounds the row tests of all the coverage
 /// questions (CompileOptions::max_analysis_work); the questions left beyond it are W109.
-void analyze(const Compiled& policy, const grammar::Sources& sources, std::size_t max_work,
+void analyze(const Compiled& policy, const Sources& sources, std::size_t max_work,
              std::vector<Diagnostic>& diagnostics);
 
 }  // namespace recourse::detail

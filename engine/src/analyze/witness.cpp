@@ -7,8 +7,9 @@
 // `recourse decide`.
 #include "analyze/witness.hpp"
 
-#include <nlohmann/json.hpp>
+#include <algorithm>
 
+#include "model/fields.hpp"
 #include "wire/context.hpp"
 
 namespace recourse::detail {
@@ -80,52 +81,6 @@ std::optional<Input> realize(const Compiled& p, const Cube& cube) {
         case Attr::Code:
           if (!absent) e.code = p.spec.codes.at(static_cast<std::size_t>(num));
           break;
-        case Attr::Retryable:
-          if (!absent) e.retryable = num != 0;
-          break;
-        case Attr::Field:
-          if (!absent) e.field = str;
-          break;
-        case Attr::Suggestion:
-          if (!absent) e.suggestion = str;
-          break;
-        case Attr::TraceId:
-          if (!absent) e.trace_id = str;
-          break;
-        case Attr::RetryAfter:
-          if (!absent) e.retry_after_ms = num;
-          break;
-        case Attr::Idempotent:
-          c.idempotent = num != 0;
-          break;
-        case Attr::SideEffect:
-          c.side_effect = static_cast<SideEffect>(num);
-          break;
-        case Attr::Attempt:
-          c.attempt = num;
-          break;
-        case Attr::Repairs:
-          c.repairs = num;
-          break;
-        case Attr::Elapsed:
-          c.elapsed_ms = num;
-          break;
-        case Attr::Tool:
-          c.tool = str;
-          break;
-        case Attr::Repeats:
-          c.repeats = num;
-          break;
-        case Attr::IdempotencyKey:
-          c.idempotency_key_pinned = num == 1;
-          if (num == 1) c.idempotency_key = "key-1";
-          break;
-        case Attr::Circuit:
-          c.circuit = static_cast<CircuitState>(num);
-          break;
-        case Attr::RetryThrottled:
-          c.retry_throttled = num != 0;
-          break;
         case Attr::AttemptsLeft:
           attempts_left = num;
           break;
@@ -141,8 +96,16 @@ std::optional<Input> realize(const Compiled& p, const Cube& cube) {
         case Attr::FieldInArguments:
           if (!absent) field_in_args = num != 0;
           break;
-        default:
-          break;
+        default:  // a field that is the attribute's value (model/fields.hpp)
+          if (absent) break;
+          for_each_envelope_field([&](const Field& f, auto field) {
+            if (f.attr == col.attr) set_from_attribute(e.*field, num, str);
+          });
+          for_each_context_field([&](const Field& f, auto field) {
+            if (f.attr == col.attr) set_from_attribute(c.*field, num, str);
+          });
+          // A pinned key reads best with the key it pins.
+          if (col.attr == Attr::IdempotencyKey && num == 1) c.idempotency_key = "key-1";
       }
     }
     // Derived attributes: choose the host's inputs that give them.
@@ -183,18 +146,7 @@ std::optional<Input> realize(const Compiled& p, const Cube& cube) {
 }
 
 std::string input_json(const Input& in) {
-  using json = nlohmann::ordered_json;
-  const Envelope& e = in.envelope;
-  const Context& c = in.context;
-  json env = json::object();
-  if (e.code) env["code"] = *e.code;
-  if (e.retryable) env["retryable"] = *e.retryable;
-  if (e.field) env["field"] = *e.field;
-  if (e.suggestion) env["suggestion"] = *e.suggestion;
-  if (e.retry_after_ms) env["retryAfterMs"] = *e.retry_after_ms;
-  if (e.trace_id) env["traceId"] = *e.trace_id;
-  return "envelope " + env.dump(-1, ' ', false, json::error_handler_t::replace) + " context " +
-         context_json(c, true);
+  return "envelope " + to_json(in.envelope) + " context " + context_json(in.context, true);
 }
 
 }  // namespace recourse::detail

@@ -17,8 +17,8 @@
 #include "check/inherit.hpp"
 #include "compile/compile.hpp"
 #include "eval/backoff.hpp"
-#include "parse.hpp"
 #include "recourse/adapters.hpp"
+#include "source/location.hpp"
 #include "source/sources.hpp"
 #include "table/compiled.hpp"
 
@@ -85,7 +85,7 @@ CompileResult compile_sources(const std::vector<Source>& given, const CompileOpt
                               bool load_bases, bool analyse) {
   CompileResult out;
   try {
-    grammar::Sources refs;
+    Sources refs;
     std::deque<Source> loaded;  // base files read on demand; a deque keeps their addresses
     const std::vector<ast::File> files =
         detail::read_policies(given, options, load_bases, refs, loaded, out.diagnostics);
@@ -96,12 +96,9 @@ CompileResult compile_sources(const std::vector<Source>& given, const CompileOpt
       for (auto& spec : detail::check(file, refs, options, out.diagnostics)) {
         for (const auto& [name, where] : names)
           if (name == spec.name) {
-            Diagnostic d;
-            d.code = "E020";
-            grammar::locate(d, refs, spec.pos);
-            d.message = fmt::format("policy \"{}\" is defined twice", spec.name);
-            d.help = fmt::format("first defined at {}:{}", where.first, where.second.line);
-            out.diagnostics.push_back(std::move(d));
+            report(out.diagnostics, refs, spec.pos, Severity::Error, "E020",
+                   fmt::format("policy \"{}\" is defined twice", spec.name),
+                   fmt::format("first defined at {}:{}", where.first, where.second.line));
           }
         names.push_back({spec.name, {spec.file, spec.pos}});
         auto table = detail::compile(spec, options, refs, out.diagnostics);
@@ -132,7 +129,7 @@ CompileResult compile(const std::vector<Source>& sources, const CompileOptions& 
 
 CompileResult compile_paths(const std::vector<std::string>& paths, const CompileOptions& options) {
   std::vector<Source> sources;
-  std::vector<Diagnostic> unreadable;
+  std::vector<Diagnostic> unreadable;  // E000 and E090: the files that were not read
   auto unreadable_path = [&](const std::string& path, std::string why) {
     unreadable.push_back(detail::unreadable(path, std::move(why)));
   };
@@ -142,10 +139,8 @@ CompileResult compile_paths(const std::vector<std::string>& paths, const Compile
     const fs::path canonical = fs::weakly_canonical(p, ec);
     if (std::find(seen.begin(), seen.end(), canonical) != seen.end()) return;  // named twice
     seen.push_back(canonical);
-    std::string error;
-    auto text = read_regular_file(p.string(), options.max_source_bytes, error);
-    if (!text) return unreadable_path(p.string(), "file " + error);
-    sources.push_back({p.string(), std::move(*text)});
+    if (auto text = detail::read_policy_file(p.string(), options, unreadable))
+      sources.push_back({p.string(), std::move(*text)});
   };
   for (const auto& path : paths) {
     std::error_code ec;

@@ -10,6 +10,8 @@
 #include <tuple>
 #include <type_traits>
 
+#include "envelope/fields.hpp"
+#include "model/fields.hpp"
 #include "recourse/recourse.h"
 #include "recourse/recourse.hpp"
 
@@ -105,6 +107,7 @@ std::optional<std::string> text(const char* s) {
   return s ? std::optional<std::string>(s) : std::nullopt;
 }
 
+// The struct's fields, read by the rules read_envelope() applies to the same fields of JSON.
 recourse::Envelope to_envelope(const recourse_envelope& e) {
   recourse::Envelope out;
   out.code = text(e.code);
@@ -112,33 +115,30 @@ recourse::Envelope to_envelope(const recourse_envelope& e) {
   if (e.retryable != RECOURSE_UNSET) out.retryable = e.retryable != 0;
   out.field = text(e.field);
   out.suggestion = text(e.suggestion);
-  if (e.retry_after_ms >= 0) out.retry_after_ms = e.retry_after_ms;
+  if (e.retry_after_ms != RECOURSE_ABSENT) out.retry_after_ms = e.retry_after_ms;
   out.trace_id = text(e.trace_id);
-  return out;
+  return recourse::detail::read_fields(std::move(out));
 }
 
-// The same ranges read_context() enforces on JSON; false with the reason otherwise.
+// The ranges read_context() enforces on JSON (model/fields.hpp); false with the reason otherwise.
 bool to_context(const recourse_context& c, recourse::Context& out, std::string& error) {
-  constexpr std::int64_t kCount = 1'000'000'000, kMs = 1'000'000'000'000'000;
-  auto in_range = [&](std::int64_t v, const char* name, std::int64_t min, std::int64_t max) {
-    if (v >= min && v <= max) return true;
-    error = fmt::format("context.{} must be an integer in [{}, {}]", name, min, max);
+  auto in_range = [&](std::int64_t v, std::string_view key) {
+    const recourse::detail::Field f = recourse::detail::context_field(key);
+    if (v >= f.min && v <= f.max) return true;
+    error = fmt::format("context.{} must be an integer in [{}, {}]", key, f.min, f.max);
     return false;
   };
-  auto optional = [&](std::int64_t v, const char* name, std::int64_t min, std::int64_t max,
-                      std::optional<std::int64_t>& field) {
+  auto optional = [&](std::int64_t v, std::string_view key, std::optional<std::int64_t>& field) {
     if (v == RECOURSE_ABSENT) return true;
     field = v;
-    return in_range(v, name, min, max);
+    return in_range(v, key);
   };
-  if (!in_range(c.attempt, "attempt", 1, kCount) || !in_range(c.repairs, "repairs", 0, kCount) ||
-      !in_range(c.elapsed_ms, "elapsedMs", 0, kMs) ||
-      !in_range(c.lower_retries, "lowerRetries", 0, kCount) ||
-      !in_range(c.repeats, "repeats", 0, kCount) ||
-      !in_range(c.cost_spent, "costSpent", 0, kCount) ||
-      !optional(c.max_attempts, "maxAttempts", 1, kCount, out.max_attempts) ||
-      !optional(c.deadline_ms, "deadlineMs", 0, kMs, out.deadline_ms) ||
-      !optional(c.now_ms, "nowMs", 0, kMs, out.now_ms))
+  if (!in_range(c.attempt, "attempt") || !in_range(c.repairs, "repairs") ||
+      !in_range(c.elapsed_ms, "elapsedMs") || !in_range(c.lower_retries, "lowerRetries") ||
+      !in_range(c.repeats, "repeats") || !in_range(c.cost_spent, "costSpent") ||
+      !optional(c.max_attempts, "maxAttempts", out.max_attempts) ||
+      !optional(c.deadline_ms, "deadlineMs", out.deadline_ms) ||
+      !optional(c.now_ms, "nowMs", out.now_ms))
     return false;
   if (c.side_effect < RECOURSE_SIDE_EFFECT_UNSET || c.side_effect > RECOURSE_SIDE_EFFECT_COMMITTED)
     return error = "context.side_effect is not a recourse_side_effect", false;

@@ -7,17 +7,57 @@
 #include "check/check.hpp"
 
 #include <algorithm>
-#include <cmath>
+#include <cstdlib>
 #include <map>
 #include <set>
 
 #include "check/checker.hpp"
 #include "check/lower.hpp"
-#include "parse.hpp"
 #include "print.hpp"
+#include "source/location.hpp"
 #include "source/nearest.hpp"
 
 namespace recourse::detail {
+namespace {
+
+// What a duration literal comes to in ms.
+enum class Ms { Whole, Fraction, OutOfRange };
+
+// The exact value of `number` ([-]digits[.digits], as the grammar reads a number) times
+// `unit_ms`, in `ms` when it is a whole number of ms within 1e15; decimal arithmetic, so no
+// spelling rounds into range or into a whole number (1.00000000000000001ms is a fraction, and
+// 1.000s, with any number of zeros, 1000 ms). Past 7 fraction digits (trailing zeros aside) no
+// unit gives whole ms: the last digit is not 0, so 10^digits would have to divide the unit's
+// 2^a 5^b with a, b <= 7 (h is 3,600,000 = 2^7 3^2 5^5 ms).
+Ms whole_ms(std::string_view number, std::int64_t unit_ms, std::int64_t& ms) {
+  constexpr std::int64_t kMax = 1'000'000'000'000'000;
+  const bool negative = !number.empty() && number.front() == '-';
+  if (negative) number.remove_prefix(1);
+  const auto dot = number.find('.');
+  const std::string_view whole = number.substr(0, dot);
+  std::string_view fraction =
+      dot == std::string_view::npos ? std::string_view() : number.substr(dot + 1);
+  while (!fraction.empty() && fraction.back() == '0') fraction.remove_suffix(1);
+  std::int64_t units = 0;
+  for (const char c : whole) {
+    if (units > kMax / unit_ms) return Ms::OutOfRange;
+    units = units * 10 + (c - '0');
+  }
+  if (units > kMax / unit_ms) return Ms::OutOfRange;
+  if (fraction.size() > 7) return Ms::Fraction;
+  std::int64_t digits = 0, scale = 1;
+  for (const char c : fraction) {
+    digits = digits * 10 + (c - '0');
+    scale *= 10;
+  }
+  if (digits * unit_ms % scale != 0) return Ms::Fraction;
+  ms = units * unit_ms + digits * unit_ms / scale;
+  if (ms > kMax) return Ms::OutOfRange;
+  if (negative) ms = -ms;
+  return Ms::Whole;
+}
+
+}  // namespace
 
 std::optional<std::int64_t> Checker::duration(const ast::Value& v) {
   if (v.kind != Kind::Number || v.unit.empty()) {
@@ -27,25 +67,26 @@ std::optional<std::int64_t> Checker::duration(const ast::Value& v) {
     return std::nullopt;
   }
   constexpr std::array<std::string_view, 4> units = {"ms", "s", "m", "h"};
-  if (std::find(units.begin(), units.end(), v.unit) == units.end()) {
+  constexpr std::array<std::int64_t, 4> unit_ms = {1, 1000, 60'000, 3'600'000};
+  const auto unit = std::find(units.begin(), units.end(), v.unit);
+  if (unit == units.end()) {
     error("E025", v.pos, "unknown unit '" + v.unit + "' in " + v.text + v.unit,
-          "durations take ms, s, m or h" + std::string(did_you_mean(v.unit, units).empty()
-                                                           ? ""
-                                                           : "; " + did_you_mean(v.unit, units)));
+          help_with("durations take ms, s, m or h", v.unit, units));
     return std::nullopt;
   }
-  const double scale = v.unit == "ms" ? 1 : v.unit == "s" ? 1e3 : v.unit == "m" ? 6e4 : 3.6e6;
-  const double ms = std::strtod(v.text.c_str(), nullptr) * scale;
-  if (!std::isfinite(ms) || std::fabs(ms) > 1e15) {
-    error("E025", v.pos, "duration " + v.text + v.unit + " is out of range",
-          "durations go up to 1e15 ms (about 31,000 years)");
-    return std::nullopt;
+  std::int64_t ms = 0;
+  switch (whole_ms(v.text, unit_ms[static_cast<std::size_t>(unit - units.begin())], ms)) {
+    case Ms::Whole:
+      return ms;
+    case Ms::OutOfRange:
+      error("E025", v.pos, "duration " + v.text + v.unit + " is out of range",
+            "durations go up to 1e15 ms (about 31,000 years)");
+      return std::nullopt;
+    case Ms::Fraction:
+      break;
   }
-  if (ms != std::floor(ms)) {
-    error("E025", v.pos, "duration " + v.text + v.unit + " is not a whole number of milliseconds");
-    return std::nullopt;
-  }
-  return static_cast<std::int64_t>(ms);
+  error("E025", v.pos, "duration " + v.text + v.unit + " is not a whole number of milliseconds");
+  return std::nullopt;
 }
 
 std::optional<std::int64_t> Checker::count(const ast::Value& v) {
@@ -76,9 +117,11 @@ std::optional<std::int64_t> Checker::code_id(const ast::Value& v, const PolicySp
     const auto it = code_ids_.find(v.text);
     if (it != code_ids_.end()) return it->second;
   }
-  error("E011", v.pos, "unknown code '" + v.text + "'",
-        did_you_mean(v.text, spec.codes) +
-            (v.kind == Kind::Ident ? " (declare it in `codes { }`)" : ""));
+  // A name may be a code yet to declare; a number never is one.
+  std::string help = did_you_mean(v.text, spec.codes);
+  if (v.kind == Kind::Ident)
+    help += help.empty() ? "declare it in `codes { }`" : " (declare it in `codes { }`)";
+  error("E011", v.pos, "unknown code '" + v.text + "'", help);
   return std::nullopt;
 }
 
@@ -86,7 +129,7 @@ std::optional<Constant> Checker::constant(Attr attr, const ast::Value& v, const 
   Constant c;
   const Type type = info(attr).type;
   if (v.kind == Kind::String && (type == Type::Code || type == Type::Bool || type == Type::Enum)) {
-    error("E012", v.pos,
+    error("E039", v.pos,
           std::string(info(attr).name) + " values are names, not strings: write " + v.text,
           "only string attributes (field, suggestion, trace_id, tool) compare with \"strings\"");
     return std::nullopt;
@@ -121,7 +164,7 @@ std::optional<Constant> Checker::constant(Attr attr, const ast::Value& v, const 
     }
     case Type::String:
       if (v.kind == Kind::Number) {
-        error("E012", v.pos,
+        error("E039", v.pos,
               std::string(info(attr).name) + " is a string; write \"" + v.text + "\"");
         return std::nullopt;
       }
@@ -178,14 +221,14 @@ std::optional<Cond> Checker::condition(const ast::Expr& e, const PolicySpec& spe
   switch (e.op) {
     case Op::Truthy:
       if (ai.type == Type::Bool || ai.type == Type::String) return c;
-      error("E012", e.pos, "'" + name + "' alone is not a condition",
+      error("E041", e.pos, "'" + name + "' alone is not a condition",
             ai.untrusted ? "compare it, or write `" + name + " is present`"
                          : "compare it with a value");
       return std::nullopt;
     case Op::IsAbsent:
     case Op::IsPresent:
       if (ai.untrusted) return c;
-      error("E012", e.pos, "'" + name + "' comes from the host and is never absent",
+      error("E041", e.pos, "'" + name + "' comes from the host and is never absent",
             "only envelope attributes (code, retryable, field, suggestion, retry_after, "
             "trace_id) can be absent");
       return std::nullopt;
@@ -202,14 +245,14 @@ std::optional<Cond> Checker::condition(const ast::Expr& e, const PolicySpec& spe
     case Op::Gt:
     case Op::Ge:
       if (ai.type != Type::Duration && ai.type != Type::Count) {
-        error("E012", e.pos, "'" + name + "' cannot be ordered; use ==, != or in",
+        error("E041", e.pos, "'" + name + "' cannot be ordered; use ==, != or in",
               "<, <=, > and >= apply to durations and counts");
         return std::nullopt;
       }
       break;
     case Op::InList:
       if (e.values.empty()) {
-        error("E012", e.pos, "empty list after 'in'", "an empty set never matches");
+        error("E042", e.pos, "empty list after 'in'", "an empty set never matches");
         return std::nullopt;
       }
       break;
@@ -274,7 +317,7 @@ PolicySpec Checker::check_policy(const ast::Policy& p) {
   spec.name = p.name;
   spec.file = file_.path;
   spec.pos = p.pos;
-  if (p.name.empty()) error("E019", p.name_pos, "a policy needs a name");
+  if (p.name.empty()) error("E038", p.name_pos, "a policy needs a name");
   code_ids_.clear();
   for (auto c : kBuiltinCodes) {
     code_ids_.emplace(c, static_cast<std::int64_t>(spec.codes.size()));
@@ -351,7 +394,7 @@ PolicySpec Checker::check_policy(const ast::Policy& p) {
   return spec;
 }
 
-std::vector<PolicySpec> check(const ast::File& file, const grammar::Sources& sources,
+std::vector<PolicySpec> check(const ast::File& file, const Sources& sources,
                               const CompileOptions& options, std::vector<Diagnostic>& diagnostics) {
   return Checker(file, sources, options, diagnostics).run();
 }

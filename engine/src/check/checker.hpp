@@ -13,7 +13,8 @@
 #include <vector>
 
 #include "model/model.hpp"
-#include "parse.hpp"
+#include "model/settings.hpp"
+#include "source/location.hpp"
 #include "source/nearest.hpp"
 
 namespace recourse::detail {
@@ -22,7 +23,7 @@ namespace recourse::detail {
 // being checked; run() keeps the specs of the policies with none.
 class Checker {
  public:
-  Checker(const ast::File& file, const grammar::Sources& sources, const CompileOptions& options,
+  Checker(const ast::File& file, const Sources& sources, const CompileOptions& options,
           std::vector<Diagnostic>& out)
       : file_(file), sources_(sources), options_(options), out_(out) {}
 
@@ -45,19 +46,11 @@ class Checker {
   using Op = ast::Op;
   using Kind = ast::Value::Kind;
 
-  // Counts beyond this are surely mistakes; it keeps every sum of counts far from overflow.
-  static constexpr std::int64_t kMaxCount = 1'000'000'000;
   static constexpr const auto& kRoutes = Names<Route>::kValues;
 
   void report(Severity severity, const char* code, ast::Pos pos, std::string message,
               std::string help) {
-    Diagnostic d;
-    d.severity = severity;
-    d.code = code;
-    grammar::locate(d, sources_, pos);
-    d.message = std::move(message);
-    d.help = std::move(help);
-    out_.push_back(std::move(d));
+    detail::report(out_, sources_, pos, severity, code, std::move(message), std::move(help));
     if (severity == Severity::Error) ++errors_;
   }
   void error(const char* code, ast::Pos pos, std::string message, std::string help = {}) {
@@ -67,10 +60,18 @@ class Checker {
     report(Severity::Warning, code, pos, std::move(message), std::move(help));
   }
 
+  // "did you mean 'X'?" for the candidate nearest `name`, or empty when none is near.
   template <typename Range>
   static std::string did_you_mean(std::string_view name, const Range& candidates) {
     const auto n = nearest(name, candidates);
     return n.empty() ? std::string() : "did you mean '" + std::string(n) + "'?";
+  }
+  // `help`, then "; did you mean 'X'?" when a candidate is near `name`: no suggestion rather than
+  // an empty one.
+  template <typename Range>
+  static std::string help_with(std::string help, std::string_view name, const Range& candidates) {
+    const std::string suggestion = did_you_mean(name, candidates);
+    return suggestion.empty() ? help : help + "; " + suggestion;
   }
 
   // ---- values -------------------------------------------------------------------------------
@@ -102,9 +103,12 @@ class Checker {
 
   // ---- blocks -------------------------------------------------------------------------------
 
+  // Each setting of `list`, a setting of `block` in the settings table (model/settings.hpp),
+  // given once and with the right shape, to `handle`.
   template <typename Handler>
-  void settings(const std::vector<ast::Setting>& list, const std::vector<std::string_view>& keys,
-                const char* block, Handler&& handle) {
+  void settings(const std::vector<ast::Setting>& list, const char* block, Handler&& handle) {
+    std::vector<std::string_view> keys;
+    for (const SettingDef* def : settings_of(block)) keys.push_back(def->key);
     std::set<std::string> seen;
     for (const auto& s : list) {
       if (std::find(keys.begin(), keys.end(), s.key) == keys.end()) {
@@ -117,7 +121,7 @@ class Checker {
         continue;
       }
       if (s.is_list != (s.key == "arguments")) {
-        error("E019", s.pos,
+        error("E037", s.pos,
               s.is_list ? "'" + s.key + "' takes one value, not a list"
                         : "'" + s.key + "' takes a [list]");
         continue;
@@ -125,6 +129,10 @@ class Checker {
       handle(s);
     }
   }
+
+  // A count, duration (ms) or number setting's value in the range its row gives; else E019
+  // (with `help`) and nullopt.
+  std::optional<double> ranged(const SettingDef& def, const ast::Value& v, std::string help = {});
 
   // One method per block: its settings into `spec` (blocks.cpp).
   void tool_block(const ast::Policy& p, PolicySpec& spec);
@@ -160,7 +168,7 @@ class Checker {
   void assertions(const ast::Policy& p, PolicySpec& spec);
 
   const ast::File& file_;
-  const grammar::Sources& sources_;
+  const Sources& sources_;
   const CompileOptions& options_;
   std::vector<Diagnostic>& out_;
   std::size_t errors_ = 0;

@@ -44,7 +44,7 @@ void merge(ast::Policy& child, const ast::Policy& base) {
 
 class Resolver {
  public:
-  Resolver(std::vector<ast::File>& files, const grammar::Sources& sources, const BaseLoader& load,
+  Resolver(std::vector<ast::File>& files, const Sources& sources, const BaseLoader& load,
            std::size_t max_depth, std::vector<Diagnostic>& out)
       : files_(files), sources_(sources), load_(load), max_depth_(max_depth), out_(out) {}
 
@@ -133,17 +133,12 @@ class Resolver {
   }
 
   void report(Where w, const char* code, std::string message, std::string help) {
-    const ast::Policy& p = at(w);
-    Diagnostic d;
-    d.code = code;
-    grammar::locate(d, sources_, p.base->pos);
-    d.message = std::move(message);
-    d.help = std::move(help);
-    out_.push_back(std::move(d));
+    detail::report(out_, sources_, at(w).base->pos, Severity::Error, code, std::move(message),
+                   std::move(help));
   }
 
   std::vector<ast::File>& files_;
-  const grammar::Sources& sources_;
+  const Sources& sources_;
   const BaseLoader& load_;
   std::size_t max_depth_;
   std::vector<Diagnostic>& out_;
@@ -152,7 +147,7 @@ class Resolver {
 
 }  // namespace
 
-void inherit(std::vector<ast::File>& files, const grammar::Sources& sources, const BaseLoader& load,
+void inherit(std::vector<ast::File>& files, const Sources& sources, const BaseLoader& load,
              std::size_t max_depth, std::vector<Diagnostic>& diagnostics) {
   Resolver(files, sources, load, max_depth, diagnostics).run();
 }

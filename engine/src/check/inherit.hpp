@@ -8,7 +8,7 @@
 #include <string_view>
 #include <vector>
 
-#include "parse.hpp"
+#include "source/location.hpp"
 
 namespace recourse::detail {
 
@@ -26,7 +26,7 @@ using BaseLoader =
 /// returns are appended to `files`. A missing base (E026) or a cycle (E027) is reported at the
 /// `extends` and the policy is dropped, as is one with more than `max_depth` bases above it
 /// (E033). `sources` locate diagnostics. Never throws but for allocation failure.
-void inherit(std::vector<ast::File>& files, const grammar::Sources& sources, const BaseLoader& load,
+void inherit(std::vector<ast::File>& files, const Sources& sources, const BaseLoader& load,
              std::size_t max_depth, std::vector<Diagnostic>& diagnostics);
 
 }  // namespace recourse::detail

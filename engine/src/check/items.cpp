@@ -13,10 +13,9 @@ void Checker::sequence_bounds(const ast::Policy& p, PolicySpec& spec) {
   for (const ast::Bound& b : p.bounds) {
     const std::string& m = b.metric.text;
     if (std::find(metrics.begin(), metrics.end(), m) == metrics.end()) {
-      error(
-          "E032", b.metric.pos, "unknown sequence metric '" + m + "'",
-          "metrics: total_wait, max_delay, calls, calls_after CODE, repairs" +
-              std::string(did_you_mean(m, metrics).empty() ? "" : "; " + did_you_mean(m, metrics)));
+      error("E032", b.metric.pos, "unknown sequence metric '" + m + "'",
+            help_with("metrics: total_wait, max_delay, calls, calls_after CODE, repairs", m,
+                      metrics));
       continue;
     }
     SequenceBound out;
@@ -47,6 +46,7 @@ void Checker::sequence_bounds(const ast::Policy& p, PolicySpec& spec) {
     out.file = std::string(sources_.at(b.pos.source).path);
     out.line = b.pos.line;
     out.column = b.pos.column;
+    out.offset = b.pos.offset;
     spec.bounds.push_back(std::move(out));
   }
 }
@@ -160,9 +160,8 @@ void Checker::mappings(const ast::Policy& p, PolicySpec& spec) {
   for (const auto& m : p.mappings) {
     const auto proto = std::find(protocols.begin(), protocols.end(), m.protocol.text);
     if (m.protocol.kind != Kind::Ident || proto == protocols.end()) {
-      const std::string near = did_you_mean(m.protocol.text, protocols);
       error("E018", m.protocol.pos, "unknown protocol '" + m.protocol.text + "' in map",
-            "map takes http, grpc, jsonrpc or mcp" + (near.empty() ? "" : "; " + near));
+            help_with("map takes http, grpc, jsonrpc or mcp", m.protocol.text, protocols));
       continue;
     }
     const ast::Value& k = m.key;
@@ -183,7 +182,7 @@ void Checker::mappings(const ast::Policy& p, PolicySpec& spec) {
       problem = "a JSON-RPC error code (an integer)";
     }
     if (!problem.empty()) {
-      error("E019", k.pos,
+      error("E035", k.pos,
             "map " + m.protocol.text + " needs " + problem + ", not '" + k.text + k.unit + "'",
             *proto == "grpc" ? did_you_mean(k.text, grpc) : std::string());
       continue;

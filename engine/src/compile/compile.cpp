@@ -21,7 +21,7 @@
 #include <utility>
 
 #include "eval/eval.hpp"
-#include "parse.hpp"
+#include "source/location.hpp"
 
 namespace recourse::detail {
 namespace {
@@ -35,7 +35,7 @@ struct TooLarge {
 
 class Compiler {
  public:
-  Compiler(const PolicySpec& spec, const CompileOptions& options, const grammar::Sources& sources,
+  Compiler(const PolicySpec& spec, const CompileOptions& options, const Sources& sources,
            std::vector<Diagnostic>& diagnostics, const PolicySpec* also)
       : spec_(spec), options_(options), sources_(sources), diagnostics_(diagnostics), also_(also) {
     column_of_.fill(-1);
@@ -47,7 +47,10 @@ class Compiler {
     build_columns();
     guard_terms_.resize(spec_.guards.size());
     for (std::uint32_t i : rule_order(spec_)) add_rule(i);
-    for (const auto& a : spec_.assertions) table_.assertion_terms.push_back(dnf(a.when, false));
+    for (const auto& a : spec_.assertions) {
+      expanding = {"`" + a.text + "`", a.pos};  // the rules' max_dnf_work covers assertions too
+      table_.assertion_terms.push_back(dnf(a.when, false));
+    }
     std::size_t bitset_bytes = 0;
     for (const auto& col : table_.columns)
       bitset_bytes += col.cells * ((table_.rows.size() + 63) / 64) * 8;
@@ -58,7 +61,11 @@ class Compiler {
     return std::move(table_);
   }
 
-  std::size_t current_rule = 0;
+  /// What dnf() is expanding, for E093: "rule 'name'" or an assertion as `assert ...`, and where.
+  struct Item {
+    std::string what;
+    ast::Pos pos;
+  } expanding;
 
  private:
   static bool guards(Route route, const Guard& g) {
@@ -289,9 +296,9 @@ class Compiler {
   }
 
   void add_rule(std::uint32_t index) {
-    current_rule = index;
-    work_ = 0;
     const RuleSpec& rule = spec_.rules[index];
+    expanding = {"rule '" + rule.name + "'", rule.pos};
+    work_ = 0;
     const std::vector<Cube> terms =
         rule.when ? dnf(*rule.when, false) : std::vector<Cube>{full_cube()};
     const std::uint32_t own = add_action(rule.action, rule.name, "", index, rule.pos);
@@ -338,14 +345,10 @@ class Compiler {
       if (!reachable) continue;
       const std::string name =
           attr == Attr::FieldInArguments ? "field" : std::string(info(attr).name);
-      Diagnostic d;
-      d.severity = Severity::Warning;
-      d.code = "W001";
-      grammar::locate(d, sources_, rule.pos);
-      d.message = "rule '" + rule.name + "' can " + to_string(rule.action.route) + " when " + name +
-                  " is absent, only because of `not`";
-      d.help = "add `" + name + " is present` if an absent value should not match";
-      diagnostics_.push_back(std::move(d));
+      report(diagnostics_, sources_, rule.pos, Severity::Warning, "W001",
+             "rule '" + rule.name + "' can " + to_string(rule.action.route) + " when " + name +
+                 " is absent, only because of `not`",
+             "add `" + name + " is present` if an absent value should not match");
     }
   }
 
@@ -463,7 +466,7 @@ class Compiler {
 
   const PolicySpec& spec_;
   const CompileOptions& options_;
-  const grammar::Sources& sources_;
+  const Sources& sources_;
   std::vector<Diagnostic>& diagnostics_;
   const PolicySpec* also_;  // another policy whose attributes and cuts the columns must carry
   Table table_;
@@ -488,37 +491,29 @@ std::vector<std::uint32_t> rule_order(const PolicySpec& spec) {
 }
 
 std::optional<Table> compile(const PolicySpec& spec, const CompileOptions& options,
-                             const grammar::Sources& sources, std::vector<Diagnostic>& diagnostics,
+                             const Sources& sources, std::vector<Diagnostic>& diagnostics,
                              const PolicySpec* also) {
   Compiler compiler(spec, options, sources, diagnostics, also);
   try {
     return compiler.run();
   } catch (const TooLarge& e) {
-    Diagnostic d;
-    d.code = "E094";
-    grammar::locate(d, sources, spec.pos);
-    d.message = "policy '" + spec.name + "' compiles to a table of more than " +
-                std::to_string(e.bytes >> 20) + " MiB; the limit is " +
-                std::to_string(options.max_table_bytes >> 20) + " MiB";
-    d.help =
-        "rules comparing many distinct constants make many cells; group them with `in [..]`, "
-        "or raise CompileOptions::max_table_bytes";
-    diagnostics.push_back(std::move(d));
+    report(diagnostics, sources, spec.pos, Severity::Error, "E094",
+           "policy '" + spec.name + "' compiles to a table of more than " +
+               std::to_string(e.bytes >> 20) + " MiB; the limit is " +
+               std::to_string(options.max_table_bytes >> 20) + " MiB",
+           "rules comparing many distinct constants make many cells; group them with `in [..]`, "
+           "or raise CompileOptions::max_table_bytes");
     return std::nullopt;
   } catch (const TooManyTerms& e) {
-    const RuleSpec& rule = spec.rules.at(compiler.current_rule);
-    Diagnostic d;
-    d.code = "E093";
-    grammar::locate(d, sources, rule.pos);
-    d.message = e.work ? "rule '" + rule.name + "' needs more than " +
-                             std::to_string(options.max_dnf_work) + " term intersections to expand"
-                       : "rule '" + rule.name + "' expands to more than " +
-                             std::to_string(options.max_terms_per_rule) + " terms";
-    d.help =
-        std::string(
-            "an `and` of many `or`s multiplies out; split the rule, or raise CompileOptions::") +
-        (e.work ? "max_dnf_work" : "max_terms_per_rule");
-    diagnostics.push_back(std::move(d));
+    const auto& item = compiler.expanding;
+    report(
+        diagnostics, sources, item.pos, Severity::Error, "E093",
+        e.work ? item.what + " needs more than " + std::to_string(options.max_dnf_work) +
+                     " term intersections to expand"
+               : item.what + " expands to more than " + std::to_string(options.max_terms_per_rule) +
+                     " terms",
+        std::string("an `and` of many `or`s multiplies out; split it, or raise CompileOptions::") +
+            (e.work ? "max_dnf_work" : "max_terms_per_rule"));
     return std::nullopt;
   }
 }

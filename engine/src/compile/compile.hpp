@@ -4,7 +4,7 @@
 #include <optional>
 #include <vector>
 
-#include "parse.hpp"
+#include "source/location.hpp"
 #include "table/table.hpp"
 
 namespace recourse::detail {
@@ -23,7 +23,7 @@ std::vector<std::uint32_t> rule_order(const PolicySpec& spec);
 /// With `also`, the columns also carry that policy's attributes and cuts, so two versions of a
 /// policy share one cell space (recourse diff). Both must declare the same codes.
 std::optional<Table> compile(const PolicySpec& spec, const CompileOptions& options,
-                             const grammar::Sources& sources, std::vector<Diagnostic>& diagnostics,
+                             const Sources& sources, std::vector<Diagnostic>& diagnostics,
                              const PolicySpec* also = nullptr);
 
 /// The pipeline behind compile() and compile_paths(): parses every source, resolves `extends`

@@ -12,7 +12,10 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "envelope/fields.hpp"
 #include "envelope/json_number.hpp"
+#include "envelope/sax.hpp"
+#include "model/fields.hpp"
 #include "recourse/envelope.hpp"
 
 namespace recourse {
@@ -69,11 +72,7 @@ double written_double(double nearest, std::string_view token) {
 
 namespace {
 
-// JSON allows numbers such as 1e999 that no double holds; nlohmann stops at them. The reader
-// replaces such a number by this string and reads again, so the field alone is dropped.
-constexpr std::string_view kOverflowMarker = "\x01recourse:number-overflow";
-
-enum class Field {
+enum class Key {
   Code,
   Message,
   Retryable,
@@ -85,25 +84,69 @@ enum class Field {
   None
 };
 
-constexpr const char* kKeys[] = {"code",       "message",      "retryable", "field",
-                                 "suggestion", "retryAfterMs", "traceId"};
+// The keys, in Key's order: model/fields.hpp's order.
+constexpr std::array<const char*, static_cast<std::size_t>(Key::kCount)> kKeys = [] {
+  std::array<const char*, static_cast<std::size_t>(Key::kCount)> keys{};
+  std::size_t i = 0;
+  detail::for_each_envelope_field(
+      [&](const detail::Field& f, auto) { keys.at(i++) = f.key.data(); });
+  return keys;
+}();
 
-Field field_of(const std::string& key) {
-  for (int i = 0; i < static_cast<int>(Field::kCount); ++i)
-    if (key == kKeys[i]) return static_cast<Field>(i);
-  return Field::None;
+// Calls `f(member)` with the Envelope's member for field `which`.
+template <typename F>
+void with_member(Key which, F&& f) {
+  std::size_t i = 0;
+  detail::for_each_envelope_field([&](const detail::Field&, auto member) {
+    if (i++ == static_cast<std::size_t>(which)) f(member);
+  });
+}
+
+Key field_of(const std::string& key) {
+  for (int i = 0; i < static_cast<int>(Key::kCount); ++i)
+    if (key == kKeys[i]) return static_cast<Key>(i);
+  return Key::None;
+}
+
+// Why retryAfterMs is dropped when it is not a number of ms >= 0.
+constexpr const char* kBadWait = "expected a finite number of ms >= 0";
+
+// The warning kind ("oversized", "malformed") when string `v` cannot be the value of string
+// field `f`, with the reason in `why`; nullptr when it can. The one statement of the string
+// fields' rules: a cap per field, and only message and suggestion may be empty.
+const char* string_problem(Key f, const std::string& v, const ReaderLimits& limits,
+                           std::string& why) {
+  const std::size_t cap = f == Key::Code                              ? limits.max_code_bytes
+                          : f == Key::Message || f == Key::Suggestion ? limits.max_text_bytes
+                                                                      : limits.max_field_bytes;
+  if (v.size() > cap) {
+    why = "is longer than " + std::to_string(cap) + " bytes";
+    return "oversized";
+  }
+  if (v.empty() && f != Key::Message && f != Key::Suggestion) {
+    why = "is an empty string";
+    return "malformed";
+  }
+  return nullptr;
+}
+
+// The warning for field `f` read as absent: `kind`, and the key followed by `why`.
+EnvelopeWarning dropped(const char* kind, Key f, const std::string& why) {
+  const char* key = kKeys[static_cast<std::size_t>(f)];
+  return {kind, key, std::string(key) + " " + why + "; read as absent"};
 }
 
 class Reader : public nlohmann::json_sax<nlohmann::json> {
  public:
-  Reader(const ReaderLimits& limits, EnvelopeResult& out) : limits_(limits), out_(out) {}
+  Reader(const ReaderLimits& limits, EnvelopeResult& out, detail::SaxErrors& errors)
+      : limits_(limits), out_(out), errors_(errors) {}
 
   bool null() override {
     return scalar([&] { drop("null", "is null"); });
   }
   bool boolean(bool v) override {
     return scalar([&] {
-      if (current_ == Field::Retryable)
+      if (current_ == Key::Retryable)
         set_bool(v);
       else
         drop("malformed", "expected " + expected() + ", got a boolean");
@@ -127,20 +170,14 @@ class Reader : public nlohmann::json_sax<nlohmann::json> {
   }
   bool string(string_t& v) override {
     return scalar([&] {
-      if (v == kOverflowMarker)
+      if (v == detail::kOverflowMarker)
         return drop("malformed", "is a number beyond the range of a double");
-      if (current_ == Field::Retryable || current_ == Field::RetryAfter) {
+      if (current_ == Key::Retryable || current_ == Key::RetryAfter) {
         drop("malformed", "expected " + expected() + ", got a string");
         return;
       }
-      const std::size_t cap = current_ == Field::Code ? limits_.max_code_bytes
-                              : current_ == Field::Message || current_ == Field::Suggestion
-                                  ? limits_.max_text_bytes
-                                  : limits_.max_field_bytes;
-      if (v.size() > cap)
-        return drop("oversized", "is longer than " + std::to_string(cap) + " bytes");
-      if (v.empty() && current_ != Field::Message && current_ != Field::Suggestion)
-        return drop("malformed", "is an empty string");
+      std::string why;
+      if (const char* kind = string_problem(current_, v, limits_, why)) return drop(kind, why);
       set_string(std::move(v));
     });
   }
@@ -151,7 +188,7 @@ class Reader : public nlohmann::json_sax<nlohmann::json> {
   bool end_object() override { return close(); }
   bool start_array(std::size_t) override {
     if (depth_ == 0) {
-      error_ = "an envelope is a JSON object";
+      errors_.error = "an envelope is a JSON object";
       return false;
     }
     return open();
@@ -163,26 +200,15 @@ class Reader : public nlohmann::json_sax<nlohmann::json> {
   }
   bool parse_error(std::size_t position, const std::string& token,
                    const nlohmann::detail::exception& e) override {
-    if (e.id == kNumberOverflow && token.size() <= position) {
-      overflow_end_ = position;
-      overflow_size_ = token.size();
-    } else if (error_.empty()) {
-      error_ = "invalid JSON at byte " + std::to_string(position) + ": " + e.what();
-    }
-    return false;
+    return errors_.record(position, token, e);
   }
-
-  static constexpr int kNumberOverflow = 406;  // nlohmann's out_of_range.406
-  std::string error_;
-  std::size_t overflow_end_ = 0;  // a number beyond double's range ended here (0: none)
-  std::size_t overflow_size_ = 0;
 
  private:
   std::string expected() const {
     switch (current_) {
-      case Field::Retryable:
+      case Key::Retryable:
         return "true or false";
-      case Field::RetryAfter:
+      case Key::RetryAfter:
         return "a finite number of ms >= 0";
       default:
         return "a string";
@@ -194,29 +220,29 @@ class Reader : public nlohmann::json_sax<nlohmann::json> {
   template <typename F>
   bool scalar(F&& handle) {
     if (depth_ == 0) {
-      error_ = "an envelope is a JSON object";
+      errors_.error = "an envelope is a JSON object";
       return false;
     }
-    if (depth_ == 1 && current_ != Field::None) {
+    if (depth_ == 1 && current_ != Key::None) {
       if (!duplicate()) handle();
-      current_ = Field::None;
+      current_ = Key::None;
     }
     return true;
   }
 
   bool number(double, bool valid, std::int64_t value) {
     return scalar([&] {
-      if (current_ != Field::RetryAfter)
+      if (current_ != Key::RetryAfter)
         return drop("malformed", "expected " + expected() + ", got a number");
-      if (!valid) return drop("malformed", "expected a finite number of ms >= 0");
+      if (!valid) return drop("malformed", kBadWait);
       out_.envelope.retry_after_ms = value;
     });
   }
 
   bool open() {
-    if (depth_ == 1 && current_ != Field::None) {
+    if (depth_ == 1 && current_ != Key::None) {
       if (!duplicate()) drop("malformed", "expected " + expected() + ", got an object or array");
-      current_ = Field::None;
+      current_ = Key::None;
     }
     if (++depth_ > limits_.max_depth) return too_deep();
     return true;
@@ -226,7 +252,7 @@ class Reader : public nlohmann::json_sax<nlohmann::json> {
     return true;
   }
   bool too_deep() {
-    error_ = "envelope nested deeper than " + std::to_string(limits_.max_depth) + " levels";
+    errors_.error = "envelope nested deeper than " + std::to_string(limits_.max_depth) + " levels";
     return false;
   }
 
@@ -249,110 +275,63 @@ class Reader : public nlohmann::json_sax<nlohmann::json> {
 
   void drop(const char* kind, const std::string& why) {
     clear(current_);
-    const char* key = kKeys[static_cast<std::size_t>(current_)];
-    out_.envelope.warnings.push_back(
-        {kind, key, std::string(key) + " " + why + "; read as absent"});
+    out_.envelope.warnings.push_back(dropped(kind, current_, why));
   }
 
-  void clear(Field f) {
-    Envelope& e = out_.envelope;
-    switch (f) {
-      case Field::Code:
-        e.code.reset();
-        break;
-      case Field::Message:
-        e.message.reset();
-        break;
-      case Field::Retryable:
-        e.retryable.reset();
-        break;
-      case Field::FieldName:
-        e.field.reset();
-        break;
-      case Field::Suggestion:
-        e.suggestion.reset();
-        break;
-      case Field::RetryAfter:
-        e.retry_after_ms.reset();
-        break;
-      case Field::TraceId:
-        e.trace_id.reset();
-        break;
-      default:
-        break;
-    }
+  void clear(Key f) {
+    with_member(f, [&](auto member) { (out_.envelope.*member).reset(); });
   }
   void set_bool(bool v) { out_.envelope.retryable = v; }
   void set_string(std::string v) {
-    Envelope& e = out_.envelope;
-    switch (current_) {
-      case Field::Code:
-        e.code = std::move(v);
-        break;
-      case Field::Message:
-        e.message = std::move(v);
-        break;
-      case Field::FieldName:
-        e.field = std::move(v);
-        break;
-      case Field::Suggestion:
-        e.suggestion = std::move(v);
-        break;
-      case Field::TraceId:
-        e.trace_id = std::move(v);
-        break;
-      default:
-        break;
-    }
+    with_member(current_, [&](auto member) {
+      auto& field = out_.envelope.*member;
+      if constexpr (std::is_same_v<std::decay_t<decltype(field)>, std::optional<std::string>>)
+        field = std::move(v);
+    });
   }
 
   const ReaderLimits& limits_;
   EnvelopeResult& out_;
+  detail::SaxErrors& errors_;
   std::size_t depth_ = 0;
-  Field current_ = Field::None;
-  bool seen_[static_cast<std::size_t>(Field::kCount)] = {};
-  bool duplicated_[static_cast<std::size_t>(Field::kCount)] = {};
+  Key current_ = Key::None;
+  bool seen_[static_cast<std::size_t>(Key::kCount)] = {};
+  bool duplicated_[static_cast<std::size_t>(Key::kCount)] = {};
 };
 
 }  // namespace
 
+Envelope detail::read_fields(Envelope fields, const ReaderLimits& limits) {
+  auto text = [&](Key f, std::optional<std::string>& value) {
+    if (!value) return;
+    std::string why;
+    if (const char* kind = string_problem(f, *value, limits, why)) {
+      value.reset();
+      fields.warnings.push_back(dropped(kind, f, why));
+    }
+  };
+  text(Key::Code, fields.code);
+  text(Key::Message, fields.message);
+  text(Key::FieldName, fields.field);
+  text(Key::Suggestion, fields.suggestion);
+  if (fields.retry_after_ms && *fields.retry_after_ms < 0) {
+    fields.retry_after_ms.reset();
+    fields.warnings.push_back(dropped("malformed", Key::RetryAfter, kBadWait));
+  }
+  text(Key::TraceId, fields.trace_id);
+  return fields;
+}
+
 EnvelopeResult read_envelope(std::string_view json, const ReaderLimits& limits) noexcept {
   EnvelopeResult out;
   try {
-    if (json.size() > limits.max_bytes) {
-      out.error = "envelope is " + std::to_string(json.size()) + " bytes; the limit is " +
-                  std::to_string(limits.max_bytes);
-      return out;
-    }
-    // JSON has no raw NUL (inside strings it must be escaped); nlohmann would stop reading there.
-    if (const auto nul = json.find('\0'); nul != std::string_view::npos) {
-      out.error = "invalid JSON at byte " + std::to_string(nul + 1) + ": a NUL byte";
-      return out;
-    }
-    std::string text;  // a patched copy, made only when a number overflows
-    std::string_view input = json;
-    std::string error;
-    // Each pass replaces one overflowing number, up to limits.max_overflow_numbers.
-    for (std::size_t pass = 0;; ++pass) {
-      out = EnvelopeResult{};
-      Reader reader(limits, out);
-      const bool ok = nlohmann::json::sax_parse(input.begin(), input.end(), &reader);
-      if (ok && reader.error_.empty()) break;
-      if (reader.overflow_end_ == 0 || !reader.error_.empty()) {
-        error = reader.error_.empty() ? "invalid JSON" : reader.error_;
-        break;
-      }
-      if (pass == limits.max_overflow_numbers) {
-        error = "envelope has more than " + std::to_string(limits.max_overflow_numbers) +
-                " numbers beyond the range of a double";
-        break;
-      }
-      if (text.empty()) text = std::string(json);
-      input = text;
-      text.replace(reader.overflow_end_ - reader.overflow_size_, reader.overflow_size_,
-                   "\"\\u0001recourse:number-overflow\"");
-      input = text;
-    }
+    std::string error =
+        detail::sax_read(json, "envelope", limits.max_bytes, limits.max_overflow_numbers,
+                         [&](std::string_view input, detail::SaxErrors& errors) {
+                           out = EnvelopeResult{};
+                           Reader reader(limits, out, errors);
+                           return nlohmann::json::sax_parse(input.begin(), input.end(), &reader);
+                         });
     if (!error.empty()) {
       out = EnvelopeResult{};
       out.error = std::move(error);

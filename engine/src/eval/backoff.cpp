@@ -28,8 +28,9 @@ std::int64_t uniform(std::uint64_t key, std::uint64_t k, std::int64_t lo,
   return lo + static_cast<std::int64_t>(splitmix64(key ^ splitmix64(k)) % span);
 }
 
+// The raw delay after call n (>= 1), capped at max.
 std::int64_t capped(const Backoff& b, std::int64_t attempt) noexcept {
-  const double n = static_cast<double>(std::max<std::int64_t>(attempt, 1));
+  const double n = static_cast<double>(attempt);
   double raw = static_cast<double>(b.base_ms);
   if (b.kind == BackoffKind::Linear) raw *= n;
   if (b.kind == BackoffKind::Exponential) raw *= std::pow(b.factor, n - 1);
@@ -39,6 +40,7 @@ std::int64_t capped(const Backoff& b, std::int64_t attempt) noexcept {
 }  // namespace
 
 Delay backoff_delay(const Backoff& b, std::int64_t attempt, std::uint64_t key) noexcept {
+  attempt = std::max<std::int64_t>(attempt, 1);  // n is at least 1 for the draws as for the delay
   const std::int64_t d = capped(b, attempt);
   switch (b.jitter) {
     case Jitter::None:

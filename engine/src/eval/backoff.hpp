@@ -28,8 +28,9 @@ struct Delay {
   std::int64_t draw_ms = 0;   ///< the random part drawn (0 for jitter none)
 };
 
-/// The delay after call `attempt` (>= 1) failed, before floors and hints. `key` identifies the
-/// operation (its hash, mixed with the policy seed); the draw depends on (key, attempt).
+/// The delay after call `attempt` failed (an attempt below 1 counts as 1, for the draw too),
+/// before floors and hints. `key` identifies the operation (its hash, mixed with the policy
+/// seed); the draw depends on (key, attempt).
 Delay backoff_delay(const Backoff& backoff, std::int64_t attempt, std::uint64_t key) noexcept;
 
 }  // namespace recourse::detail

@@ -10,6 +10,7 @@
 #include <algorithm>
 
 #include "eval/backoff.hpp"
+#include "model/fields.hpp"
 #include "source/nearest.hpp"
 #include "table/compiled.hpp"
 
@@ -63,6 +64,12 @@ std::int64_t deadline_of(const Compiled& p, const Context& c) {
   return c.deadline_ms.value_or(p.spec.deadline_ms);
 }
 
+// The warning of every decision made from a context the store could not fill (docs/state.md),
+// with a policy or without one.
+std::uint32_t store_warning(const Context& c) {
+  return c.store_unavailable ? std::uint32_t{kStoreUnavailable} : 0u;
+}
+
 }  // namespace
 
 Point make_point(const Compiled& p, const Envelope& e, const Context& c, std::uint32_t wanted,
@@ -80,27 +87,29 @@ Point make_point(const Compiled& p, const Envelope& e, const Context& c, std::ui
   }
   if (!c.side_effect) warnings |= kSideEffectAssumed;
   auto want = [&](Attr a) { return (wanted & bit(a)) != 0; };
-  auto text = [&](Attr a, const std::optional<std::string>& s) {
-    if (s && want(a)) point.set(a, *s);
-  };
   auto number = [&](Attr a, std::int64_t v) {
     if (want(a)) point.set(a, v);
   };
-  if (e.retryable) number(Attr::Retryable, *e.retryable);
-  text(Attr::Field, e.field);
-  text(Attr::Suggestion, e.suggestion);
-  if (e.retry_after_ms) number(Attr::RetryAfter, *e.retry_after_ms);
-  text(Attr::TraceId, e.trace_id);
-  number(Attr::Idempotent, c.idempotent.value_or(p.spec.idempotent));
-  number(Attr::SideEffect, static_cast<std::int64_t>(c.side_effect.value_or(SideEffect::Unknown)));
-  number(Attr::Attempt, c.attempt);
-  number(Attr::Repairs, c.repairs);
-  number(Attr::Elapsed, c.elapsed_ms);
-  if (want(Attr::Tool)) point.set(Attr::Tool, std::string_view(c.tool));
-  number(Attr::Repeats, c.repeats);
-  number(Attr::IdempotencyKey, c.idempotency_key_pinned ? 1 : 0);
-  number(Attr::Circuit, static_cast<std::int64_t>(c.circuit));
-  number(Attr::RetryThrottled, c.retry_throttled);
+  // The fields that are an attribute's value (model/fields.hpp); absent optionals stay absent.
+  auto give = [&](const Field& f, const auto& field) {
+    using T = std::decay_t<decltype(field)>;
+    if (!f.attr || *f.attr == Attr::Code || !want(*f.attr)) return;
+    const unwrapped_t<T>* value = nullptr;
+    if constexpr (std::is_same_v<T, unwrapped_t<T>>)
+      value = &field;
+    else if (field)
+      value = &*field;
+    if constexpr (kTextField<T>) {
+      if (value) point.set(*f.attr, std::string_view(*value));
+    } else if constexpr (kNumberField<T>) {
+      if (value) point.set(*f.attr, static_cast<std::int64_t>(*value));
+    }
+  };
+  for_each_envelope_field([&](const Field& f, auto field) { give(f, e.*field); });
+  for_each_context_field([&](const Field& f, auto field) { give(f, c.*field); });
+  // Two context attributes are never absent: an unset one takes its default.
+  if (!c.idempotent) number(Attr::Idempotent, p.spec.idempotent);
+  if (!c.side_effect) number(Attr::SideEffect, static_cast<std::int64_t>(SideEffect::Unknown));
   // Retries made below us count against the same attempts budget (no multiplying across layers).
   number(Attr::AttemptsLeft,
          saturating_sub(saturating_sub(max_attempts(p, c), c.attempt), c.lower_retries));
@@ -134,7 +143,7 @@ void finish(const Compiled& p, const Action& a, std::string_view label, std::str
   d.policy_hash = p.hash;
   d.attempt = c.attempt;
   d.retry_after_ms = e.retry_after_ms;
-  if (c.store_unavailable) d.warnings |= kStoreUnavailable;
+  d.warnings |= store_warning(c);
   if (!e.trace_id) {
     d.warnings |= kTraceIdMinted;
     d.minted_trace_id = mint_trace_id(c, p.seed);
@@ -241,7 +250,7 @@ Decision Bundle::unreadable(const Context& context) const noexcept {
   d.rule = "unreadable_envelope";
   d.reason = "the envelope could not be read";
   d.attempt = context.attempt;
-  d.warnings = kUnreadableEnvelope | kTraceIdMinted;
+  d.warnings = kUnreadableEnvelope | kTraceIdMinted | detail::store_warning(context);
   d.minted_trace_id = detail::mint_trace_id(context, 0);
   return d;
 }
@@ -254,7 +263,7 @@ Decision Bundle::decide(const Envelope& envelope, const Context& context) const 
   d.reason = "no policy for this tool and no \"*\" policy";
   d.attempt = context.attempt;
   d.retry_after_ms = envelope.retry_after_ms;
-  d.warnings = kNoPolicy;
+  d.warnings = kNoPolicy | detail::store_warning(context);
   if (!envelope.trace_id) {
     d.warnings |= kTraceIdMinted;
     d.minted_trace_id = detail::mint_trace_id(context, 0);

@@ -3,8 +3,9 @@
 //
 // Everything here is resolved: attributes are ids with types, codes are ids into the policy's
 // code table, durations are ms, routes are enums. The attribute catalogue (kAttributes) is the
-// one place that lists the language's attributes, their types, whether they come from the
-// untrusted envelope (and so have an `absent` value) and their JSON keys.
+// one place that lists the language's attributes, their types and whether they come from the
+// untrusted envelope (and so have an `absent` value); model/fields.hpp binds them to the
+// Envelope's and the Context's fields and their JSON keys.
 #pragma once
 
 #include <array>
@@ -56,8 +57,7 @@ inline constexpr std::size_t kAttrCount = static_cast<std::size_t>(Attr::kCount)
 inline constexpr std::array<std::string_view, 2> kKeyStates = {"none", "pinned"};
 
 struct AttrInfo {
-  std::string_view name;      ///< in the language
-  std::string_view json_key;  ///< in the envelope or context JSON ("" for derived)
+  std::string_view name;  ///< in the language
   Type type;
   bool untrusted;                            ///< from the envelope: has an `absent` value
   bool internal = false;                     ///< derived for the guards; not usable in rules
@@ -66,31 +66,43 @@ struct AttrInfo {
 };
 
 inline constexpr std::array<AttrInfo, kAttrCount> kAttributes = {{
-    {"code", "code", Type::Code, true},
-    {"retryable", "retryable", Type::Bool, true},
-    {"field", "field", Type::String, true},
-    {"suggestion", "suggestion", Type::String, true},
-    {"retry_after", "retryAfterMs", Type::Duration, true},
-    {"trace_id", "traceId", Type::String, true},
-    {"idempotent", "idempotent", Type::Bool, false},
-    {"side_effect", "sideEffect", Type::Enum, false, false, Names<SideEffect>::kValues.data(),
+    {"code", Type::Code, true},
+    {"retryable", Type::Bool, true},
+    {"field", Type::String, true},
+    {"suggestion", Type::String, true},
+    {"retry_after", Type::Duration, true},
+    {"trace_id", Type::String, true},
+    {"idempotent", Type::Bool, false},
+    {"side_effect", Type::Enum, false, false, Names<SideEffect>::kValues.data(),
      Names<SideEffect>::kValues.size()},
-    {"attempt", "attempt", Type::Count, false},
-    {"repairs", "repairs", Type::Count, false},
-    {"elapsed", "elapsedMs", Type::Duration, false},
-    {"tool", "tool", Type::String, false},
-    {"repeats", "repeats", Type::Count, false},
-    {"idempotency_key", "idempotencyKey", Type::Enum, false, false, kKeyStates.data(),
-     kKeyStates.size()},
-    {"circuit", "circuit", Type::Enum, false, false, Names<CircuitState>::kValues.data(),
+    {"attempt", Type::Count, false},
+    {"repairs", Type::Count, false},
+    {"elapsed", Type::Duration, false},
+    {"tool", Type::String, false},
+    {"repeats", Type::Count, false},
+    {"idempotency_key", Type::Enum, false, false, kKeyStates.data(), kKeyStates.size()},
+    {"circuit", Type::Enum, false, false, Names<CircuitState>::kValues.data(),
      Names<CircuitState>::kValues.size()},
-    {"retry_throttled", "retryThrottled", Type::Bool, false},
-    {"attempts_left", "", Type::Count, false},
-    {"time_left", "", Type::Duration, false},
-    {"cost_left", "", Type::Count, false},
-    {"field in arguments", "", Type::Bool, true},
-    {"deadline_slack", "", Type::Duration, true, true},
+    {"retry_throttled", Type::Bool, false},
+    {"attempts_left", Type::Count, false},
+    {"time_left", Type::Duration, false},
+    {"cost_left", Type::Count, false},
+    {"field in arguments", Type::Bool, true},
+    {"deadline_slack", Type::Duration, true, true},
 }};
+
+// Every Attr has its row, in enum order (a missing row would be an empty name), and the
+// attribute masks (std::uint32_t, bit(a)) hold every attribute.
+static_assert(kAttrCount <= 32, "attribute masks are 32 bits");
+static_assert(
+    [] {
+      for (const AttrInfo& a : kAttributes)
+        if (a.name.empty()) return false;
+      return true;
+    }(),
+    "every Attr needs its row of kAttributes");
+static_assert(kAttributes[static_cast<std::size_t>(Attr::DeadlineSlack)].name == "deadline_slack",
+              "kAttributes is in Attr order");
 
 inline const AttrInfo& info(Attr a) {
   return kAttributes[static_cast<std::size_t>(a)];

@@ -5,6 +5,7 @@
 
 #include "recourse/diagnostic.hpp"
 
+#include "lines.hpp"
 #include "model/names.hpp"
 
 namespace recourse {
@@ -20,10 +21,15 @@ std::string to_text(const Diagnostic& d) {
   out += fmt::format("{}{}[{}]: {}\n", out.empty() ? "" : " ", to_string(d.severity), d.code,
                      d.message);
   if (d.line > 0 && !d.source_line.empty()) {
-    // Tabs stay tabs under the caret so it lines up however the terminal expands them.
+    // One space per character before the column; tabs stay tabs so the caret lines up however
+    // the terminal expands them.
     std::string pad;
-    for (std::size_t i = 0; i + 1 < d.column && i < d.source_line.size(); ++i)
-      pad += d.source_line[i] == '\t' ? '\t' : ' ';
+    std::uint32_t index = 0;  // of the character that starts at c
+    for (const char c : d.source_line) {
+      if (!grammar::starts_char(c)) continue;
+      if (++index >= d.column) break;
+      pad += c == '\t' ? '\t' : ' ';
+    }
     out += fmt::format("  {}\n  {}^\n", d.source_line, pad);
   }
   if (!d.help.empty()) out += fmt::format("  help: {}\n", d.help);
@@ -38,6 +44,7 @@ std::string to_json(const std::vector<Diagnostic>& diagnostics) {
                    {"file", d.file},
                    {"line", d.line},
                    {"column", d.column},
+                   {"offset", d.offset},
                    {"message", d.message},
                    {"help", d.help}});
   return out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);

@@ -14,7 +14,7 @@
 
 namespace recourse {
 
-int open_regular_file(const std::string& path, std::string& error) noexcept {
+int open_regular_file(const std::string& path, std::string& error, std::uint64_t* size) noexcept {
   const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
   if (fd < 0) {
     error = std::string("cannot be read: ") + std::strerror(errno);
@@ -27,22 +27,19 @@ int open_regular_file(const std::string& path, std::string& error) noexcept {
     return -1;
   }
   if (!S_ISREG(st.st_mode)) {
-    error = S_ISDIR(st.st_mode)    ? "is a directory"
-            : S_ISFIFO(st.st_mode) ? "is a FIFO, not a regular file"
-            : S_ISSOCK(st.st_mode) ? "is a socket, not a regular file"
-            : S_ISCHR(st.st_mode)  ? "is a character device, not a regular file"
-            : S_ISBLK(st.st_mode)  ? "is a block device, not a regular file"
-                                   : "is not a regular file";
+    error = detail::not_regular(st.st_mode);
     ::close(fd);
     return -1;
   }
+  if (size) *size = static_cast<std::uint64_t>(st.st_size);
   return fd;
 }
 
 std::optional<std::string> read_regular_file(const std::string& path, std::size_t max_bytes,
-                                             std::string& error) noexcept {
+                                             std::string& error, std::uint64_t* size) noexcept {
   try {
-    const int fd = open_regular_file(path, error);
+    std::uint64_t file_size = 0;
+    const int fd = open_regular_file(path, error, &file_size);
     if (fd < 0) return std::nullopt;
     struct Closer {
       int fd;
@@ -61,6 +58,7 @@ std::optional<std::string> read_regular_file(const std::string& path, std::size_
       }
       text.append(chunk, static_cast<std::size_t>(n));
     }
+    if (size) *size = std::max<std::uint64_t>(file_size, text.size());
     if (text.size() > max_bytes + 1) text.resize(max_bytes + 1);
     return text;
   } catch (const std::exception& e) {
@@ -75,6 +73,15 @@ namespace recourse::detail {
 
 namespace fs = std::filesystem;
 
+const char* not_regular(unsigned mode) noexcept {
+  return S_ISDIR(mode)    ? "is a directory"
+         : S_ISFIFO(mode) ? "is a FIFO, not a regular file"
+         : S_ISSOCK(mode) ? "is a socket, not a regular file"
+         : S_ISCHR(mode)  ? "is a character device, not a regular file"
+         : S_ISBLK(mode)  ? "is a block device, not a regular file"
+                          : "is not a regular file";
+}
+
 Diagnostic unreadable(const std::string& path, std::string message) {
   Diagnostic d;
   d.code = "E000";
@@ -83,20 +90,39 @@ Diagnostic unreadable(const std::string& path, std::string message) {
   return d;
 }
 
-bool over_limit(const Source& src, const CompileOptions& options, std::vector<Diagnostic>& out) {
-  if (src.text.size() <= options.max_source_bytes) return false;
+Diagnostic too_large(std::string_view path, std::uint64_t bytes, const CompileOptions& options) {
   Diagnostic d;
   d.code = "E090";
-  d.file = src.path;
-  d.message =
-      fmt::format("file is {} bytes; the limit is {}", src.text.size(), options.max_source_bytes);
+  d.file = std::string(path);
+  d.line = 1;
+  d.column = 1;
+  d.message = fmt::format("file is {} bytes; the limit is {}", bytes, options.max_source_bytes);
   d.help = "raise CompileOptions::max_source_bytes";
-  out.push_back(std::move(d));
+  return d;
+}
+
+bool over_limit(std::string_view path, std::uint64_t bytes, const CompileOptions& options,
+                std::vector<Diagnostic>& out) {
+  if (bytes <= options.max_source_bytes) return false;
+  out.push_back(too_large(path, bytes, options));
   return true;
 }
 
-BaseLoader file_loader(grammar::Sources& refs, std::deque<Source>& loaded,
-                       const CompileOptions& options, std::vector<Diagnostic>& diagnostics,
+std::optional<std::string> read_policy_file(const std::string& path, const CompileOptions& options,
+                                            std::vector<Diagnostic>& out) {
+  std::string error;
+  std::uint64_t size = 0;
+  auto text = read_regular_file(path, options.max_source_bytes, error, &size);
+  if (!text) {
+    out.push_back(unreadable(path, "file " + error));
+    return std::nullopt;
+  }
+  if (over_limit(path, size, options, out)) return std::nullopt;
+  return text;
+}
+
+BaseLoader file_loader(Sources& refs, std::deque<Source>& loaded, const CompileOptions& options,
+                       std::vector<Diagnostic>& diagnostics,
                        const std::vector<std::string>& given) {
   auto tried = std::make_shared<std::vector<fs::path>>();
   for (const auto& path : given) tried->push_back(fs::path(path).lexically_normal());
@@ -112,31 +138,26 @@ BaseLoader file_loader(grammar::Sources& refs, std::deque<Source>& loaded,
     tried->push_back(path);
     std::error_code ec;
     if (!fs::exists(fs::status(path, ec))) return std::nullopt;  // E026 says what to do
-    std::string error;
-    auto text = read_regular_file(path.string(), options.max_source_bytes, error);
-    if (!text) {
-      diagnostics.push_back(unreadable(path.string(), "file " + error));
-      return std::nullopt;
-    }
+    auto text = read_policy_file(path.string(), options, diagnostics);
+    if (!text) return std::nullopt;
     loaded.push_back({path.string(), std::move(*text)});
     const Source& src = loaded.back();
-    if (over_limit(src, options, diagnostics)) return std::nullopt;
-    const auto index = static_cast<std::uint32_t>(refs.size());
     refs.push_back({src.path, src.text});
-    return grammar::parse(src.path, src.text, options.max_depth, diagnostics, index);
+    return parse_source(refs, static_cast<std::uint32_t>(refs.size() - 1), options.max_depth,
+                        diagnostics);
   };
 }
 
 std::vector<ast::File> read_policies(const std::vector<Source>& given,
-                                     const CompileOptions& options, bool load_bases,
-                                     grammar::Sources& refs, std::deque<Source>& loaded,
+                                     const CompileOptions& options, bool load_bases, Sources& refs,
+                                     std::deque<Source>& loaded,
                                      std::vector<Diagnostic>& diagnostics) {
   std::vector<ast::File> files;
   for (const Source& src : given) {
-    if (over_limit(src, options, diagnostics)) continue;
-    const auto index = static_cast<std::uint32_t>(refs.size());
+    if (over_limit(src.path, src.text.size(), options, diagnostics)) continue;
     refs.push_back({src.path, src.text});
-    if (auto f = grammar::parse(src.path, src.text, options.max_depth, diagnostics, index))
+    if (auto f = parse_source(refs, static_cast<std::uint32_t>(refs.size() - 1), options.max_depth,
+                              diagnostics))
       files.push_back(std::move(*f));
   }
   BaseLoader load;

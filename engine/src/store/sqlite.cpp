@@ -10,10 +10,15 @@
 // rules of logic.hpp to the row it loaded, read by its one record reader: a row that does
 // not read as its record (BadRecord) fails that call alone, and is left as it is.
 #include <sqlite3.h>
+#include <sys/stat.h>
 
+#include <cerrno>
 #include <chrono>
+#include <cstring>
+#include <filesystem>
 #include <stdexcept>
 
+#include "source/sources.hpp"
 #include "store/backends.hpp"
 #include "store/logic.hpp"
 
@@ -315,12 +320,31 @@ class SqliteStore final : public Store {
   std::uint64_t saves_ = 0;
 };
 
+// Why SQLite must not open `path`, or empty when it may: a regular file (symbolic links
+// followed), or nothing yet in a directory that exists. Anything else is refused before SQLite
+// opens it, since SQLite would put its -journal or -wal file beside a device or a FIFO
+// (sqlite:/dev/null leaves /dev/null-journal) before it fails.
+std::string unusable(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0) return S_ISREG(st.st_mode) ? "" : not_regular(st.st_mode);
+  if (errno != ENOENT) return std::string("cannot be opened: ") + std::strerror(errno);
+  if (::lstat(path.c_str(), &st) == 0) return "is a symbolic link to nothing";
+  const std::filesystem::path dir = std::filesystem::path(path).parent_path();
+  if (::stat(dir.empty() ? "." : dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
+    return "cannot be created: no directory " + dir.string();
+  return {};
+}
+
 }  // namespace
 
 StoreResult open_sqlite(const std::string& path, const StoreOptions& options) {
   StoreResult r;
   if (path.empty()) {
     r.error = "sqlite: needs a path (sqlite:PATH)";
+    return r;
+  }
+  if (const std::string why = unusable(path); !why.empty()) {
+    r.error = "sqlite:" + path + ": " + why;
     return r;
   }
   try {

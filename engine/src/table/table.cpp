@@ -7,6 +7,7 @@
 #include <cstring>
 #include <utility>
 
+#include "model/settings.hpp"
 #include "recourse/diagnostic.hpp"
 
 namespace recourse::detail {
@@ -289,70 +290,30 @@ std::uint32_t Table::match(const Point& point) const noexcept {
   return match_cells(cells);
 }
 
-namespace {
-
-// `route "target" "reason"`, as the dump shows a row's or a setting's action.
-std::string action(const Action& a) {
-  std::string s = to_string(a.route);
-  if (!a.target.empty()) s += " " + quoted(a.target);
-  if (!a.reason.empty()) s += " " + quoted(a.reason);
-  return s;
-}
-
-}  // namespace
-
 std::vector<SettingLine> settings(const Table& table, const PolicySpec& spec) {
-  // Everything that changes a decision is here (so in the dump, and in the hash).
-  auto ms = [](std::int64_t v) {
-    return v == kUnlimited ? std::string("none") : std::to_string(v) + "ms";
-  };
-  auto count = [](std::int64_t v) {
-    return v == kUnlimited ? std::string("none") : std::to_string(v);
-  };
-  auto flag = [](bool b) { return std::string(b ? "true" : "false"); };
-  auto real = [](double v) { return fmt::format("{}", v); };
-  auto pair = [](std::string key, std::string value) {
-    std::string text = key + "=" + value;
-    return Setting{std::move(key), std::move(value), std::move(text)};
+  // Everything that changes a decision is here (so in the dump, and in the hash): the hit
+  // policy, then each block's settings by the settings table (model/settings.hpp).
+  auto pair = [](std::string_view key, std::string value) {
+    std::string text = std::string(key) + "=" + value;
+    return Setting{std::string(key), std::move(value), std::move(text)};
   };
   auto bare = [](std::string key, std::string value) {
     return Setting{std::move(key), value, value};
   };
+  auto block = [&](std::string_view name, std::vector<Setting> first = {}) {
+    SettingLine line{std::string(name), std::move(first)};
+    for (const SettingDef* def : settings_of(name))
+      if (def->show) line.settings.push_back(pair(def->key, def->show(spec)));
+    return line;
+  };
   std::vector<SettingLine> out;
   out.push_back({"hit", {bare("", std::string(name_of(spec.hit)))}});
-  std::string args;
-  for (const auto& a : spec.arguments) args += (args.empty() ? "" : ",") + quoted(a);
-  out.push_back({"tool",
-                 {pair("idempotent", flag(spec.idempotent)),
-                  pair("idempotency_keys", flag(spec.honours_keys)),
-                  pair("cost", std::to_string(spec.cost)), pair("arguments", "[" + args + "]"),
-                  pair("verify", quoted(spec.verify)), pair("fallback", quoted(spec.fallback))}});
-  out.push_back(
-      {"limits",
-       {pair("attempts", std::to_string(spec.attempts)),
-        pair("repairs", std::to_string(spec.repairs)),
-        pair("retry_after_max", ms(spec.retry_after_max_ms)),
-        pair("deadline", ms(spec.deadline_ms)), pair("min_delay", ms(spec.min_delay_ms)),
-        pair("cost", count(spec.cost_max)), pair("repeats", count(spec.repeats)),
-        pair("try_timeout", ms(spec.try_timeout_ms)),
-        pair("on_exhausted", action(spec.on_exhausted)), pair("on_open", action(spec.on_open))}});
-  const Backoff& b = spec.backoff;
-  out.push_back({"backoff",
-                 {Setting{"kind", std::string(name_of(b.kind)), std::string(name_of(b.kind))},
-                  pair("base", std::to_string(b.base_ms) + "ms"), pair("factor", real(b.factor)),
-                  pair("max", std::to_string(b.max_ms) + "ms"),
-                  pair("jitter", std::string(name_of(b.jitter)))}});
-  if (spec.breaker.enabled)
-    out.push_back({"breaker",
-                   {pair("failures", std::to_string(spec.breaker.failures)),
-                    pair("ratio", real(spec.breaker.ratio)),
-                    pair("window", std::to_string(spec.breaker.window)),
-                    pair("min_calls", std::to_string(spec.breaker.min_calls)),
-                    pair("cooldown", std::to_string(spec.breaker.cooldown_ms) + "ms")}});
-  if (spec.throttle.enabled)
-    out.push_back({"throttle",
-                   {pair("max_tokens", real(spec.throttle.max_tokens)),
-                    pair("token_ratio", real(spec.throttle.token_ratio))}});
+  out.push_back(block("tool"));
+  out.push_back(block("limits"));
+  const std::string kind(name_of(spec.backoff.kind));
+  out.push_back(block("backoff", {Setting{"kind", kind, kind}}));
+  if (spec.breaker.enabled) out.push_back(block("breaker"));
+  if (spec.throttle.enabled) out.push_back(block("throttle"));
   for (const auto& m : spec.mappings) {  // adapter overrides change the envelope, so the decision
     std::string key = fmt::format("{} {}", to_string(m.protocol), quoted(m.key));
     std::string text = key + " -> " + m.code;
@@ -451,7 +412,7 @@ std::string dump(const Table& table, const PolicySpec& spec, bool for_people) {
       cube += fmt::format(" {}={{{}}}", info(table.columns[c].attr).name, cells);
     }
     out += fmt::format("  r{} {}{}{} -> {}", r, a.label, cube.empty() ? " *" : "", cube,
-                       action(a.action));
+                       action_text(a.action));
     if (for_people) out += fmt::format("  @{}:{}:{}", spec.file, a.pos.line, a.pos.column);
     out += "\n";
   }

@@ -6,11 +6,12 @@
 // a cube (one cell set per column), an action and the rule (or budget guard) it came from; the
 // hit policy is first match in row order.
 //
-// Matching is packet classification (docs/ALGORITHMS: Lakshman and Stiliadis 1998): per column
-// and cell a bitset of the rows that accept it; an input ANDs one bitset per column and the
-// lowest set bit is the row. When the product of the column sizes is small the compiler also
-// fills a direct-indexed array over the whole domain (the collapsed form of Gupta and McKeown's
-// RFC), and a decision is one array read.
+// Matching is packet classification (Lakshman and Stiliadis, "High-speed policy-based packet
+// forwarding using efficient multi-dimensional range matching", SIGCOMM 1998): per column and
+// cell a bitset of the rows that accept it; an input ANDs one bitset per column and the lowest
+// set bit is the row. When the product of the column sizes is small the compiler also fills a
+// direct-indexed array over the whole domain (the collapsed form of Gupta and McKeown's RFC,
+// "Packet classification on multiple fields", SIGCOMM 1999), and a decision is one array read.
 #pragma once
 
 #include <cstdint>

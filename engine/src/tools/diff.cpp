@@ -15,7 +15,7 @@
 #include "analyze/witness.hpp"
 #include "check/check.hpp"
 #include "compile/compile.hpp"
-#include "parse.hpp"
+#include "source/location.hpp"
 #include "source/sources.hpp"
 #include "table/table.hpp"
 
@@ -24,7 +24,7 @@ namespace {
 
 // One version: read as compile_paths() reads it (its bases NAME.recourse beside it), then checked.
 std::optional<detail::PolicySpec> spec_of(const std::vector<Source>& version,
-                                          grammar::Sources& sources, std::deque<Source>& loaded,
+                                          detail::Sources& sources, std::deque<Source>& loaded,
                                           std::string_view name, const CompileOptions& options,
                                           std::vector<Diagnostic>& out) {
   const std::vector<ast::File> files =
@@ -77,7 +77,7 @@ DiffResult diff(const Source& before, const Source& after, std::string_view poli
                 const CompileOptions& options) {
   DiffResult result;
   try {
-    grammar::Sources sources;
+    detail::Sources sources;
     std::deque<Source> bases;
     const std::vector<Source> versions[2] = {{before}, {after}};  // `sources` views their texts
     auto a = spec_of(versions[0], sources, bases, policy, options, result.diagnostics);
@@ -90,15 +90,11 @@ DiffResult diff(const Source& before, const Source& after, std::string_view poli
           if (std::find(in.begin(), in.end(), c) == in.end()) out += (out.empty() ? "" : ", ") + c;
         return out.empty() ? std::string("none") : out;
       };
-      Diagnostic d;
-      d.code = "E040";
-      grammar::locate(d, sources, b->pos);
-      d.message = fmt::format(
-          "the two versions declare different codes (only before: {}; only after: {}); diff "
-          "compares policies with the same codes",
-          missing(a->codes, b->codes), missing(b->codes, a->codes));
-      d.help = "declare the same codes in both versions, in the same order";
-      result.diagnostics.push_back(std::move(d));
+      detail::report(result.diagnostics, sources, b->pos, Severity::Error, "E040",
+                     fmt::format("the two versions declare different codes (only before: {}; "
+                                 "only after: {}); diff compares policies with the same codes",
+                                 missing(a->codes, b->codes), missing(b->codes, a->codes)),
+                     "declare the same codes in both versions, in the same order");
       return result;
     }
     auto ta = detail::compile(*a, options, sources, result.diagnostics, &*b);

@@ -24,8 +24,10 @@
 
 #include "ast.hpp"
 #include "compile/compile.hpp"
-#include "parse.hpp"
+#include "lines.hpp"
 #include "print.hpp"
+#include "source/location.hpp"
+#include "source/sources.hpp"
 
 namespace recourse {
 namespace {
@@ -43,13 +45,6 @@ bool is_space(char c) {
   return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f';
 }
 
-// Display width: UTF-8 code points.
-std::size_t width(std::string_view s) {
-  std::size_t n = 0;
-  for (unsigned char c : s) n += (c & 0xC0) != 0x80;
-  return n;
-}
-
 struct Comment {
   std::size_t begin = 0;   // offset of '#'
   std::uint32_t line = 0;  // 1-based
@@ -60,16 +55,14 @@ struct Comment {
 // Lines, comments and trivia of the source text.
 class SourceText {
  public:
-  explicit SourceText(std::string_view text) : text_(text), in_comment_(text.size(), false) {
-    line_starts_.push_back(0);
-    for (std::size_t i = 0; i < text.size(); ++i)
-      if (text[i] == '\n') line_starts_.push_back(i + 1);
-    blank_before_.assign(line_starts_.size() + 1, 0);
-    for (std::size_t l = 0; l < line_starts_.size(); ++l) {
-      const std::size_t end = l + 1 < line_starts_.size() ? line_starts_[l + 1] : text.size();
+  explicit SourceText(std::string_view text)
+      : text_(text), lines_(text), in_comment_(text.size(), false) {
+    blank_before_.assign(lines_.count() + 1, 0);
+    for (std::uint32_t l = 1; l <= lines_.count(); ++l) {
       bool blank = true;
-      for (std::size_t i = line_starts_[l]; i < end && blank; ++i) blank = is_space(text[i]);
-      blank_before_[l + 1] = blank_before_[l] + (blank ? 1 : 0);
+      for (std::size_t i = lines_.start(l); i < lines_.end(l) && blank; ++i)
+        blank = is_space(text[i]);
+      blank_before_[l] = blank_before_[l - 1] + (blank ? 1 : 0);
     }
     bool in_string = false;
     for (std::size_t i = 0; i < text.size(); ++i) {
@@ -77,25 +70,24 @@ class SourceText {
       if (in_string) {
         if (c == '\\')
           ++i;
-        else if (c == '"' || c == '\n')
+        else if (c == '"' || grammar::line_break(text, i) > 0)
           in_string = false;
       } else if (c == '"') {
         in_string = true;
       } else if (c == '#') {
-        std::size_t end = text.find('\n', i);
-        if (end == std::string_view::npos) end = text.size();
         Comment m;
         m.begin = i;
-        m.line = line_of(i);
+        m.line = lines_.line_of(i);
+        const std::size_t end = lines_.end(m.line);
         std::size_t last = end;
         while (last > i + 1 && is_space(text[last - 1])) --last;
         m.text = std::string(text.substr(i, last - i));
         m.own_line = true;
-        for (std::size_t k = line_starts_[m.line - 1]; k < i; ++k)
+        for (std::size_t k = lines_.start(m.line); k < i; ++k)
           m.own_line = m.own_line && is_space(text[k]);
         for (std::size_t k = i; k < end; ++k) in_comment_[k] = true;
         comments_.push_back(std::move(m));
-        i = end - 1;  // the loop steps onto the newline
+        i = end - 1;  // the loop steps onto the line break
       }
     }
   }
@@ -103,14 +95,8 @@ class SourceText {
   std::size_t size() const { return text_.size(); }
   const std::vector<Comment>& comments() const { return comments_; }
 
-  std::size_t offset(ast::Pos p) const {
-    if (p.line == 0 || p.line > line_starts_.size()) return 0;
-    return std::min(text_.size(), line_starts_[p.line - 1] + (p.column ? p.column - 1 : 0));
-  }
-  std::uint32_t line_of(std::size_t offset) const {
-    return static_cast<std::uint32_t>(
-        std::upper_bound(line_starts_.begin(), line_starts_.end(), offset) - line_starts_.begin());
-  }
+  std::size_t offset(ast::Pos p) const { return std::min(text_.size(), p.offset); }
+  std::uint32_t line_of(std::size_t offset) const { return lines_.line_of(offset); }
   /// Whether a whitespace-only line lies strictly between lines `a` and `b`.
   bool blank_between(std::uint32_t a, std::uint32_t b) const {
     if (a >= b || b - a <= 1) return false;
@@ -125,7 +111,7 @@ class SourceText {
 
  private:
   std::string_view text_;
-  std::vector<std::size_t> line_starts_;
+  grammar::Lines lines_;
   std::vector<std::size_t> blank_before_;  // [l]: blank lines among lines 1..l
   std::vector<bool> in_comment_;
   std::vector<Comment> comments_;
@@ -480,7 +466,7 @@ class Printer {
   void leaf(const Node& n, std::size_t indent) {
     if (n.tail.empty()) return line(indent, n.text, n.trailing);
     const std::string one = n.text + " " + n.tail;
-    if (indent + width(one) <= kWidth) return line(indent, one, n.trailing);
+    if (indent + grammar::char_count(one) <= kWidth) return line(indent, one, n.trailing);
     line(indent, n.text, nullptr);
     line(indent + kContinue, n.tail, n.trailing);
   }
@@ -497,7 +483,8 @@ class Printer {
     std::string one = n.text + " {";
     for (std::size_t i = 0; i < n.children.size(); ++i) one += (i ? sep : " ") + n.children[i].text;
     one += n.children.empty() ? "}" : " }";
-    if (!has_comments(n) && indent + width(one) <= kWidth) return line(indent, one, n.trailing);
+    if (!has_comments(n) && indent + grammar::char_count(one) <= kWidth)
+      return line(indent, one, n.trailing);
     line(indent, n.text + " {", n.header_trailing);
     Run run;
     for (std::size_t i = 0; i < n.children.size(); ++i) {
@@ -631,14 +618,12 @@ std::vector<std::string> compiled_form(std::string_view text, std::string_view p
   return out;
 }
 
-// E099: the formatter's own fault (the file is left as it is).
-Diagnostic internal_error(std::string_view path, const std::string& message) {
-  Diagnostic d;
-  d.code = "E099";
-  d.file = std::string(path);
-  d.message = "internal error while formatting: " + message;
-  d.help = "the file is left as it is; please report this";
-  return d;
+// E099: the formatter's own fault (the file is left as it is), at `pos` of the file.
+void internal_error(std::vector<Diagnostic>& out, const detail::Sources& file, ast::Pos pos,
+                    const std::string& message) {
+  detail::report(out, file, pos, Severity::Error, "E099",
+                 "internal error while formatting: " + message,
+                 "the file is left as it is; please report this");
 }
 
 }  // namespace
@@ -646,53 +631,39 @@ Diagnostic internal_error(std::string_view path, const std::string& message) {
 bool verify_format(std::string_view original, std::string_view formatted,
                    std::vector<Diagnostic>& diagnostics, std::string_view path,
                    const CompileOptions& options) {
+  const detail::Sources file{{path, original}};
   try {
     if (formatted.size() > options.max_source_bytes) {
-      Diagnostic d;
-      d.code = "E090";
-      d.file = std::string(path);
+      Diagnostic& d = diagnostics.emplace_back(detail::too_large(path, formatted.size(), options));
       d.message = "formatted, the file would be " + std::to_string(formatted.size()) +
                   " bytes; the limit is " + std::to_string(options.max_source_bytes);
       d.help = "the file is left as it is; split it, or raise CompileOptions::max_source_bytes";
-      diagnostics.push_back(std::move(d));
       return false;
     }
     const auto before = compiled_form(original, path, options);
     const auto after = compiled_form(formatted, path, options);
     if (before == after) return true;
     const auto [b, a] = std::mismatch(before.begin(), before.end(), after.begin(), after.end());
-    diagnostics.push_back(
-        internal_error(path, "the formatted text compiles differently (" +
-                                 (b == before.end() ? std::string("nothing") : *b) + " before, " +
-                                 (a == after.end() ? std::string("nothing") : *a) + " after)"));
+    internal_error(diagnostics, file, {},
+                   "the formatted text compiles differently (" +
+                       (b == before.end() ? std::string("nothing") : *b) + " before, " +
+                       (a == after.end() ? std::string("nothing") : *a) + " after)");
   } catch (const std::exception& e) {
-    diagnostics.push_back(internal_error(path, e.what()));
+    internal_error(diagnostics, file, {}, e.what());
   }
   return false;
 }
 
 std::optional<std::string> format(std::string_view text, std::vector<Diagnostic>& diagnostics,
                                   std::string_view path, const CompileOptions& options) {
+  const detail::Sources sources{{path, text}};
   auto internal = [&](ast::Pos pos, const std::string& message) {
-    Diagnostic d = internal_error(path, message);
-    d.line = pos.line;
-    d.column = pos.column;
-    if (pos.line) d.source_line = grammar::line_of(text, pos.line);
-    diagnostics.push_back(std::move(d));
+    internal_error(diagnostics, sources, pos, message);
     return std::nullopt;
   };
   try {
-    if (text.size() > options.max_source_bytes) {
-      Diagnostic d;
-      d.code = "E090";
-      d.file = std::string(path);
-      d.message = "file is " + std::to_string(text.size()) + " bytes; the limit is " +
-                  std::to_string(options.max_source_bytes);
-      d.help = "raise CompileOptions::max_source_bytes";
-      diagnostics.push_back(std::move(d));
-      return std::nullopt;
-    }
-    const auto file = grammar::parse(path, text, options.max_depth, diagnostics);
+    if (detail::over_limit(path, text.size(), options, diagnostics)) return std::nullopt;
+    const auto file = detail::parse_source(sources, 0, options.max_depth, diagnostics);
     if (!file) return std::nullopt;
     const SourceText src(text);
     Node root = Builder(src).file(*file);
@@ -702,7 +673,7 @@ std::optional<std::string> format(std::string_view text, std::vector<Diagnostic>
     std::string out = Printer(src).file(root);
 
     // The printed text must give back the same policies and the same comments.
-    std::vector<Diagnostic> again;
+    std::optional<grammar::SyntaxError> again;
     const auto reparsed = grammar::parse(path, out, options.max_depth, again);
     if (!reparsed) return internal({}, "the formatted text does not parse");
     if (describe(*reparsed) != describe(*file))

@@ -75,6 +75,7 @@ std::vector<TestResult> Policy::run_tests() const {
     r.file = t.file;
     r.line = t.pos.line;
     r.column = t.pos.column;
+    r.offset = t.pos.offset;
     r.expected = t.expected;
     r.actual = describe(d);
     r.mismatches = mismatches(t, d);

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "model/fields.hpp"
 #include "model/names.hpp"
 #include "recourse/engine.hpp"
 
@@ -15,45 +16,66 @@ namespace recourse {
 
 namespace {
 
-constexpr std::int64_t kMaxMs = 1'000'000'000'000'000;
+using detail::Field;
 
 struct ContextReader {
   std::vector<Diagnostic>& errors;
 
-  void fail(const std::string& key, const std::string& what) {
+  void fail(std::string_view key, const std::string& what) {
     Diagnostic d;
     d.code = "C001";
-    d.message = "context." + key + " " + what;
+    d.message = "context." + std::string(key) + " " + what;
     errors.push_back(std::move(d));
   }
 
-  // Trusted numbers stay far below INT64_MAX (which means "no limit" inside the engine) so no
-  // sum or difference of two of them can overflow: counts up to 1e9, ms up to 1e15 (31,000 years).
+  // One field, by the type of its member; an optional member is set only by a valid value.
   template <typename T>
-  void integer(const nlohmann::json& j, const char* key, T& out, std::int64_t min,
-               std::int64_t max = 1'000'000'000) {
-    auto it = j.find(key);
-    if (it == j.end() || it->is_null()) return;
-    if (!it->is_number_integer() ||
-        (it->is_number_unsigned() && it->get<std::uint64_t>() > static_cast<std::uint64_t>(max)) ||
-        it->get<std::int64_t>() < min || it->get<std::int64_t>() > max)
-      return fail(
-          key, "must be an integer in [" + std::to_string(min) + ", " + std::to_string(max) + "]");
-    out = it->get<std::int64_t>();
+  void read(const nlohmann::json& value, const Field& f, T& out) {
+    if constexpr (std::is_same_v<T, std::string>) {
+      if (!value.is_string()) return fail(f.key, "must be a string");
+      out = value.get<std::string>();
+    } else if constexpr (std::is_same_v<T, bool>) {
+      if (!value.is_boolean()) return fail(f.key, "must be true or false");
+      out = value.get<bool>();
+    } else if constexpr (std::is_same_v<T, std::int64_t>) {
+      if (!value.is_number_integer() ||
+          (value.is_number_unsigned() &&
+           value.get<std::uint64_t>() > static_cast<std::uint64_t>(f.max)) ||
+          value.get<std::int64_t>() < f.min || value.get<std::int64_t>() > f.max)
+        return fail(f.key, "must be an integer in [" + std::to_string(f.min) + ", " +
+                               std::to_string(f.max) + "]");
+      out = value.get<std::int64_t>();
+    } else if constexpr (std::is_enum_v<T>) {
+      const auto parsed = detail::enum_of<T>(value.is_string() ? value.get<std::string>() : "");
+      if (!parsed) return fail(f.key, "must be " + detail::names_list<T>());
+      out = *parsed;
+    } else {
+      static_assert(std::is_same_v<T, std::vector<std::string>>);
+      std::vector<std::string> list;
+      bool ok = value.is_array();
+      for (std::size_t i = 0; ok && i < value.size(); ++i) {
+        ok = value[i].is_string();
+        if (ok) list.push_back(value[i].get<std::string>());
+      }
+      if (!ok) return fail(f.key, "must be a list of strings");
+      out = std::move(list);
+    }
   }
-  void flag(const nlohmann::json& j, const char* key, bool& out) {
-    auto it = j.find(key);
-    if (it == j.end() || it->is_null()) return;
-    if (!it->is_boolean()) return fail(key, "must be true or false");
-    out = it->get<bool>();
-  }
-  void text(const nlohmann::json& j, const char* key, std::string& out) {
-    auto it = j.find(key);
-    if (it == j.end() || it->is_null()) return;
-    if (!it->is_string()) return fail(key, "must be a string");
-    out = it->get<std::string>();
+  template <typename T>
+  void read(const nlohmann::json& value, const Field& f, std::optional<T>& out) {
+    T parsed{};
+    const std::size_t before = errors.size();
+    read(value, f, parsed);
+    if (errors.size() == before) out = std::move(parsed);
   }
 };
+
+// The value of `key` in `j`, or null when the key is missing.
+const nlohmann::json& member(const nlohmann::json& j, std::string_view key) {
+  static const nlohmann::json null;
+  const auto it = j.find(key);
+  return it == j.end() ? null : *it;
+}
 
 }  // namespace
 
@@ -99,67 +121,16 @@ ContextResult read_context(std::string_view json) noexcept {
     if (!j.is_object()) return whole("context is not a JSON object");
     if (!repeated.empty()) return whole("context." + repeated + " appears more than once");
     Context& c = out.context;
-    r.text(j, "tool", c.tool);
-    r.text(j, "operationId", c.operation_id);
-    r.text(j, "workflowId", c.workflow_id);
-    r.text(j, "argsHash", c.args_hash);
-    if (auto it = j.find("idempotent"); it != j.end() && !it->is_null()) {
-      if (it->is_boolean())
-        c.idempotent = it->get<bool>();
-      else
-        r.fail("idempotent", "must be true or false");
-    }
-    if (auto it = j.find("sideEffect"); it != j.end() && !it->is_null()) {
-      const std::string s = it->is_string() ? it->get<std::string>() : "";
-      if (auto value = detail::enum_of<SideEffect>(s))
-        c.side_effect = value;
-      else
-        r.fail("sideEffect", "must be " + detail::names_list<SideEffect>());
-    }
-    r.integer(j, "attempt", c.attempt, 1);
-    r.integer(j, "repairs", c.repairs, 0);
-    r.integer(j, "elapsedMs", c.elapsed_ms, 0, kMaxMs);
-    std::int64_t v = -1;
-    r.integer(j, "maxAttempts", v, 1);
-    if (v >= 1) c.max_attempts = v;
-    v = -1;
-    r.integer(j, "deadlineMs", v, 0, kMaxMs);
-    if (v >= 0) c.deadline_ms = v;
-    r.integer(j, "lowerRetries", c.lower_retries, 0);
-    r.integer(j, "repeats", c.repeats, 0);
-    r.integer(j, "costSpent", c.cost_spent, 0, kMaxMs);  // up to 1e15, as the schema has it
-    v = -1;
-    r.integer(j, "nowMs", v, 0, kMaxMs);
-    if (v >= 0) c.now_ms = v;
-    std::string next_key;
-    r.text(j, "idempotencyKey", c.idempotency_key);
-    r.text(j, "nextAttemptIdempotencyKey", next_key);
-    c.idempotency_key_pinned =
-        !c.idempotency_key.empty() && (next_key.empty() || next_key == c.idempotency_key);
-    r.flag(j, "idempotencyKeyPinned", c.idempotency_key_pinned);
-    r.flag(j, "retryThrottled", c.retry_throttled);
-    if (auto it = j.find("circuit"); it != j.end() && !it->is_null()) {
-      const std::string s = it->is_string() ? it->get<std::string>() : "";
-      if (auto value = detail::enum_of<CircuitState>(s))
-        c.circuit = *value;
-      else
-        r.fail("circuit", "must be " + detail::names_list<CircuitState>());
-    }
-    if (auto it = j.find("arguments"); it != j.end() && !it->is_null()) {
-      std::vector<std::string> args;
-      bool ok = it->is_array();
-      if (ok)
-        for (const auto& a : *it) {
-          if (!a.is_string())
-            ok = false;
-          else
-            args.push_back(a.get<std::string>());
-        }
-      if (ok)
-        c.arguments = std::move(args);
-      else
-        r.fail("arguments", "must be a list of strings");
-    }
+    detail::for_each_context_field([&](const Field& f, auto field) {
+      if (const auto& value = member(j, f.key); !value.is_null()) r.read(value, f, c.*field);
+    });
+    // A key given alone is pinned unless the next attempt rotates it; the flag says so outright.
+    std::string next;
+    if (const auto& value = member(j, "nextAttemptIdempotencyKey"); !value.is_null())
+      r.read(value, Field{"nextAttemptIdempotencyKey", std::nullopt}, next);
+    if (member(j, "idempotencyKeyPinned").is_null())
+      c.idempotency_key_pinned =
+          !c.idempotency_key.empty() && (next.empty() || next == c.idempotency_key);
     out.ok = out.errors.empty();
   } catch (const std::exception& e) {
     out.ok = false;
@@ -173,36 +144,37 @@ ContextResult read_context(std::string_view json) noexcept {
 
 namespace detail {
 
+namespace {
+
+// A field's value as JSON: enums by name.
+template <typename T>
+nlohmann::ordered_json wire_value(const T& value) {
+  if constexpr (std::is_enum_v<T>)
+    return name_of(value);
+  else
+    return value;
+}
+
+}  // namespace
+
 std::string context_json(const Context& c, bool compact) {
   using json = nlohmann::ordered_json;
-  const Context none;
+  // What read_context() gives for the fields a compact form leaves out: a default context, and a
+  // key given alone reads as pinned.
+  Context base;
+  base.idempotency_key_pinned = !c.idempotency_key.empty();
   json j = json::object();
-  // `keep`: whether a field a full record always writes is written in a compact one.
-  auto put = [&](const char* key, auto value, bool keep) {
-    if (!compact || keep) j[key] = value;
-  };
-  j["tool"] = c.tool;
-  if (c.idempotent) j["idempotent"] = *c.idempotent;
-  if (c.side_effect) j["sideEffect"] = name_of(*c.side_effect);
-  j["attempt"] = c.attempt;
-  put("repairs", c.repairs, c.repairs != none.repairs);
-  put("elapsedMs", c.elapsed_ms, c.elapsed_ms != none.elapsed_ms);
-  if (c.arguments) j["arguments"] = *c.arguments;
-  if (c.max_attempts) j["maxAttempts"] = *c.max_attempts;
-  if (c.deadline_ms) j["deadlineMs"] = *c.deadline_ms;
-  if (!c.operation_id.empty()) j["operationId"] = c.operation_id;
-  if (!c.workflow_id.empty()) j["workflowId"] = c.workflow_id;
-  put("lowerRetries", c.lower_retries, c.lower_retries != none.lower_retries);
-  put("repeats", c.repeats, c.repeats != none.repeats);
-  put("costSpent", c.cost_spent, c.cost_spent != none.cost_spent);
-  if (!c.idempotency_key.empty()) j["idempotencyKey"] = c.idempotency_key;
-  // read_context() pins a key given alone, so a compact form says so only when that differs.
-  put("idempotencyKeyPinned", c.idempotency_key_pinned,
-      c.idempotency_key_pinned != !c.idempotency_key.empty());
-  put("circuit", name_of(c.circuit), c.circuit != none.circuit);
-  put("retryThrottled", c.retry_throttled, c.retry_throttled != none.retry_throttled);
-  if (c.now_ms) j["nowMs"] = *c.now_ms;
-  if (!c.args_hash.empty()) j["argsHash"] = c.args_hash;
+  for_each_context_field([&](const Field& f, auto field) {
+    const auto& value = c.*field;
+    using T = std::decay_t<decltype(value)>;
+    if constexpr (std::is_same_v<T, std::string>) {
+      if (f.always || !value.empty()) j[std::string(f.key)] = value;
+    } else if constexpr (!std::is_same_v<T, unwrapped_t<T>>) {
+      if (value) j[std::string(f.key)] = wire_value(*value);
+    } else if (!compact || f.always || value != base.*field) {
+      j[std::string(f.key)] = wire_value(value);
+    }
+  });
   return j.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
