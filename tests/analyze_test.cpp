@@ -174,6 +174,28 @@ TEST_CASE("analyze: questions beyond CompileOptions::max_analysis_work are W109,
   CHECK(decided.diagnostics[0].code == "W101");
 }
 
+TEST_CASE("analyze: a question past CompileOptions::max_cover_splits is W109 naming the option",
+          "[analyze][limits]") {
+  // Rule b's reachability splits its two codes on rule a's row once.
+  const std::string text =
+      "policy \"p\" {\n  rule a when code == TIMEOUT -> escalate\n  rule b when code in "
+      "[TIMEOUT, TRANSIENT] -> stop\n  default -> stop\n}\n";
+  const auto decided = recourse::compile({{"p.recourse", text}});
+  REQUIRE(decided.ok());
+  CHECK(decided.diagnostics.empty());
+  recourse::CompileOptions none;
+  none.max_cover_splits = 0;
+  const auto open = recourse::compile({{"p.recourse", text}}, none);
+  REQUIRE(open.ok());
+  REQUIRE(open.diagnostics.size() == 1);
+  CHECK(open.diagnostics[0].code == "W109");
+  CHECK(open.diagnostics[0].message ==
+        "reachability not decided: the table is too large to analyse");
+  CHECK(open.diagnostics[0].help ==
+        "split the policy, or raise the splits one question may make "
+        "(CompileOptions::max_cover_splits)");
+}
+
 TEST_CASE("analyze: CompileOptions::analyze = false builds the tables and proves nothing",
           "[analyze]") {
   const std::string text =

@@ -181,6 +181,11 @@ struct CompileOptions {
   /// of the matcher's bitsets read, cost one); about a second. The questions left beyond it are
   /// reported as W109, not decided. 10,500 random rules (1 MiB of them) need about 2^30.
   std::size_t max_analysis_work = std::size_t{1} << 26;
+  /// Splits one coverage question of the analysis (or of diff()) may make: each cuts a part of
+  /// the question's cube in two on one column and keeps one more part to cover, so this bounds
+  /// one question's time and memory as max_analysis_work bounds all of them. A question that
+  /// needs more is reported as W109, not decided.
+  std::size_t max_cover_splits = 200000;
   /// Whether compile() and compile_paths() also analyse each table: the proofs of the
   /// invariants and assertions (E101-E104, E120), E016, E106 and the findings (W101-W109).
   /// Without it the tables are built and nothing is proven, for a host that checks its policies

@@ -25,18 +25,20 @@
 namespace recourse::detail {
 namespace {
 
-// W109's help: what leaves a question open, and how to decide it.
-constexpr const char* kOpenHelp =
-    "split the policy, or raise the analysis budget (recourse check --analysis-work N, "
-    "CompileOptions::max_analysis_work)";
+// W109's help: what left a question open, and how to decide it.
+const char* open_help(const Open& open) {
+  return open.splits ? "split the policy, or raise the splits one question may make "
+                       "(CompileOptions::max_cover_splits)"
+                     : "split the policy, or raise the analysis budget (recourse check "
+                       "--analysis-work N, CompileOptions::max_analysis_work)";
+}
 // Shadowing rules a W101 names before it says how many more there are.
 constexpr std::size_t kNamesListed = 8;
 
 class Analyzer {
  public:
-  Analyzer(const Compiled& p, const Sources& sources, std::size_t max_work,
-           std::vector<Diagnostic>& out)
-      : p_(p), t_(p.table), sources_(sources), out_(out), work_(max_work) {
+  Analyzer(const Compiled& p, const Sources& sources, Budget budget, std::vector<Diagnostic>& out)
+      : p_(p), t_(p.table), sources_(sources), out_(out), budget_(budget) {
     run_last_.assign((t_.rows.size() + 63) / 64, 0);
     for (std::size_t r = 0; r < t_.rows.size(); ++r)
       if (r + 1 == t_.rows.size() ||
@@ -66,8 +68,8 @@ class Analyzer {
   // are answered "covered", which the rows nearest r settle; the first input in table order is
   // looked for only when there is one.
   std::optional<std::pair<Cube, std::optional<Input>>> reach(const Cube& x, std::size_t r) {
-    if (covered(t_, x, r, &work_)) return std::nullopt;
-    auto rest = uncovered(t_, x, r, &work_);
+    if (covered(t_, x, r, budget_)) return std::nullopt;
+    auto rest = uncovered(t_, x, r, budget_);
     if (!rest) return std::nullopt;
     return std::make_pair(*rest, realize(p_, *rest));
   }
@@ -108,9 +110,9 @@ class Analyzer {
           return;  // one counterexample per assertion
         }
       }
-    } catch (const Open&) {
+    } catch (const Open& open) {
       report(Severity::Warning, "W109", a.pos,
-             "assertion not decided: the table is too large to analyse", kOpenHelp);
+             "assertion not decided: the table is too large to analyse", open_help(open));
     }
   }
 
@@ -142,11 +144,11 @@ class Analyzer {
         // table order.
         std::size_t open_row = end;
         for (std::size_t r = first; r < end && open_row == end; ++r)
-          if (!covered(t_, t_.rows[r].cube, first, &work_)) open_row = r;
+          if (!covered(t_, t_.rows[r].cube, first, budget_)) open_row = r;
         const bool reachable = open_row < end;
         if (spec.name == "default" && p_.spec.implicit_default) {
           if (reachable) {
-            const auto gap = uncovered(t_, t_.rows[open_row].cube, first, &work_);
+            const auto gap = uncovered(t_, t_.rows[open_row].cube, first, budget_);
             const auto in = gap ? realize(p_, *gap) : std::nullopt;
             report(Severity::Error, "E016", spec.pos,
                    "policy '" + p_.spec.name +
@@ -162,7 +164,7 @@ class Analyzer {
           // are one run, in the order rule_order() gives, so each rule counts at its run's end.
           std::vector<std::uint64_t> meet((first + 63) / 64, 0);
           for (std::size_t k = first; k < end; ++k) {
-            const std::vector<std::uint64_t> m = meeting(t_, t_.rows[k].cube, first, &work_);
+            const std::vector<std::uint64_t> m = meeting(t_, t_.rows[k].cube, first, budget_);
             for (std::size_t w = 0; w < meet.size(); ++w) meet[w] |= m[w];
           }
           const std::vector<std::uint64_t> by = runs_met(meet, first);
@@ -189,9 +191,9 @@ class Analyzer {
         }
         first = end;
       }
-    } catch (const Open&) {
+    } catch (const Open& open) {
       report(Severity::Warning, "W109", p_.spec.pos,
-             "reachability not decided: the table is too large to analyse", kOpenHelp);
+             "reachability not decided: the table is too large to analyse", open_help(open));
     }
   }
 
@@ -228,23 +230,23 @@ class Analyzer {
     try {
       for (std::size_t i = 0; i < t_.rows.size(); ++i)
         if (own(i)) overlaps_of(i, own, seen);
-    } catch (const Open&) {
+    } catch (const Open& open) {
       report(Severity::Warning, "W109", p_.spec.pos,
              "overlaps under `hit unique` not decided: the table is too large to analyse",
-             kOpenHelp);
+             open_help(open));
     }
   }
 
   template <typename Own>
   void overlaps_of(std::size_t i, const Own& own,
                    std::set<std::pair<std::uint32_t, std::uint32_t>>& seen) {
-    const std::vector<std::uint64_t> meet = meeting(t_, t_.rows[i].cube, t_.rows.size(), &work_);
+    const std::vector<std::uint64_t> meet = meeting(t_, t_.rows[i].cube, t_.rows.size(), budget_);
     for (std::size_t w = (i + 1) / 64; w < meet.size(); ++w)
       for (std::uint64_t bits = meet[w]; bits; bits &= bits - 1) {
         const std::size_t j = w * 64 + static_cast<std::size_t>(__builtin_ctzll(bits));
         if (j <= i || !own(j)) continue;
-        if (work_ == 0) throw Open{};
-        --work_;
+        if (budget_.work == 0) throw Open{};
+        --budget_.work;
         const RowAction& a = t_.actions[t_.rows[i].action];
         const RowAction& b = t_.actions[t_.rows[j].action];
         if (a.rule == b.rule || a.action.route == b.action.route) continue;
@@ -310,16 +312,18 @@ class Analyzer {
   const Table& t_;
   const Sources& sources_;
   std::vector<Diagnostic>& out_;
-  std::size_t work_;                     // what the coverage questions may still spend (cover.hpp)
+  Budget budget_;                        // what the coverage questions may still spend
   std::vector<std::uint64_t> run_last_;  // bit r: row r is the last of its rule's rows
   std::set<std::uint32_t> reported_;
 };
 
 }  // namespace
 
-void analyze(const Compiled& policy, const Sources& sources, std::size_t max_work,
+void analyze(const Compiled& policy, const Sources& sources, const CompileOptions& options,
              std::vector<Diagnostic>& diagnostics) {
-  Analyzer(policy, sources, max_work, diagnostics).run();
+  Analyzer(policy, sources, Budget{options.max_analysis_work, options.max_cover_splits},
+           diagnostics)
+      .run();
 }
 
 }  // namespace recourse::detail

@@ -15,8 +15,6 @@
 namespace recourse::detail {
 namespace {
 
-// Work limit for one coverage question (splits); beyond it the question is left open (W109).
-constexpr std::size_t kMaxSplits = 200000;
 // Words of the matcher's bitsets read per unit of work (a row test reads about as many).
 constexpr std::size_t kWordsPerTest = 8;
 // A question's candidate rows are narrowed by the matcher's bitsets on the columns where its cube
@@ -27,10 +25,9 @@ constexpr std::size_t kIndexedCells = 64;
 // search (a filter costs a pass over the rows' bitsets).
 constexpr std::size_t kRefinedRows = 256;
 
-void charge(std::size_t* work, std::size_t units) {
-  if (!work) return;
-  if (units > *work) throw Open{};
-  *work -= units;
+void charge(Budget& budget, std::size_t units) {
+  if (units > budget.work) throw Open{};
+  budget.work -= units;
 }
 
 // Cubes laid out flat for the splitting loop: column c's cells in words [offset[c], offset[c] +
@@ -109,13 +106,13 @@ class Layout {
 // Keeps in `meet` (a bitset over rows) the rows that accept some cell of `set` (words of column
 // c's cells): an OR of the matcher's bitsets of those cells, then an AND.
 void narrow(const Table& t, std::size_t c, const std::uint64_t* set, std::size_t set_words,
-            std::vector<std::uint64_t>& meet, std::size_t* work) {
+            std::vector<std::uint64_t>& meet, Budget& budget) {
   const std::size_t words = meet.size();
   std::vector<std::uint64_t> any(words, 0);
   for (std::size_t i = 0; i < set_words; ++i)
     for (std::uint64_t cells = set[i]; cells; cells &= cells - 1) {
       const std::size_t k = i * 64 + static_cast<std::size_t>(__builtin_ctzll(cells));
-      charge(work, words / kWordsPerTest + 1);
+      charge(budget, words / kWordsPerTest + 1);
       const std::uint64_t* rows = t.row_bits(c, k);
       for (std::size_t w = 0; w < words; ++w) any[w] |= rows[w];
     }
@@ -137,14 +134,14 @@ struct Filter {
 
 // The rows in [0, limit) that may meet x: the matcher's bitsets ANDed over the columns where x
 // holds few cells; the wider columns are left to the row tests.
-Filter candidates(const Table& t, const Cube& x, std::size_t limit, std::size_t* work) {
+Filter candidates(const Table& t, const Cube& x, std::size_t limit, Budget& budget) {
   Filter f;
   const std::size_t words = (limit + 63) / 64;
   f.rows.assign(words, ~std::uint64_t{0});
   if (limit % 64 && words) f.rows.back() = (std::uint64_t{1} << (limit % 64)) - 1;
   for (std::size_t c = 0; c < x.size(); ++c) {
     if (x[c].full() || popcount(x[c].words(), x[c].word_count()) > kIndexedCells) continue;
-    narrow(t, c, x[c].words(), x[c].word_count(), f.rows, work);
+    narrow(t, c, x[c].words(), x[c].word_count(), f.rows, budget);
     f.columns |= std::uint64_t{1} << c;
   }
   return f;
@@ -156,7 +153,7 @@ Filter candidates(const Table& t, const Cube& x, std::size_t limit, std::size_t*
 // outside a filter of its own, narrowed by its cells on c. Returns an uncovered part of x, or
 // nullopt. Every row tested, every split and every filter counts as work.
 template <typename Rows>
-std::optional<Cube> search(Rows& rows, const Cube& x, std::size_t* work) {
+std::optional<Cube> search(Rows& rows, const Cube& x, Budget& budget) {
   const Layout layout(x);
   const std::size_t stride = layout.stride(), n = rows.size();
   // The stack of cubes still to cover: cube k's words at pool[k * stride], its next position
@@ -172,7 +169,7 @@ std::optional<Cube> search(Rows& rows, const Cube& x, std::size_t* work) {
     const std::size_t top = (next.size() - 1) * stride, f = filter.back();
     std::size_t j = rows.skip(next.back(), f), tested = 0;
     while (j < n && (++tested, !layout.meets(*rows.at(j, f), &pool[top]))) j = rows.skip(j + 1, f);
-    charge(work, (tested + (j == n)) * unit);
+    charge(budget, (tested + (j == n)) * unit);
     if (j == n) return layout.cube(&pool[top]);
     const Cube& row = *rows.at(j, f);
     if (layout.contains(row, &pool[top])) {
@@ -182,8 +179,8 @@ std::optional<Cube> search(Rows& rows, const Cube& x, std::size_t* work) {
       if (!filter.empty()) rows.release(filter.back());
       continue;
     }
-    if (++splits > kMaxSplits) throw Open{};
-    charge(work, unit);
+    if (++splits > budget.max_splits) throw Open{true};
+    charge(budget, unit);
     // The part outside row j is tried first, from the next position; the part inside stays,
     // still to split on the other columns from row j.
     const std::size_t c = layout.split(row, pool, top);
@@ -215,7 +212,7 @@ struct TableRows {
   const Table& t;
   std::size_t limit;
   bool nearest_first;
-  std::size_t* work;
+  Budget& budget;
   std::vector<Filter> filters;
 
   std::size_t size() const { return limit; }
@@ -249,8 +246,8 @@ struct TableRows {
         popcount(set, words) > kIndexedCells)
       return f;
     Filter narrowed{filters[f].rows, filters[f].columns | std::uint64_t{1} << c};
-    charge(work, narrowed.rows.size() / kWordsPerTest + 1);
-    narrow(t, c, set, words, narrowed.rows, work);
+    charge(budget, narrowed.rows.size() / kWordsPerTest + 1);
+    narrow(t, c, set, words, narrowed.rows, budget);
     filters.push_back(std::move(narrowed));
     return filters.size() - 1;
   }
@@ -261,8 +258,8 @@ struct TableRows {
 // The rows in [0, limit) that meet x, exactly: the candidates, then each tested on the columns
 // the candidates were not narrowed by.
 std::vector<std::uint64_t> meeting_rows(const Table& t, const Cube& x, std::size_t limit,
-                                        std::size_t* work) {
-  Filter f = candidates(t, x, limit, work);
+                                        Budget& budget) {
+  Filter f = candidates(t, x, limit, budget);
   std::vector<std::size_t> wide;
   for (std::size_t c = 0; c < x.size(); ++c)
     if (!(f.columns >> c & 1u) && !x[c].full()) wide.push_back(c);
@@ -270,7 +267,7 @@ std::vector<std::uint64_t> meeting_rows(const Table& t, const Cube& x, std::size
   for (std::size_t w = 0; w < f.rows.size(); ++w)
     for (std::uint64_t bits = f.rows[w]; bits; bits &= bits - 1) {
       const std::size_t r = w * 64 + static_cast<std::size_t>(__builtin_ctzll(bits));
-      charge(work, 1);
+      charge(budget, 1);
       for (std::size_t c : wide)
         if (!t.rows[r].cube[c].intersects(x[c])) {
           f.rows[w] &= ~(std::uint64_t{1} << (r % 64));
@@ -282,34 +279,34 @@ std::vector<std::uint64_t> meeting_rows(const Table& t, const Cube& x, std::size
 
 }  // namespace
 
-std::optional<Cube> uncovered(const std::vector<const Cube*>& rows, Cube x, std::size_t* work) {
+std::optional<Cube> uncovered(const std::vector<const Cube*>& rows, Cube x, Budget& budget) {
   if (holds_none(x)) return std::nullopt;
   if (x.empty()) {  // no columns: one input, which any row covers
     if (rows.empty()) return x;
     return std::nullopt;
   }
   ListRows list{rows};
-  return search(list, x, work);
+  return search(list, x, budget);
 }
 
 std::vector<std::uint64_t> meeting(const Table& t, const Cube& x, std::size_t limit,
-                                   std::size_t* work) {
-  return meeting_rows(t, x, limit, work);
+                                   Budget& budget) {
+  return meeting_rows(t, x, limit, budget);
 }
 
-std::optional<Cube> uncovered(const Table& t, Cube x, std::size_t limit, std::size_t* work) {
+std::optional<Cube> uncovered(const Table& t, Cube x, std::size_t limit, Budget& budget) {
   if (holds_none(x)) return std::nullopt;
   if (x.empty()) return limit == 0 ? std::optional<Cube>(x) : std::nullopt;
   // Only rows that meet x can cover part of it, so a question costs no pass over every row.
-  TableRows rows{t, limit, false, work, {candidates(t, x, limit, work)}};
-  return search(rows, x, work);
+  TableRows rows{t, limit, false, budget, {candidates(t, x, limit, budget)}};
+  return search(rows, x, budget);
 }
 
-bool covered(const Table& t, const Cube& x, std::size_t limit, std::size_t* work) {
+bool covered(const Table& t, const Cube& x, std::size_t limit, Budget& budget) {
   if (holds_none(x)) return true;
   if (x.empty()) return limit > 0;
-  TableRows rows{t, limit, true, work, {candidates(t, x, limit, work)}};
-  return !search(rows, x, work);
+  TableRows rows{t, limit, true, budget, {candidates(t, x, limit, budget)}};
+  return !search(rows, x, budget);
 }
 
 }  // namespace recourse::detail

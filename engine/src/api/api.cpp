@@ -105,7 +105,7 @@ CompileResult compile_sources(const std::vector<Source>& given, const CompileOpt
         if (!table) continue;
         auto compiled =
             detail::Compiled::make(std::move(spec), std::move(*table), options.attempt_ceiling);
-        if (analyse) detail::analyze(*compiled, refs, options.max_analysis_work, out.diagnostics);
+        if (analyse) detail::analyze(*compiled, refs, options, out.diagnostics);
         policies.push_back(BundleBuilder::wrap(std::move(compiled)));
       }
     }
