@@ -8,7 +8,9 @@
 //    maxAttempts, deadlineMs, lowerRetries, repeats, costSpent, nowMs) absent, null or a whole
 //    number in its documented range (docs/language.md section 13, the context schema): a key
 //    given twice is "appears more than once", an integer below or above its range (-1, 2^63,
-//    1e400, 18446744073709551616) names the key and the range;
+//    1e400, 18446744073709551616) names the key and the range; such a text is refused only for
+//    a key of another kind (a string, bool or enum of the wrong type or value), never with an
+//    error naming an integer key;
 //  - what it reads has the oracle's integers, and to_json(context) reads back to the same JSON.
 // Properties of the trace reader:
 //  - LineReader gives the input's lines in order, each exactly as written when it is at most the
@@ -39,9 +41,9 @@ struct Range {
 };
 constexpr std::int64_t kCounts = 1'000'000'000, kMs = 1'000'000'000'000'000;
 constexpr Range kIntegers[] = {
-    {"attempt", 1, kCounts},     {"repairs", 0, kCounts}, {"elapsedMs", 0, kMs},
-    {"maxAttempts", 1, kCounts}, {"deadlineMs", 0, kMs},  {"lowerRetries", 0, kCounts},
-    {"repeats", 0, kCounts},     {"costSpent", 0, kMs},   {"nowMs", 0, kMs}};
+    {"attempt", 1, kCounts},     {"repairs", 0, kCounts},   {"elapsedMs", 0, kMs},
+    {"maxAttempts", 1, kCounts}, {"deadlineMs", 0, kMs},    {"lowerRetries", 0, kCounts},
+    {"repeats", 0, kCounts},     {"costSpent", 0, kCounts}, {"nowMs", 0, kMs}};
 
 // What the oracle sees in a JSON text: whether it is one object, whether some object in it gives
 // a key twice, and the top-level members (the last value of each).
@@ -149,7 +151,13 @@ bool check_context(std::string_view text, const recourse::ContextResult& r,
     }
     return false;
   }
-  if (!r.ok) return false;  // a string, bool or enum key of the wrong type or value
+  if (!r.ok) {  // a string, bool or enum key of the wrong type or value; never an integer key
+    for (const auto& e : r.errors)
+      for (const Range& range : kIntegers)
+        FUZZ_CHECK(e.message.rfind("context." + std::string(range.key) + " ", 0) != 0,
+                   where + "\n" + e.message);
+    return false;
+  }
   const auto read = integers(r.context);
   for (const Range& range : kIntegers) {
     const auto it = s.top.find(range.key);
