@@ -305,7 +305,7 @@ TEST_CASE("cli: hostile inputs get clear errors, bounded memory", "[cli]") {
 }
 
 TEST_CASE("cli: replay streams its trace: memory follows the longest line, not the limits",
-          "[cli]") {
+          "[cli][limits]") {
   // An empty trace on stdin used to cost an allocation of the whole 1 GiB limit.
   auto e = test::run("ulimit -v 400000; " +
                      cmd("replay --format json --policy " + examples() + " - < /dev/null 2>&1"));
@@ -340,7 +340,7 @@ TEST_CASE("cli: replay streams its trace: memory follows the longest line, not t
   CHECK(nlohmann::json::parse(in.out)["summary"]["decisions"] == 0);
 }
 
-TEST_CASE("cli: a trace line's context over 1 MiB is a bad line", "[cli]") {
+TEST_CASE("cli: a trace line's context over 1 MiB is a bad line", "[cli][limits]") {
   const std::string note(1 << 20, 'n');
   const auto trace =
       temp_file("big-context.jsonl",
