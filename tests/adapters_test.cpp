@@ -883,6 +883,37 @@ TEST_CASE("adapters: hardening shared with the envelope reader", "[adapters]") {
     REQUIRE(r.envelope.message.has_value());
     CHECK(recourse::read_envelope(recourse::to_json(r.envelope)).ok);
   }
+  SECTION("an empty field from a body is absent with read_envelope's warning") {
+    const auto r = recourse::from_http(
+        400, {}, R"({"error":{"type":"invalid_request_error","message":"m","param":""}})",
+        std::nullopt);
+    INFO(describe(r));
+    CHECK_FALSE(r.envelope.field.has_value());
+    CHECK(warned(r, "field", "malformed"));
+    CHECK(r.envelope.message == "m");
+  }
+  SECTION("AdapterTextLimits caps the text an adapter composes from headers and bodies") {
+    AdapterOptions o;
+    o.text.transport_error_bytes = 4;
+    o.text.plain_body_bytes = 3;
+    o.text.auth_scheme_bytes = 2;
+    o.text.auth_error_bytes = 5;
+    CHECK(recourse::from_transport_error("ECONNRESET by peer", o).envelope.message ==
+          "transport error: ECON");
+    CHECK(recourse::from_http(502, {}, "upstream down", std::nullopt, o).envelope.message ==
+          "HTTP 502 Bad Gateway: ups");
+    CHECK(recourse::from_http(401, {{"WWW-Authenticate", R"(Bearer error="invalid_token")"}}, "",
+                              std::nullopt, o)
+              .envelope.suggestion == "authenticate (Be, error inval)");
+    // An HTML page is recognised only within html_sniff_bytes of the body's start.
+    const std::string page = "x\n" + std::string(600, ' ') + "<html><body>502</body></html>";
+    CHECK(recourse::from_http(502, {}, page, std::nullopt).envelope.message ==
+          "HTTP 502 Bad Gateway: x");
+    o = AdapterOptions{};
+    o.text.html_sniff_bytes = 1024;
+    CHECK(recourse::from_http(502, {}, page, std::nullopt, o).envelope.message ==
+          "HTTP 502 Bad Gateway");
+  }
   SECTION("garbled input of any protocol is UNKNOWN, never TRANSIENT") {
     const std::vector<std::pair<Protocol, std::string>> garbage = {
         {Protocol::Http, R"({"status":"five hundred"})"},
@@ -1261,7 +1292,7 @@ TEST_CASE("cli: decide --from and replay of raw forms use the adapters", "[adapt
   std::ifstream in(trace);
   std::string text;
   std::set<std::string> protocols;
-  int number = 0;
+  int number = 0, expected = 0;
   while (std::getline(in, text)) {
     ++number;
     const auto line = nlohmann::json::parse(text);
@@ -1269,9 +1300,12 @@ TEST_CASE("cli: decide --from and replay of raw forms use the adapters", "[adapt
     CHECK_FALSE(line.contains("envelope"));
     const std::string protocol = line["raw"]["protocol"].get<std::string>();
     protocols.insert(protocol.substr(0, protocol.find(' ')));  // "mcp over streamable http"
-    if (line.contains("expect"))
-      CHECK(rule_of[std::to_string(number)] == line["expect"].get<std::string>());
+    if (!line.contains("expect")) continue;
+    ++expected;
+    CHECK(rule_of.at(std::to_string(number)) == line["expect"].get<std::string>());
   }
+  CHECK(number == out["summary"]["decisions"].get<int>());  // one decision per line
+  CHECK(expected == number);                                // every line says the route it expects
   CHECK(protocols == std::set<std::string>{"grpc", "http", "jsonrpc", "mcp"});
   // A raw form that is not JSON decides as unreadable (stop), not as a bad line.
   const auto bad =

@@ -101,7 +101,11 @@ TEST_CASE("test blocks: the context defaults to the policy's tool and reads stri
     expect stop rule "budget:attempts" exhausted attempts
   }
 )"));
-  for (const auto& r : p.run_tests()) {
+  const auto results = p.run_tests();
+  REQUIRE(results.size() == 2);
+  CHECK(results[0].name == "no context");
+  CHECK(results[1].name == "guards decide too");
+  for (const auto& r : results) {
     INFO(r.name << ": " << r.actual);
     CHECK(r.passed);
   }
@@ -450,8 +454,10 @@ TEST_CASE("test blocks: a name given twice in one policy is E034 at the second",
 }
 
 TEST_CASE("recourse test: every bundled policy file has tests, and they pass", "[test][cli]") {
+  std::size_t files = 0;
   for (const auto& e : fs::recursive_directory_iterator(test::source_dir() + "/rules")) {
     if (!e.is_regular_file() || e.path().extension() != ".recourse") continue;
+    ++files;
     auto r = recourse::compile_paths({e.path().string()});
     INFO(e.path().string());
     REQUIRE(r.ok());
@@ -465,4 +471,5 @@ TEST_CASE("recourse test: every bundled policy file has tests, and they pass", "
       }
     CHECK(own >= 3);
   }
+  CHECK(files >= 10);
 }

@@ -109,3 +109,34 @@ TEST_CASE("c api: an envelope as a struct decides as the same envelope as JSON",
     recourse_string_free(from_json);
   }
 }
+
+TEST_CASE("c api: a struct string that is not UTF-8 is absent, as JSON cannot carry it",
+          "[c_api]") {
+  const Engine e(
+      "policy \"pay\" {\n"
+      "  rule wait when code == RATE_LIMITED -> retry\n"
+      "  default -> stop\n"
+      "}\n");
+  // A code that would match but for its last byte, a message cut inside a sequence, a field
+  // holding a surrogate: each is dropped with "malformed"; the valid suggestion is kept.
+  const recourse_envelope envelope = {sizeof envelope, "RATE_LIMITED\xff",  "bad \xc3",      1,
+                                      "f\xed\xa0\x80", "wait \xe2\x82\xac", RECOURSE_ABSENT, "t-1"};
+  recourse_context context;
+  recourse_context_init(&context);
+  context.tool = "pay";
+  recourse_decision decision{};
+  decision.size = sizeof decision;
+  REQUIRE(recourse_engine_decide(e.engine, &envelope, &context, &decision, nullptr) == RECOURSE_OK);
+  char* text = recourse_decision_json(&decision);
+  REQUIRE(text != nullptr);
+  const auto j = nlohmann::json::parse(text);
+  recourse_string_free(text);
+  recourse_decision_release(&decision);
+  CHECK(j["route"] == "stop");  // no code: the default decides
+  std::vector<std::string> malformed;
+  for (const auto& w : j["warnings"])
+    if (w["kind"] == "malformed") malformed.push_back(w["message"].get<std::string>());
+  CHECK(malformed == std::vector<std::string>{"code is not valid UTF-8; read as absent",
+                                              "message is not valid UTF-8; read as absent",
+                                              "field is not valid UTF-8; read as absent"});
+}

@@ -181,6 +181,26 @@ int main(int argc, char** argv) {
   recourse_string_free(error);
   c.attempt = 1;
 
+  /* Strings are held to read_context()'s rules: valid UTF-8, at most 4096 bytes. */
+  c.operation_id = "op-\xff";
+  error = NULL;
+  CHECK(recourse_engine_decide(engine, &e, &c, &rejected, &error) == RECOURSE_BAD_INPUT);
+  CHECK(contains(error, "context.operationId is not valid UTF-8"));
+  recourse_string_free(error);
+  static char long_tool[4098];
+  memset(long_tool, 't', sizeof long_tool - 1);
+  c.operation_id = NULL;
+  c.tool = long_tool;
+  error = NULL;
+  CHECK(recourse_engine_decide(engine, &e, &c, &rejected, &error) == RECOURSE_BAD_INPUT);
+  CHECK(contains(error, "context.tool is longer than 4096 bytes"));
+  recourse_string_free(error);
+  long_tool[4096] = '\0';
+  CHECK(recourse_engine_decide(engine, &e, &c, &rejected, &error) == RECOURSE_OK);
+  recourse_decision_release(&rejected);
+  c.tool = "pay";
+  c.operation_id = "op-7";
+
   /* Reload: new decisions see the new bundle, the kept one still reads its strings. */
   CHECK(load(engine, kEscalate, NULL) == RECOURSE_OK);
   recourse_decision after;
@@ -195,10 +215,11 @@ int main(int argc, char** argv) {
   recourse_decision_release(&d);
   recourse_decision_release(&d); /* twice is harmless */
 
-  CHECK(logged == 5); /* every decision, the unreadable one included; not the rejected inputs */
+  CHECK(logged ==
+        5); /* every decision a policy made, the unreadable one included; not the rejected inputs */
   CHECK(recourse_engine_set_log(engine, NULL, NULL) == RECOURSE_OK);
   char* counters = recourse_engine_counters_json(engine);
-  CHECK(contains(counters, "\"decisions\":5"));
+  CHECK(contains(counters, "\"decisions\":6"));
   CHECK(contains(counters, "\"retry\":3"));
   recourse_string_free(counters);
 

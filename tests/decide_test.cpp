@@ -79,8 +79,12 @@ TEST_CASE("decide: absent values and `not`", "[decide]") {
   // retryable false: `not retryable` holds first.
   CHECK(decide(p, R"({"retryable":false})", "{}").rule == "b");
   // retryable true and code PERMISSION: nothing matches; `!=` is false on true.
-  CHECK(decide(p, R"({"code":"TRANSIENT","retryable":true,"code":"PERMISSION"})", "{}").rule ==
-        "default");
+  const auto permission = test::envelope(R"({"code":"PERMISSION","retryable":true})");
+  REQUIRE(permission.warnings.empty());
+  REQUIRE(permission.code == std::optional<std::string>("PERMISSION"));
+  CHECK(decide(p, R"({"code":"PERMISSION","retryable":true})", "{}").rule == "default");
+  // Any other code, present: rule a holds.
+  CHECK(decide(p, R"({"code":"TRANSIENT","retryable":true})", "{}").rule == "a");
   const auto q =
       test::policy(R"(policy "q" { rule c when retryable != true -> authorize default -> stop })");
   // `!=` is a comparison: false on an absent value.

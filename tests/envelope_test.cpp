@@ -229,6 +229,45 @@ TEST_CASE("context: a key given twice is C001 in either order, escaped or not", 
   CHECK(recourse::read_context(R"({"tool":"t","meta":{"tool":"u"},"list":[{"a":1},{"a":2}]})").ok);
 }
 
+TEST_CASE("context: ContextLimits bound the text, its nesting, its strings and arguments",
+          "[envelope]") {
+  recourse::ContextLimits small;
+  small.max_bytes = 64;
+  small.max_depth = 2;
+  small.max_text_bytes = 5;
+  small.max_arguments = 2;
+  auto message = [&](const std::string& json) {
+    const auto r = recourse::read_context(json, small);
+    CHECK_FALSE(r.ok);
+    REQUIRE(r.errors.size() == 1);
+    CHECK(r.errors[0].code == "C001");
+    return r.errors[0].message;
+  };
+  // Each limit just met reads; one past it is C001 with the limit named.
+  CHECK(recourse::read_context(R"({"tool":"abcde","arguments":["a","b"],"x":[]})", small).ok);
+  CHECK(message(R"({"tool":"t","padding":")" + std::string(60, 'p') + "\"}") ==
+        "context is 85 bytes; the limit is 64");
+  CHECK(message(R"({"tool":"t","x":[[]]})") == "context nested deeper than 2 levels");
+  CHECK(message(R"({"tool":"abcdef"})") == "context.tool is longer than 5 bytes");
+  CHECK(message(R"({"tool":"t","argsHash":"123456"})") ==
+        "context.argsHash is longer than 5 bytes");
+  CHECK(message(R"({"tool":"t","arguments":["a","b","c"]})") ==
+        "context.arguments has more than 2 names");
+  CHECK(message(R"({"tool":"t","arguments":["a","bbbbbb"]})") ==
+        "context.arguments holds a name that is longer than 5 bytes");
+  // The defaults: 1 MiB, 32 levels, 4096 bytes, 1024 arguments.
+  const recourse::ContextLimits d;
+  CHECK(d.max_bytes == 1u << 20);
+  CHECK(d.max_depth == 32);
+  CHECK(d.max_text_bytes == 4096);
+  CHECK(d.max_arguments == 1024);
+  CHECK(recourse::read_context(R"({"tool":")" + std::string(4096, 't') + "\"}").ok);
+  CHECK_FALSE(recourse::read_context(R"({"tool":")" + std::string(4097, 't') + "\"}").ok);
+  const std::string open32(32, '['), close32(32, ']');
+  CHECK_FALSE(recourse::read_context("{\"x\":" + open32 + close32 + "}").ok);
+  CHECK(recourse::read_context("{\"x\":" + open32.substr(1) + close32.substr(1) + "}").ok);
+}
+
 TEST_CASE("envelope: a NUL byte is invalid JSON, not the end of the input", "[envelope]") {
   using namespace std::string_literals;
   const std::string envelope = "{\"code\":\"TRANSIENT\"}\0{\"code\":\"PERMISSION\"} garbage ["s;

@@ -59,7 +59,9 @@ TEST_CASE("recourse fuzz: declared bounds broken, with a trace that replays", "[
 
   // The trace written for each violation replays through the same policy to the decisions that
   // break the bound.
+  std::size_t traces = 0;
   for (const auto& entry : fs::directory_iterator(out)) {
+    ++traces;
     const auto replay = test::run(test::cli() + " replay --format json --policy " + policy + " " +
                                   entry.path().string());
     INFO(entry.path().string() << "\n" << replay.out);
@@ -80,6 +82,7 @@ TEST_CASE("recourse fuzz: declared bounds broken, with a trace that replays", "[
     }
     CHECK((waited > 20000 || after_timeout > 2));
   }
+  CHECK(traces == records.size());  // one trace per broken property
   fs::remove_all(out);
 }
 

@@ -219,6 +219,7 @@ TEST_CASE(
   // decide (the scenario's cap refuses nothing).
   const json more = run_json("--scenario hostile --recoveries 10 --compare " + bench("hardened") +
                              " " + bench("actionable"));
+  REQUIRE(more["strategies"].size() == 2);
   for (const auto& s : more["strategies"]) {
     CHECK(s["refusedByRecoveryCap"] == 0);
     CHECK(s["rules"]["budget:attempts"].get<long>() > 0);

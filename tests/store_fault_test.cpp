@@ -554,6 +554,11 @@ TEST_CASE("faults: a sqlite file locked or truncated", "[faults][sqlite]") {
     auto r = recourse::open_store("sqlite:" + path);
     CHECK_FALSE(r.store);
     CHECK(r.error == "sqlite:" + path + ": database disk image is malformed");
+    // The file opens and then fails its first statement: the failed open closes the connection
+    // it made, so SQLite holds no more memory than before it.
+    const sqlite3_int64 before = sqlite3_memory_used();
+    CHECK_FALSE(recourse::open_store("sqlite:" + path).store);
+    CHECK(sqlite3_memory_used() == before);
     every_command_fails(dir.path, "sqlite:" + path,
                         "error: --state: sqlite:" + path + ": database disk image is malformed");
   }

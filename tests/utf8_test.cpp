@@ -56,3 +56,12 @@ TEST_CASE("utf8: the adapters and the model text read the same sequences as inva
   CHECK(m.text == "fail \xe2\x82\xac end");
   CHECK(m.stripped);
 }
+
+TEST_CASE("utf8: a text is valid when every sequence in it is", "[utf8]") {
+  using recourse::detail::is_valid_utf8;
+  CHECK(is_valid_utf8(""));
+  CHECK(is_valid_utf8("a \xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80 \xf4\x8f\xbf\xbf"));
+  for (const char* bad : {"\x80", "a\xc0\xaf", "\xed\xa0\x80z", "\xf4\x90\x80\x80", "x\xe2\x82",
+                          "\xc3\x41", "ok\xff"})
+    CHECK_FALSE(is_valid_utf8(bad));
+}

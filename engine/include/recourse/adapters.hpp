@@ -135,8 +135,22 @@ struct CodeMapping {
 };
 
 /// Options of every adapter.
+/// How much of the untrusted text an adapter composes itself (not a body's JSON fields, which
+/// `ReaderLimits` caps) it copies into an envelope, in bytes; longer text is cut there, then
+/// made valid UTF-8. Each cap keeps a hostile header or body from filling `message` or
+/// `suggestion` with text nobody wrote as an error message.
+struct AdapterTextLimits {
+  std::size_t auth_scheme_bytes = 32;  ///< WWW-Authenticate's scheme, in a 401's suggestion
+  std::size_t auth_error_bytes = 64;   ///< its `error="..."` parameter (RFC 6750 section 3)
+  std::size_t html_sniff_bytes = 512;  ///< body bytes searched for `<html` or `<!doctype`
+  std::size_t plain_body_bytes = 200;  ///< a plain-text body's first line after the status line
+  std::size_t transport_error_bytes = 1024;  ///< a transport error's text in `message`
+};
+
+/// Options of every adapter.
 struct AdapterOptions {
-  ReaderLimits limits;  ///< the envelope reader's limits; a body beyond max_bytes is ignored
+  ReaderLimits limits;     ///< the envelope reader's limits; a body beyond max_bytes is ignored
+  AdapterTextLimits text;  ///< caps on text the adapter composes from headers and bodies
   std::size_t max_raw_bytes = 1 << 20;  ///< a whole raw form (from_raw); beyond it: not ok
   std::vector<CodeMapping> mappings;    ///< per-tool overrides, first match wins
   bool trusted_server = false;          ///< MCP: honour the tool's annotations

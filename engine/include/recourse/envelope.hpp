@@ -112,6 +112,16 @@ struct ContextResult {
   Context context;
 };
 
+/// Limits of read_context(). The context is the host's own account of the call, but it travels
+/// through files, traces and other languages' bindings, so its size is bounded like any input;
+/// past a limit the context is refused (C001) and no decision is made.
+struct ContextLimits {
+  std::size_t max_bytes = 1 << 20;    ///< the whole JSON text
+  std::size_t max_depth = 32;         ///< nesting of objects and arrays, unknown keys' included
+  std::size_t max_text_bytes = 4096;  ///< each string: tool, ids, keys, argsHash, each argument
+  std::size_t max_arguments = 1024;   ///< names in `arguments`
+};
+
 /// Reads a context from JSON with camelCase keys: each Context member's (docs/language.md section
 /// 13 lists them with their ranges; docs/schema/context.schema.json is the schema), and
 /// nextAttemptIdempotencyKey. `idempotencyKey` is the key string the call carried (null:
@@ -119,8 +129,8 @@ struct ContextResult {
 /// rotating key makes a resend a new operation); `idempotencyKeyPinned`, when given, says so
 /// outright (the decision log writes it). Unknown keys are ignored; a known key with a wrong
 /// type or range is an error (C001), and so is a key given twice in any object of the context
-/// (keys compared as unescaped), since either value would be a guess.
-/// Never throws.
-ContextResult read_context(std::string_view json) noexcept;
+/// (keys compared as unescaped), since either value would be a guess; so is a context past
+/// `limits`. Never throws.
+ContextResult read_context(std::string_view json, const ContextLimits& limits = {}) noexcept;
 
 }  // namespace recourse

@@ -143,8 +143,9 @@ RECOURSE_API recourse_status recourse_engine_decide_json(
 /** An envelope the host has read: NULL strings and RECOURSE_UNSET / RECOURSE_ABSENT values are
  * absent. Every field is then read as recourse_engine_decide_json() reads the same JSON field: an
  * empty code, field or trace_id, a string beyond its limit (code 64 bytes, field and trace_id
- * 256, message and suggestion 8192) and a negative retry_after_ms other than RECOURSE_ABSENT are
- * read as absent, with the same warning ("malformed", "oversized"); an absent trace_id gets a
+ * 256, message and suggestion 8192), a string that is not valid UTF-8 (RFC 3629; JSON cannot
+ * carry one) and a negative retry_after_ms other than RECOURSE_ABSENT are read as absent, with
+ * the same warning ("malformed", "oversized"); an absent trace_id gets a
  * minted one (trace_id_minted), as in JSON. */
 typedef struct recourse_envelope {
   size_t size; /**< sizeof(recourse_envelope) */
@@ -158,7 +159,9 @@ typedef struct recourse_envelope {
 } recourse_envelope;
 
 /** What the host knows about the failed call (recourse::Context). Start from
- * recourse_context_init(); NULL strings are empty. */
+ * recourse_context_init(); NULL strings are empty. Held to read_context()'s rules and its
+ * default ContextLimits: the ranges below, each string valid UTF-8 of at most 4096 bytes, at
+ * most 1024 arguments; otherwise RECOURSE_BAD_INPUT. */
 typedef struct recourse_context {
   size_t size; /**< sizeof(recourse_context) */
   const char* tool;

@@ -228,7 +228,8 @@ std::optional<bool> idempotent_from_annotations(std::string_view annotations_jso
                                                 bool trusted) noexcept {
   if (!trusted) return std::nullopt;
   try {
-    const Parsed parsed = parse_json(annotations_json, 64 * 1024, ReaderLimits{});
+    const ReaderLimits limits;  // annotations are an envelope's size at most
+    const Parsed parsed = parse_json(annotations_json, limits.max_bytes, limits);
     if (!parsed.ok) return std::nullopt;
     return idempotent_of(parsed.value);
   } catch (const std::exception&) {

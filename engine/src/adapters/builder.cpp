@@ -39,25 +39,9 @@ std::optional<std::string> Builder::text(const json& object, std::string_view ke
 
 void Builder::finish() {
   Envelope& e = r_.envelope;
-  const ReaderLimits& l = o_.limits;
-  auto cap = [&](std::optional<std::string>& v, const char* field, std::size_t limit,
-                 bool may_be_empty) {
-    if (!v) return;
-    *v = valid_utf8(*v);
-    if (v->size() > limit) {
-      warn("oversized", field,
-           std::string(field) + " is longer than " + std::to_string(limit) +
-               " bytes; read as absent");
-      v.reset();
-    } else if (v->empty() && !may_be_empty) {
-      v.reset();
-    }
-  };
-  cap(e.code, "code", l.max_code_bytes, false);
-  cap(e.message, "message", l.max_text_bytes, true);
-  cap(e.field, "field", l.max_field_bytes, false);
-  cap(e.suggestion, "suggestion", l.max_text_bytes, true);
-  cap(e.trace_id, "traceId", l.max_field_bytes, false);
+  for (auto* v : {&e.code, &e.message, &e.field, &e.suggestion, &e.trace_id})
+    if (*v) **v = valid_utf8(**v);
+  e = read_fields(std::move(e), o_.limits);
 }
 
 const CodeMapping* Builder::mapping_for(Protocol protocol, std::string_view key) const {

@@ -11,6 +11,7 @@
 #include <string_view>
 
 #include "adapters/json.hpp"
+#include "envelope/fields.hpp"
 #include "recourse/adapters.hpp"
 
 namespace recourse::detail::adapt {
@@ -43,9 +44,10 @@ class Builder {
   /// A member that must be a string when present; another type warns (null is silent).
   std::optional<std::string> text(const json& object, std::string_view key, const char* field);
 
-  /// The envelope's string caps and non-empty rules, as read_envelope applies them. Strings are
-  /// UTF-8 as in any envelope read from JSON (a typed entry point such as from_jsonrpc may be
-  /// handed other bytes): invalid sequences become U+FFFD, so to_json reads back the same.
+  /// The envelope's field rules, as read_envelope applies them (read_fields(): string caps,
+  /// non-empty strings, with their warnings). Strings are first made UTF-8 (a typed entry point
+  /// such as from_jsonrpc may be handed other bytes, and headers are bytes): invalid sequences
+  /// become U+FFFD, so text from a server is kept and to_json reads back the same.
   void finish();
 
   /// A policy's or host's override for (protocol, key), if any.

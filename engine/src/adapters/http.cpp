@@ -243,29 +243,32 @@ std::optional<std::int64_t> retry_hint(Builder& b, const Headers& headers,
 
 // A 401's challenge as a suggestion, "authenticate (Bearer, error invalid_token)"; nullopt
 // without a WWW-Authenticate header.
-std::optional<std::string> authenticate_hint(const Headers& headers) {
+std::optional<std::string> authenticate_hint(const Headers& headers,
+                                             const AdapterTextLimits& limits) {
   const HeaderValue challenge = header(headers, "WWW-Authenticate");
   if (!challenge.present) return std::nullopt;
   // RFC 9110 section 11.6.1: the scheme first; RFC 6750 section 3: error="invalid_token".
   const std::string_view v = trim(challenge.value);
   std::string scheme(v.substr(0, std::min(v.find(' '), v.size())));
-  std::string hint = "authenticate (" + valid_utf8(scheme.substr(0, 32));
+  std::string hint = "authenticate (" + valid_utf8(scheme.substr(0, limits.auth_scheme_bytes));
   const std::size_t at = v.find("error=\"");
   if (at != std::string_view::npos) {
     const std::string_view rest = v.substr(at + 7);
-    hint += ", error " + valid_utf8(rest.substr(0, std::min<std::size_t>(rest.find('"'), 64)));
+    hint +=
+        ", error " + valid_utf8(rest.substr(0, std::min(rest.find('"'), limits.auth_error_bytes)));
   }
   return hint + ")";
 }
 
 // The status line, and a short plain-text body (never HTML): "HTTP 502 Bad Gateway: upstream".
-std::string status_line(int status, const StatusRow* row, std::string_view body_text) {
+std::string status_line(int status, const StatusRow* row, std::string_view body_text,
+                        const AdapterTextLimits& limits) {
   std::string line = "HTTP " + std::to_string(status) + (row ? std::string(" ") + row->reason : "");
   const std::string_view text = trim(body_text.substr(0, body_text.find('\n')));
-  const bool html = has(lower(body_text.substr(0, 512)), "<html") ||
-                    has(lower(body_text.substr(0, 512)), "<!doctype") ||
-                    (text.size() > 1 && text[0] == '<');
-  if (!text.empty() && !html) line += ": " + valid_utf8(text.substr(0, 200));
+  const std::string head = lower(body_text.substr(0, limits.html_sniff_bytes));
+  const bool html =
+      has(head, "<html") || has(head, "<!doctype") || (text.size() > 1 && text[0] == '<');
+  if (!text.empty() && !html) line += ": " + valid_utf8(text.substr(0, limits.plain_body_bytes));
   return line;
 }
 
@@ -288,13 +291,13 @@ void http(Builder& b, int status, const Headers& headers, const json* body_json,
   e.field = info.field;
   e.suggestion = info.suggestion;
   if (status == 401)
-    if (auto hint = authenticate_hint(headers)) e.suggestion = std::move(hint);
+    if (auto hint = authenticate_hint(headers, b.options().text)) e.suggestion = std::move(hint);
 
   // The message: the body's, else the status line (and a short plain-text body, never HTML).
   if (info.message)
     e.message = info.message;
   else if (status >= 100 && status <= 599)
-    e.message = status_line(status, row, body_text);
+    e.message = status_line(status, row, body_text, b.options().text);
   e.trace_id = trace_id_of(headers);
   if (info.envelope) b.overlay(*info.envelope, "http body");
 }
@@ -321,7 +324,8 @@ void transport(Builder& b, std::string_view error) {
     b.set_code("TRANSIENT", true, "transport connection error");
   else
     b.set_code("UNKNOWN", std::nullopt, "transport unknown");
-  b.e().message = "transport error: " + valid_utf8(error.substr(0, 1024));
+  b.e().message =
+      "transport error: " + valid_utf8(error.substr(0, b.options().text.transport_error_bytes));
 }
 
 }  // namespace recourse::detail::adapt

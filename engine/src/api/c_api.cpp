@@ -14,6 +14,7 @@
 #include "model/fields.hpp"
 #include "recourse/recourse.h"
 #include "recourse/recourse.hpp"
+#include "wire/context.hpp"
 
 struct recourse_engine {
   recourse::Engine engine;
@@ -120,7 +121,8 @@ recourse::Envelope to_envelope(const recourse_envelope& e) {
   return recourse::detail::read_fields(std::move(out));
 }
 
-// The ranges read_context() enforces on JSON (model/fields.hpp); false with the reason otherwise.
+// The ranges and string rules read_context() enforces on JSON (model/fields.hpp,
+// context_text_problem()); false with the reason otherwise.
 bool to_context(const recourse_context& c, recourse::Context& out, std::string& error) {
   auto in_range = [&](std::int64_t v, std::string_view key) {
     const recourse::detail::Field f = recourse::detail::context_field(key);
@@ -144,28 +146,40 @@ bool to_context(const recourse_context& c, recourse::Context& out, std::string& 
     return error = "context.side_effect is not a recourse_side_effect", false;
   if (c.circuit < RECOURSE_CIRCUIT_CLOSED || c.circuit > RECOURSE_CIRCUIT_HALF_OPEN)
     return error = "context.circuit is not a recourse_circuit", false;
-  out.tool = c.tool ? c.tool : "";
+  const recourse::ContextLimits limits;
+  auto text = [&](const char* value, std::string_view key, std::string& field) {
+    if (!value) return true;
+    field = value;
+    const std::string why = recourse::detail::context_text_problem(field, limits);
+    if (!why.empty()) error = fmt::format("context.{} {}", key, why);
+    return why.empty();
+  };
+  if (c.arguments && c.argument_count > limits.max_arguments)
+    return error = fmt::format("context.arguments has more than {} names", limits.max_arguments),
+           false;
+  if (c.arguments) {
+    out.arguments.emplace();
+    for (std::size_t i = 0; i < c.argument_count; ++i)
+      if (c.arguments[i] && !text(c.arguments[i], "arguments", out.arguments->emplace_back()))
+        return false;
+  }
+  if (!text(c.tool, "tool", out.tool) || !text(c.operation_id, "operationId", out.operation_id) ||
+      !text(c.workflow_id, "workflowId", out.workflow_id) ||
+      !text(c.idempotency_key, "idempotencyKey", out.idempotency_key) ||
+      !text(c.args_hash, "argsHash", out.args_hash))
+    return false;
   if (c.idempotent != RECOURSE_UNSET) out.idempotent = c.idempotent != 0;
   if (c.side_effect != RECOURSE_SIDE_EFFECT_UNSET)
     out.side_effect = static_cast<recourse::SideEffect>(c.side_effect - 1);
   out.attempt = c.attempt;
   out.repairs = c.repairs;
   out.elapsed_ms = c.elapsed_ms;
-  if (c.arguments) {
-    out.arguments.emplace();
-    for (std::size_t i = 0; i < c.argument_count; ++i)
-      if (c.arguments[i]) out.arguments->push_back(c.arguments[i]);
-  }
-  out.operation_id = c.operation_id ? c.operation_id : "";
-  out.workflow_id = c.workflow_id ? c.workflow_id : "";
   out.lower_retries = c.lower_retries;
   out.repeats = c.repeats;
   out.cost_spent = c.cost_spent;
-  out.idempotency_key = c.idempotency_key ? c.idempotency_key : "";
   out.idempotency_key_pinned = c.idempotency_key_pinned != 0;
   out.circuit = static_cast<recourse::CircuitState>(c.circuit);
   out.retry_throttled = c.retry_throttled != 0;
-  out.args_hash = c.args_hash ? c.args_hash : "";
   return true;
 }
 

@@ -17,6 +17,7 @@
 #include "envelope/sax.hpp"
 #include "model/fields.hpp"
 #include "recourse/envelope.hpp"
+#include "source/utf8.hpp"
 
 namespace recourse {
 
@@ -305,7 +306,14 @@ Envelope detail::read_fields(Envelope fields, const ReaderLimits& limits) {
   auto text = [&](Key f, std::optional<std::string>& value) {
     if (!value) return;
     std::string why;
-    if (const char* kind = string_problem(f, *value, limits, why)) {
+    // JSON text is UTF-8 (RFC 8259 section 8.1) and the JSON reader refuses other bytes; a
+    // field handed over as bytes is held to the same.
+    const char* kind = string_problem(f, *value, limits, why);
+    if (!kind && !detail::is_valid_utf8(*value)) {
+      kind = "malformed";
+      why = "is not valid UTF-8";
+    }
+    if (kind) {
       value.reset();
       fields.warnings.push_back(dropped(kind, f, why));
     }

@@ -23,6 +23,13 @@ std::size_t decode_utf8(std::string_view s, std::size_t i, std::uint32_t& cp) {
   return n;
 }
 
+bool is_valid_utf8(std::string_view s) noexcept {
+  std::uint32_t cp = 0;
+  for (std::size_t i = 0, n = 0; i < s.size(); i += n)
+    if ((n = decode_utf8(s, i, cp)) == 0) return false;
+  return true;
+}
+
 // Replaces bytes that are not UTF-8 with U+FFFD, so text from a header or a non-JSON body can
 // be written as JSON.
 std::string valid_utf8(std::string_view s) {

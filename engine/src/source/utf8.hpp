@@ -18,6 +18,9 @@ namespace recourse::detail {
 /// sets `cp` to its code point, or returns 0 when the bytes there are not valid UTF-8.
 std::size_t decode_utf8(std::string_view s, std::size_t i, std::uint32_t& cp);
 
+/// Whether every byte of `s` belongs to a valid sequence.
+bool is_valid_utf8(std::string_view s) noexcept;
+
 /// `s` with each byte that does not start a valid sequence replaced by U+FFFD (EF BF BD), so
 /// text from a header or a non-JSON body can be written as JSON. Valid text is returned as is.
 std::string valid_utf8(std::string_view s);

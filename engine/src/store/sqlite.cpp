@@ -36,9 +36,16 @@ class Connection {
       sqlite3_close(db_);
       throw std::runtime_error("cannot open " + path + ": " + why);
     }
-    sqlite3_busy_timeout(db_, static_cast<int>(o.busy_ms));
-    exec("PRAGMA journal_mode=WAL");
-    exec((std::string("PRAGMA synchronous=") + synchronous).c_str());
+    // A file that opens may still fail its first statement (not a database, truncated); the
+    // destructor does not run for a constructor that throws, so the connection is closed here.
+    try {
+      sqlite3_busy_timeout(db_, static_cast<int>(o.busy_ms));
+      exec("PRAGMA journal_mode=WAL");
+      exec((std::string("PRAGMA synchronous=") + synchronous).c_str());
+    } catch (...) {
+      sqlite3_close(db_);
+      throw;
+    }
   }
   ~Connection() {
     for (auto& [sql, stmt] : statements_) sqlite3_finalize(stmt);

@@ -11,6 +11,7 @@
 #include "model/fields.hpp"
 #include "model/names.hpp"
 #include "recourse/engine.hpp"
+#include "source/utf8.hpp"
 
 namespace recourse {
 
@@ -20,6 +21,7 @@ using detail::Field;
 
 struct ContextReader {
   std::vector<Diagnostic>& errors;
+  const ContextLimits& limits;
 
   void fail(std::string_view key, const std::string& what) {
     Diagnostic d;
@@ -33,7 +35,10 @@ struct ContextReader {
   void read(const nlohmann::json& value, const Field& f, T& out) {
     if constexpr (std::is_same_v<T, std::string>) {
       if (!value.is_string()) return fail(f.key, "must be a string");
-      out = value.get<std::string>();
+      const auto& text = value.get_ref<const std::string&>();
+      if (auto why = detail::context_text_problem(text, limits); !why.empty())
+        return fail(f.key, why);
+      out = text;
     } else if constexpr (std::is_same_v<T, bool>) {
       if (!value.is_boolean()) return fail(f.key, "must be true or false");
       out = value.get<bool>();
@@ -58,6 +63,11 @@ struct ContextReader {
         if (ok) list.push_back(value[i].get<std::string>());
       }
       if (!ok) return fail(f.key, "must be a list of strings");
+      if (list.size() > limits.max_arguments)
+        return fail(f.key, "has more than " + std::to_string(limits.max_arguments) + " names");
+      for (const std::string& name : list)
+        if (auto why = detail::context_text_problem(name, limits); !why.empty())
+          return fail(f.key, "holds a name that " + why);
       out = std::move(list);
     }
   }
@@ -79,15 +89,25 @@ const nlohmann::json& member(const nlohmann::json& j, std::string_view key) {
 
 }  // namespace
 
-ContextResult read_context(std::string_view json) noexcept {
+std::string detail::context_text_problem(std::string_view value, const ContextLimits& limits) {
+  if (value.size() > limits.max_text_bytes)
+    return "is longer than " + std::to_string(limits.max_text_bytes) + " bytes";
+  if (!is_valid_utf8(value)) return "is not valid UTF-8";
+  return "";
+}
+
+ContextResult read_context(std::string_view json, const ContextLimits& limits) noexcept {
   ContextResult out;
   try {
-    ContextReader r{out.errors};
+    ContextReader r{out.errors, limits};
     auto whole = [&](std::string message) {
       r.fail("", "");
       out.errors.back().message = std::move(message);
       return out;
     };
+    if (json.size() > limits.max_bytes)
+      return whole("context is " + std::to_string(json.size()) + " bytes; the limit is " +
+                   std::to_string(limits.max_bytes));
     if (json.find('\0') != std::string_view::npos)
       return whole("context is not valid JSON: a NUL byte");
     // A DOM keeps one value of a key given twice; for a trusted fact (was the payment
@@ -96,8 +116,16 @@ ContextResult read_context(std::string_view json) noexcept {
     std::vector<std::set<std::string>> keys;  // per open object
     std::vector<std::string> path;            // the key being read, per open object
     std::string repeated;
+    std::size_t depth = 0;
+    bool too_deep = false;
     const auto callback = [&](int, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
       using Event = nlohmann::json::parse_event_t;
+      if (event == Event::object_start || event == Event::array_start) {
+        too_deep = too_deep || ++depth > limits.max_depth;
+        if (too_deep) return false;  // not kept: the context is refused, memory stays bounded
+      } else if (event == Event::object_end || event == Event::array_end) {
+        --depth;
+      }
       if (event == Event::object_start) {
         keys.emplace_back();
         path.resize(keys.size());
@@ -118,6 +146,8 @@ ContextResult read_context(std::string_view json) noexcept {
     } catch (const nlohmann::json::exception& e) {
       return whole(std::string("context is not valid JSON: ") + e.what());
     }
+    if (too_deep)
+      return whole("context nested deeper than " + std::to_string(limits.max_depth) + " levels");
     if (!j.is_object()) return whole("context is not a JSON object");
     if (!repeated.empty()) return whole("context." + repeated + " appears more than once");
     Context& c = out.context;

@@ -7,6 +7,11 @@
 
 namespace recourse::detail {
 
+/// Why `value` cannot be a string of the context ("is longer than N bytes", "is not valid
+/// UTF-8"), or "" when it can: read_context() and the C API's recourse_context hold every
+/// string to the same rules.
+std::string context_text_problem(std::string_view value, const ContextLimits& limits);
+
 /// The context as one line of JSON, keys in the reader's names and one fixed order. Full
 /// (`compact` false: the decision log, recourse::to_json(Context)): every field, optional ones
 /// when set, texts when not empty. Compact (the inputs analysis and diff report): tool, attempt
