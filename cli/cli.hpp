@@ -19,7 +19,7 @@ enum class Format { Text, Json };
 /// Input limits of the command (the library's own limits apply on top); docs/language.md,
 /// section 17, has them all.
 inline constexpr std::size_t kMaxEnvelopeFileBytes = 1 << 20;
-inline constexpr std::size_t kMaxContextBytes = 1 << 20;
+inline constexpr std::size_t kMaxContextBytes = ContextLimits{}.max_bytes;  // the reader's
 /// A trace (replay --max-trace-bytes) and one line of it (--max-line-bytes): a line holds at
 /// most an envelope or a raw form (1 MiB) and a context (1 MiB), with room to spare.
 inline constexpr std::size_t kMaxTraceBytes = std::size_t{1} << 30;
