@@ -16,9 +16,10 @@
 //  - LineReader gives the input's lines in order, each exactly as written when it is at most the
 //    line limit and TooLong (nothing kept) when it is longer, then End; a file larger than the
 //    limit on the whole input is refused before its first line;
-//  - parse_trace_line never crashes; a line that gives a top-level key twice, or whose context
-//    gives a key twice or breaks an integer's range, is a bad line (nullopt); a line it reads
-//    has the integers its context gave.
+//  - parse_trace_line never crashes; a line it reads is one JSON object once its envelope or raw
+//    form (handed to its reader as written, JSON or not) is taken out; a line that gives a
+//    top-level key twice, or whose context gives a key twice or breaks an integer's range, is a
+//    bad line (nullopt); a line it reads has the integers its context gave.
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -221,10 +222,18 @@ void check_trace_line(std::string_view text) {
   std::cerr.rdbuf(saved);
   const Seen s = see(text);
   if (s.object && s.top_repeated) FUZZ_CHECK(!line, where);  // which tool, which envelope?
-  if (line) FUZZ_CHECK(s.object, where);
-  if (!s.object || s.top_repeated || !s.top.contains("context")) return;
-  // The context as the line gives it (its text located by the parser's own member walk).
+  // The envelope or raw form goes to its reader as written (a value that is not JSON is an
+  // unreadable envelope, decided as such): the rest of the line must be one object. Members are
+  // located by the parser's own walk.
   const auto members = recourse::cli::raw_members(text);
+  const auto* given_envelope = recourse::cli::find_member(members, "envelope");
+  if (!given_envelope) given_envelope = recourse::cli::find_member(members, "raw");
+  std::string rest(text);
+  if (given_envelope)
+    rest.replace(given_envelope->begin, given_envelope->end - given_envelope->begin, "{}");
+  if (line) FUZZ_CHECK(s.object || see(rest).object, where);
+  if (!s.object || s.top_repeated || !s.top.contains("context")) return;
+  // The context as the line gives it.
   const auto* raw = recourse::cli::find_member(members, "context");
   FUZZ_CHECK(raw != nullptr, where);
   const std::string_view given = text.substr(raw->begin, raw->end - raw->begin);
