@@ -16,6 +16,16 @@ namespace recourse::cli {
 
 enum class Format { Text, Json };
 
+/// Input limits of the command (the library's own limits apply on top); docs/language.md,
+/// section 17, has them all.
+inline constexpr std::size_t kMaxEnvelopeFileBytes = 1 << 20;
+inline constexpr std::size_t kMaxContextBytes = ContextLimits{}.max_bytes;  // the reader's
+/// A trace (replay --max-trace-bytes) and one line of it (--max-line-bytes): a line holds at
+/// most an envelope or a raw form (1 MiB) and a context (1 MiB), with room to spare.
+inline constexpr std::size_t kMaxTraceBytes = std::size_t{1} << 30;
+inline constexpr std::size_t kMaxTraceLineBytes = std::size_t{4} << 20;
+inline constexpr std::size_t kMaxTraceLineDepth = 64;
+
 struct Options {
   Format format = Format::Text;
   bool strict = false;
@@ -34,6 +44,8 @@ struct Options {
   std::string state;                // --state memory|sqlite:PATH|redis://HOST:PORT (empty: none)
   std::size_t limit = 1000;         // ledger: entries listed at most
   std::string log;                  // --log FILE (decide, replay): the decision log, JSONL
+  std::size_t max_trace_bytes = kMaxTraceBytes;     // replay --max-trace-bytes
+  std::size_t max_line_bytes = kMaxTraceLineBytes;  // replay --max-line-bytes
   // fuzz
   double seconds = 10;          // time limit per run (without --sequences)
   std::uint64_t sequences = 0;  // sequences per policy (0: until --seconds)
@@ -50,13 +62,44 @@ struct Options {
 std::optional<std::string> read_text(const std::string& path, std::size_t max_bytes,
                                      std::string& error);
 
-/// Input limits of the command (the library's own limits apply on top).
-inline constexpr std::size_t kMaxEnvelopeFileBytes = 1 << 20;
-inline constexpr std::size_t kMaxContextBytes = 1 << 20;
-inline constexpr std::size_t kMaxTraceBytes = std::size_t{1} << 30;
-inline constexpr std::size_t kMaxTraceLineDepth = 64;
+/// The lines of a file or of stdin, read in chunks of 64 KiB: memory follows the longest line
+/// kept (at most `max_line_bytes`), never the input's size or the limits.
+class LineReader {
+ public:
+  enum class Result {
+    Line,      ///< a line, without its '\n' (a '\r' before it is kept)
+    TooLong,   ///< a line of more than max_line_bytes: read to its end and dropped
+    End,       ///< no more input
+    TooLarge,  ///< the input passed max_total_bytes (error() says so); nothing more is read
+    Failed     ///< a read failed (error() says why)
+  };
+  LineReader(std::size_t max_line_bytes, std::size_t max_total_bytes)
+      : max_line_(max_line_bytes), max_total_(max_total_bytes) {}
+  ~LineReader();
+  LineReader(const LineReader&) = delete;
+  LineReader& operator=(const LineReader&) = delete;
+  /// Opens `path` ("-" or empty: stdin; else a regular file, by open_regular_file()); false
+  /// with error() set, also for a file already larger than max_total_bytes.
+  bool open(const std::string& path);
+  /// The next line into `line` (empty unless Line).
+  Result next(std::string& line);
+  const std::string& error() const { return error_; }
+
+ private:
+  bool fill();  // reads the next chunk; false at the end, on a failure or past the limit
+  std::size_t max_line_, max_total_;
+  std::string name_, error_;
+  int fd_ = -1;
+  bool owned_ = false;  // fd_ is closed by the destructor (not stdin)
+  bool failed_ = false;
+  std::vector<char> chunk_;
+  std::size_t pos_ = 0, len_ = 0, total_ = 0;
+};
 /// Compiles paths, prints diagnostics to stderr (text or JSON), returns the bundle or nullopt.
-std::optional<Bundle> load(const std::vector<std::string>& paths, const Options& options);
+/// Without `analyze` only the tables are built (CompileOptions::analyze): the commands that
+/// decide leave the proofs and findings to `recourse check`.
+std::optional<Bundle> load(const std::vector<std::string>& paths, const Options& options,
+                           bool analyze = true);
 /// A top-level member of a JSON object's text: its key as a parser reads it (escapes resolved)
 /// and the [begin, end) offsets of its value's exact text, so a trace's envelope reaches the
 /// envelope reader byte for byte (duplicate keys, huge numbers and all).

@@ -77,7 +77,7 @@ int run_check(const Options& o) {
 }
 
 int run_decide(const Options& o, bool explain) {
-  auto bundle = load(o.policies, o);
+  auto bundle = load(o.policies, o, false);
   if (!bundle) return 1;
   Envelope envelope;
   Context context;

@@ -1,7 +1,13 @@
 // Input helpers of the command: reading files or stdin, loading a bundle, printing diagnostics.
 #include <fmt/format.h>
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -16,10 +22,12 @@ std::optional<std::string> read_text(const std::string& path, std::size_t max_by
   const bool stdin_input = path.empty() || path == "-";
   std::optional<std::string> text;
   if (stdin_input) {
-    // Read at most one byte past the limit, so an endless input cannot exhaust memory.
-    text.emplace(max_bytes + 1, '\0');
-    std::cin.read(text->data(), static_cast<std::streamsize>(text->size()));
-    text->resize(static_cast<std::size_t>(std::cin.gcount()));
+    // In chunks, at most one byte past the limit: memory follows the input, and an endless
+    // input cannot exhaust it.
+    text.emplace();
+    char chunk[1 << 16];
+    while (text->size() <= max_bytes && std::cin.read(chunk, sizeof chunk).gcount() > 0)
+      text->append(chunk, static_cast<std::size_t>(std::cin.gcount()));
   } else if (!(text = read_regular_file(path, max_bytes, error))) {
     error = fmt::format("{} {}", path, error);
     return std::nullopt;
@@ -29,6 +37,84 @@ std::optional<std::string> read_text(const std::string& path, std::size_t max_by
     return std::nullopt;
   }
   return text;
+}
+
+LineReader::~LineReader() {
+  if (owned_) ::close(fd_);
+}
+
+bool LineReader::open(const std::string& path) {
+  const bool stdin_input = path.empty() || path == "-";
+  name_ = stdin_input ? "stdin" : path;
+  if (stdin_input) {
+    fd_ = STDIN_FILENO;
+    return true;
+  }
+  std::string why;
+  fd_ = open_regular_file(path, why);
+  if (fd_ < 0) {
+    error_ = fmt::format("{} {}", path, why);
+    return false;
+  }
+  owned_ = true;
+  struct stat st {};
+  if (::fstat(fd_, &st) == 0 && static_cast<std::uint64_t>(st.st_size) > max_total_) {
+    error_ = fmt::format("{} is larger than {} bytes", path, max_total_);
+    return false;
+  }
+  return true;
+}
+
+bool LineReader::fill() {
+  if (failed_) return false;
+  chunk_.resize(1 << 16);
+  for (;;) {
+    const ssize_t n = ::read(fd_, chunk_.data(), chunk_.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      error_ = fmt::format("{} cannot be read: {}", name_, std::strerror(errno));
+      failed_ = true;
+      return false;
+    }
+    pos_ = 0;
+    len_ = static_cast<std::size_t>(n);
+    total_ += len_;
+    if (total_ > max_total_) {
+      error_ = fmt::format("{} is larger than {} bytes", name_, max_total_);
+      failed_ = true;
+      return false;
+    }
+    return n > 0;
+  }
+}
+
+LineReader::Result LineReader::next(std::string& line) {
+  line.clear();
+  bool any = false, too_long = false;
+  for (;;) {
+    if (pos_ == len_ && !fill()) {
+      if (failed_) return total_ > max_total_ ? Result::TooLarge : Result::Failed;
+      if (!any) return Result::End;
+      break;  // the last line, without a newline
+    }
+    any = true;
+    const char* begin = chunk_.data() + pos_;
+    const void* newline = std::memchr(begin, '\n', len_ - pos_);
+    const std::size_t n =
+        newline ? static_cast<std::size_t>(static_cast<const char*>(newline) - begin) : len_ - pos_;
+    if (!too_long && line.size() + n > max_line_) {
+      too_long = true;
+      line.clear();
+      line.shrink_to_fit();
+    }
+    if (!too_long) line.append(begin, n);
+    pos_ += n;
+    if (newline) {
+      ++pos_;
+      break;
+    }
+  }
+  return too_long ? Result::TooLong : Result::Line;
 }
 
 namespace {
@@ -171,8 +257,11 @@ bool DecisionLogFile::close() {
   return static_cast<bool>(out_);
 }
 
-std::optional<Bundle> load(const std::vector<std::string>& paths, const Options& options) {
-  CompileResult r = compile_paths(paths);
+std::optional<Bundle> load(const std::vector<std::string>& paths, const Options& options,
+                           bool analyze) {
+  CompileOptions compile;
+  compile.analyze = analyze;
+  CompileResult r = compile_paths(paths, compile);
   if (!r.diagnostics.empty()) print_diagnostics(r.diagnostics, options.format, std::cerr);
   if (!r.ok() || has_errors(r.diagnostics, options.strict)) return std::nullopt;
   return std::move(r.bundle);

@@ -89,6 +89,12 @@ int main(int argc, char** argv) {
   replay->add_option("trace", o.paths, "trace file, one {\"tool\",\"envelope\",\"context\"} a line")
       ->required();
   log(replay);
+  replay
+      ->add_option("--max-line-bytes", o.max_line_bytes,
+                   "longest trace line read; a longer one is a bad line")
+      ->capture_default_str();
+  replay->add_option("--max-trace-bytes", o.max_trace_bytes, "largest trace read")
+      ->capture_default_str();
 
   auto* ledger = app.add_subcommand("ledger", "list or show side-effect ledger entries");
   common(ledger);

@@ -12,7 +12,6 @@
 #include <iostream>
 #include <map>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
 #include "cli.hpp"
 #include "trace.hpp"
@@ -34,12 +33,11 @@ std::string delay_text(const Decision& d) {
 }  // namespace
 
 int run_replay(const Options& o) {
-  auto bundle = load(o.policies, o);
+  auto bundle = load(o.policies, o, false);
   if (!bundle) return 1;
   if (o.paths.empty()) return std::cerr << "error: replay needs a trace file (JSONL)\n", 1;
-  std::string error;
-  auto text = read_text(o.paths.front(), kMaxTraceBytes, error);
-  if (!text) return std::cerr << "error: " << error << "\n", 1;
+  LineReader reader(o.max_line_bytes, o.max_trace_bytes);
+  if (!reader.open(o.paths.front())) return std::cerr << "error: " << reader.error() << "\n", 1;
 
   DecisionLogFile log;
   if (!log.open(o.log)) return 1;
@@ -47,13 +45,36 @@ int run_replay(const Options& o) {
   if (!o.state.empty() && !(store = open_state(o.state))) return 1;
   TraceState state(*bundle, store);
   Summary sum;
-  json rows = json::array();
+  // JSON: {"decisions": [...], "summary": {...}} as dump(2) writes it, one decision at a time.
+  auto indented = [](const json& value, const char* indent) {
+    std::string text = value.dump(2, ' ', false, json::error_handler_t::replace), out;
+    for (std::size_t at = 0, end; at < text.size(); at = end + 1) {
+      end = std::min(text.find('\n', at), text.size());
+      out += (at ? std::string("\n") + indent : std::string()) + text.substr(at, end - at);
+    }
+    return out;
+  };
+  if (o.format == Format::Json) std::cout << "{\n  \"decisions\": [";
+  bool first_row = true, failed = false;
   if (o.format == Format::Text)
     std::cout << fmt::format("{:>4}  {:<26} {:<16} {:>3} {:<9} {:>8}  {:<22} {}\n", "#", "tool",
                              "code", "att", "route", "delay", "rule", "warnings");
-  std::istringstream in(*text);
   std::string raw;
-  for (int number = 1; std::getline(in, raw); ++number) {
+  for (int number = 1;; ++number) {
+    const LineReader::Result read = reader.next(raw);
+    if (read == LineReader::Result::End) break;
+    if (read == LineReader::Result::TooLarge || read == LineReader::Result::Failed) {
+      std::cerr << "error: " << reader.error() << "\n";
+      failed = true;
+      break;
+    }
+    if (read == LineReader::Result::TooLong) {
+      std::cerr << fmt::format(
+          "{}:{}: error: trace line is longer than {} bytes (--max-line-bytes)\n", o.paths.front(),
+          number, o.max_line_bytes);
+      ++sum.bad;
+      continue;
+    }
     if (raw.find_first_not_of(" \t\r") == std::string::npos) continue;
     auto line =
         parse_trace_line(raw, fmt::format("{}:{}", o.paths.front(), number), *bundle, o.from);
@@ -76,8 +97,10 @@ int run_replay(const Options& o) {
     if (!d.exhausted.empty()) ++sum.exhausted[std::string(d.exhausted)];
     if (line->envelope.retryable.value_or(false) && d.route != Route::Retry) ++sum.retries_avoided;
     if (o.format == Format::Json) {
-      rows.push_back(
-          {{"line", number}, {"tool", c.tool}, {"workflow", c.workflow_id}, {"decision", out}});
+      const json row = {
+          {"line", number}, {"tool", c.tool}, {"workflow", c.workflow_id}, {"decision", out}};
+      std::cout << (first_row ? "\n    " : ",\n    ") << indented(row, "    ");
+      first_row = false;
       continue;
     }
     std::string kinds;
@@ -96,10 +119,9 @@ int run_replay(const Options& o) {
                     {"retriesAvoided", sum.retries_avoided},
                     {"exhausted", sum.exhausted},
                     {"warnings", sum.warnings}};
-    std::cout << json{{"decisions", rows}, {"summary", summary}}.dump(
-                     2, ' ', false, json::error_handler_t::replace)
-              << "\n";
-    return sum.bad > 0 || !log.close() ? 1 : 0;
+    std::cout << (first_row ? "]" : "\n  ]") << ",\n  \"summary\": " << indented(summary, "  ")
+              << "\n}\n";
+    return failed || sum.bad > 0 || !log.close() ? 1 : 0;
   }
   auto list = [](const std::map<std::string, int>& m) {
     std::string s;
@@ -113,7 +135,7 @@ int run_replay(const Options& o) {
                            sum.retries_avoided)
             << "budgets exhausted:" << list(sum.exhausted) << "\n"
             << "warnings:" << list(sum.warnings) << "\n";
-  return sum.bad > 0 || !log.close() ? 1 : 0;
+  return failed || sum.bad > 0 || !log.close() ? 1 : 0;
 }
 
 }  // namespace recourse::cli

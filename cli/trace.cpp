@@ -50,6 +50,9 @@ std::optional<TraceLine> parse_trace_line(const std::string& text, const std::st
         "\"outcome\": \"success\"}");
   const RawMember* context = find_member(members, "context");
   if (context && !entry["context"].is_object()) return bad("context is not an object");
+  if (context && context->end - context->begin > kMaxContextBytes)
+    return bad(fmt::format("context is {} bytes; the limit is {}", context->end - context->begin,
+                           kMaxContextBytes));
   std::string ctx = context ? std::string(raw_text(context)) : "{}";
   // The line's tool and now fill the context's tool and nowMs when it has none.
   const std::vector<RawMember> given = raw_members(ctx);

@@ -169,10 +169,52 @@ def adapters():
         write("fuzz_adapters", bytes([mode, (i * 5) % 16]) + text.encode(), 70)
 
 
+def context():
+    """fuzz_context: a mode byte (0 a context, 1 lines for the line reader, 2 trace lines), then
+    the text."""
+    clear("fuzz_context")
+    seen = []
+    for path in sorted(glob.glob(os.path.join(ROOT, "rules", "traces", "*.jsonl"))):
+        seen += raw_members(open(path, encoding="utf-8").read(), "context")
+    seen += raw_members(open(os.path.join(ROOT, "tests", "cases", "cases.json"), encoding="utf-8").read(), "context")
+    for text in list(dict.fromkeys(seen))[:16]:
+        write("fuzz_context", b"\x00" + text.encode(), 60)
+    hostile = [
+        '{"sideEffect": "none", "sideEffect": "committed"}',
+        '{"side\\u0045ffect": "none", "sideEffect": "none"}',
+        '{"tool": "t", "arguments": [{"a": 1, "a": 2}]}',
+        '{"attempt": 0}', '{"attempt": -1}', '{"attempt": 1000000001}', '{"attempt": 1.5}',
+        '{"repairs": -9223372036854775809}', '{"nowMs": 9223372036854775808}',
+        '{"costSpent": 18446744073709551616}', '{"costSpent": 1000000000000000}',
+        '{"elapsedMs": 1e15}', '{"deadlineMs": 1000000000000001}', '{"maxAttempts": null}',
+        '{"lowerRetries": "1"}', '{"repeats": true}', '[]', '{', '{"a": ' * 40 + '1' + '}' * 40,
+    ]
+    for text in hostile:
+        write("fuzz_context", b"\x00" + text.encode(), 60)
+    lines = []
+    for path in sorted(glob.glob(os.path.join(ROOT, "rules", "traces", "*.jsonl"))):
+        lines += [l for l in open(path, encoding="utf-8").read().split("\n") if l][:6]
+    for i in range(0, len(lines), 3):
+        write("fuzz_context", b"\x02" + "\n".join(lines[i:i + 3]).encode(), 60)
+    twice = [
+        '{"tool": "payments.create", "tool": "search.query", "envelope": {"code": "TIMEOUT"}}',
+        '{"tool": "t", "envelope": {}, "context": {"attempt": 2, "attempt": 3}}',
+        '{"tool": "t", "now": -1, "envelope": {}, "context": {"sideEffect": "none"}}',
+        '{"tool": "t", "envelope": {}, "context": {"attempt": 18446744073709551616}}',
+        '{"tool": "t", "outcome": "success", "context": {"workflowId": "w", "nowMs": 1e400}}',
+    ]
+    for text in twice:
+        write("fuzz_context", b"\x02" + text.encode(), 60)
+    for mode, text in [(0x01, "a\nbb\n\nccc"), (0x05, "x" * 10 + "\n" + "y" * 3 + "\n"),
+                       (0x81, "\n\n\r\n"), (0x3d, "one line, no newline")]:
+        write("fuzz_context", bytes([mode]) + text.encode(), 60)
+
+
 if __name__ == "__main__":
     grammar()
     envelope()
     differential()
     adapters()
+    context()
     for t in sorted(os.listdir(CORPUS)):
         print(t, len(os.listdir(os.path.join(CORPUS, t))), "files")

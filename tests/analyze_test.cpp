@@ -174,6 +174,68 @@ TEST_CASE("analyze: questions beyond CompileOptions::max_analysis_work are W109,
   CHECK(decided.diagnostics[0].code == "W101");
 }
 
+TEST_CASE("analyze: a question past CompileOptions::max_cover_splits is W109 naming the option",
+          "[analyze][limits]") {
+  // Rule b's reachability splits its two codes on rule a's row once.
+  const std::string text =
+      "policy \"p\" {\n  rule a when code == TIMEOUT -> escalate\n  rule b when code in "
+      "[TIMEOUT, TRANSIENT] -> stop\n  default -> stop\n}\n";
+  const auto decided = recourse::compile({{"p.recourse", text}});
+  REQUIRE(decided.ok());
+  CHECK(decided.diagnostics.empty());
+  recourse::CompileOptions none;
+  none.max_cover_splits = 0;
+  const auto open = recourse::compile({{"p.recourse", text}}, none);
+  REQUIRE(open.ok());
+  REQUIRE(open.diagnostics.size() == 1);
+  CHECK(open.diagnostics[0].code == "W109");
+  CHECK(open.diagnostics[0].message ==
+        "reachability not decided: the table is too large to analyse");
+  CHECK(open.diagnostics[0].help ==
+        "split the policy, or raise the splits one question may make "
+        "(CompileOptions::max_cover_splits)");
+}
+
+TEST_CASE("analyze: CompileOptions::analyze = false builds the tables and proves nothing",
+          "[analyze]") {
+  const std::string text =
+      "policy \"p\" {\n  rule overflow when code == CONTEXT_OVERFLOW -> retry\n"
+      "  rule a when code == TIMEOUT -> escalate\n  rule b when code == TIMEOUT -> stop\n"
+      "  default -> stop\n}\n";
+  const auto proven = recourse::compile({{"p.recourse", text}});
+  CHECK_FALSE(proven.ok());
+  REQUIRE(find(proven.diagnostics, "E103"));
+  REQUIRE(find(proven.diagnostics, "W101"));
+  recourse::CompileOptions tables;
+  tables.analyze = false;
+  const auto built = recourse::compile({{"p.recourse", text}}, tables);
+  REQUIRE(built.ok());
+  CHECK(built.diagnostics.empty());
+  // The table decides as written; refusing the policy is the analysis' part (recourse check).
+  const auto d = built.bundle->decide(test::envelope(R"({"code":"CONTEXT_OVERFLOW"})"),
+                                      test::context(R"({"tool":"p","sideEffect":"none"})"));
+  CHECK(d.route == recourse::Route::Retry);
+  CHECK(d.rule == "overflow");
+}
+
+TEST_CASE("analyze: overlaps under `hit unique` beyond the work budget are W109", "[analyze]") {
+  const std::string text =
+      "policy \"p\" {\n  hit unique\n  rule a when code == TIMEOUT -> escalate\n"
+      "  rule b when code in [TIMEOUT, TRANSIENT] -> stop\n  default -> stop\n}\n";
+  const auto found = recourse::compile({{"p.recourse", text}});
+  REQUIRE(find(found.diagnostics, "E106"));
+  recourse::CompileOptions none;
+  none.max_analysis_work = 0;
+  const auto open = recourse::compile({{"p.recourse", text}}, none);
+  CHECK_FALSE(find(open.diagnostics, "E106"));
+  bool overlaps_open = false;
+  for (const auto& d : open.diagnostics)
+    overlaps_open |= d.code == "W109" && d.message ==
+                                             "overlaps under `hit unique` not decided: the table "
+                                             "is too large to analyse";
+  CHECK(overlaps_open);
+}
+
 TEST_CASE("analyze: retry rules a hostile server can steer", "[analyze]") {
   auto trusting = test::diagnostics(
       "policy \"p\" {\n  rule r when retryable and not code in [CONTEXT_OVERFLOW] and code is "

@@ -466,6 +466,41 @@ TEST_CASE("check: a file beyond the size limit is E090 at 1:1 with its real size
   fs::remove_all(dir);
 }
 
+TEST_CASE("check: just over a default limit is its diagnostic; at the limit compiles",
+          "[check][limits]") {
+  const recourse::CompileOptions defaults;
+  auto rules = [](std::size_t n) {
+    std::string text = "policy \"p\" {\n";
+    for (std::size_t i = 0; i < n; ++i) text += "rule r" + std::to_string(i) + " -> stop\n";
+    return text + "default -> stop\n}\n";
+  };
+  CHECK(recourse::compile({{"t", rules(defaults.max_rules)}}).ok());
+  auto r = recourse::compile({{"t", rules(defaults.max_rules + 1)}});
+  REQUIRE_FALSE(r.ok());
+  REQUIRE(r.diagnostics.size() == 1);
+  CHECK(r.diagnostics[0].code == "E091");
+  CHECK(r.diagnostics[0].message == "policy has 20001 rules; the limit is 20000");
+
+  auto codes = [](std::size_t n) {
+    std::string text = "policy \"p\" {\n  codes { ";
+    for (std::size_t i = 0; i < n; ++i) text += (i ? ", C" : "C") + std::to_string(i);
+    return text + " }\n  rule r when code == C7 -> stop\n  default -> stop\n}\n";
+  };
+  CHECK(recourse::compile({{"t", codes(defaults.max_codes)}}).ok());
+  r = recourse::compile({{"t", codes(defaults.max_codes + 1)}});
+  REQUIRE_FALSE(r.ok());
+  REQUIRE(r.diagnostics.size() == 1);
+  CHECK(r.diagnostics[0].code == "E095");
+  CHECK(r.diagnostics[0].line == 1);
+  CHECK(r.diagnostics[0].message == "policy declares 20001 codes; the limit is 20000");
+  CHECK(r.diagnostics[0].help == "split the policy, or raise CompileOptions::max_codes");
+
+  const std::string padding(defaults.max_source_bytes, '#');
+  r = recourse::compile({{"t", padding + "\npolicy \"p\" { default -> stop }"}});
+  REQUIRE(r.diagnostics.size() == 1);
+  CHECK(r.diagnostics[0].code == "E090");
+}
+
 TEST_CASE("check: names are not strings; out-of-range and negative durations", "[check]") {
   expect_one(in_policy("  rule r when code == \"TIMEOUT\" -> stop\n  default -> stop"),
              {"E039", 2, 23, "code values are names, not strings: write TIMEOUT", nullptr});

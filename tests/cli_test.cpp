@@ -318,6 +318,78 @@ TEST_CASE("cli: hostile inputs get clear errors, bounded memory", "[cli]") {
   CHECK(test::run(cmd("check " + file + " " + file)).status == 0);
 }
 
+TEST_CASE("cli: replay streams its trace: memory follows the longest line, not the limits",
+          "[cli][limits]") {
+  // An empty trace on stdin used to cost an allocation of the whole 1 GiB limit.
+  auto e = test::run("ulimit -v 400000; " +
+                     cmd("replay --format json --policy " + examples() + " - < /dev/null 2>&1"));
+  INFO(e.out);
+  REQUIRE(e.status == 0);
+  const auto empty = nlohmann::json::parse(e.out);
+  CHECK(empty["decisions"] == nlohmann::json::array());
+  CHECK(empty["summary"]["decisions"] == 0);
+  // A line longer than --max-line-bytes is a bad line; the lines after it are decided.
+  const std::string ok =
+      R"({"tool":"search.query","envelope":{"code":"TIMEOUT"},"context":{"sideEffect":"none"}})";
+  const std::string huge =
+      R"({"tool":"search.query","envelope":{"message":")" + std::string(5000, 'a') + R"("}})";
+  const auto trace = temp_file("long.jsonl", ok + "\n" + huge + "\n" + ok);  // no final newline
+  auto r =
+      test::run(cmd("replay --max-line-bytes 4096 --policy " + examples() + " " + trace + " 2>&1"));
+  INFO(r.out);
+  CHECK(r.status == 1);
+  CHECK_THAT(r.out, Catch::Contains(trace + ":2: error: trace line is longer than 4096 bytes "
+                                            "(--max-line-bytes)"));
+  CHECK_THAT(r.out, Catch::Contains("2 decisions, 0 successes, 1 bad lines"));
+  CHECK(test::run(cmd("replay --policy " + examples() + " " + trace)).status == 0);
+  // A trace larger than --max-trace-bytes: a file is refused before any line, stdin stops there.
+  auto big =
+      test::run(cmd("replay --max-trace-bytes 100 --policy " + examples() + " " + trace + " 2>&1"));
+  CHECK(big.status == 1);
+  CHECK_THAT(big.out, Catch::Contains("error: " + trace + " is larger than 100 bytes"));
+  CHECK_THAT(big.out, !Catch::Contains("decisions"));
+  auto in = test::run(cmd("replay --max-trace-bytes 100 --format json --policy " + examples() +
+                          " - < " + trace + " 2>/dev/null"));
+  CHECK(in.status == 1);
+  CHECK(nlohmann::json::parse(in.out)["summary"]["decisions"] == 0);
+}
+
+TEST_CASE("cli: a trace line's context over 1 MiB is a bad line", "[cli][limits]") {
+  const std::string note(1 << 20, 'n');
+  const auto trace =
+      temp_file("big-context.jsonl",
+                R"({"tool":"search.query","envelope":{"code":"TIMEOUT"},"context":{"note":")" +
+                    note + R"("}})" + "\n");
+  auto r = test::run(cmd("replay --policy " + examples() + " " + trace + " 2>&1"));
+  CHECK(r.status == 1);
+  CHECK_THAT(r.out, Catch::Contains(trace + ":1: error: context is 1048587 bytes; the limit is "
+                                            "1048576"));
+  CHECK_THAT(r.out, Catch::Contains("0 decisions, 0 successes, 1 bad lines"));
+}
+
+TEST_CASE("cli: decide and replay compile the tables only; check proves them", "[cli]") {
+  const auto broken = temp_file("overflow.recourse",
+                                "policy \"p\" {\n  rule overflow when code == CONTEXT_OVERFLOW -> "
+                                "retry\n  default -> stop\n}\n");
+  auto c = test::run(cmd("check " + broken + " 2>&1"));
+  CHECK(c.status == 1);
+  CHECK_THAT(c.out, Catch::Contains("error[E103]"));
+  const auto env = temp_file("overflow.json", R"({"code":"CONTEXT_OVERFLOW"})");
+  const auto ctx = temp_file("overflow-ctx.json", R"({"tool":"p","sideEffect":"none"})");
+  auto d = test::run(
+      cmd("decide --policy " + broken + " --envelope " + env + " --context " + ctx + " 2>&1"));
+  CHECK(d.status == 0);
+  CHECK_THAT(d.out, Catch::Contains(R"("route":"retry")"));
+  CHECK_THAT(d.out, !Catch::Contains("E103"));
+  const auto trace = temp_file(
+      "overflow.jsonl",
+      R"({"tool":"p","envelope":{"code":"CONTEXT_OVERFLOW"},"context":{"sideEffect":"none"}})"
+      "\n");
+  auto t = test::run(cmd("replay --policy " + broken + " " + trace + " 2>&1"));
+  CHECK(t.status == 0);
+  CHECK_THAT(t.out, Catch::Contains("routes: retry 1"));
+}
+
 TEST_CASE("cli: a FIFO where a file is read is refused, never waited on", "[cli]") {
   // Opening a FIFO for reading blocks until a writer comes; `timeout` ends a command that does.
   std::string dir = std::string(std::getenv("TMPDIR") ? std::getenv("TMPDIR") : "/tmp") +

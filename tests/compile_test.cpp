@@ -85,6 +85,21 @@ TEST_CASE(
   check_golden("dnf", p.dump());
 }
 
+TEST_CASE("compile: a dump writes a run of more than 64 cells as first..last", "[compile]") {
+  // `attempt != 7` among many cuts is all but one cell: two runs, not 40,000 names (the dump is
+  // also the text the policy hash is taken of).
+  std::string text = "policy \"p\" {\n";
+  for (int i = 1; i <= 200; ++i)
+    text += "  rule r" + std::to_string(i) + " when attempt == " + std::to_string(i) + " -> stop\n";
+  text += "  rule wide when attempt != 100 -> stop\n  rule few when attempt < 60 -> stop\n";
+  const auto p = test::policy(text + "  default -> stop\n}\n");
+  const std::string dump = p.dump();
+  CHECK_THAT(dump,
+             Catch::Contains(" wide attempt={[-inf,1)..[99,100),[101,102)..[201,+inf)} -> stop"));
+  CHECK_THAT(dump, Catch::Contains(" few attempt={[-inf,1),[1,2),[2,3),"));
+  CHECK_THAT(dump, Catch::Contains(",[58,59),[59,60)} -> stop"));
+}
+
 TEST_CASE("compile: guard rows precede each retry term, in precedence order", "[compile]") {
   const auto p = test::policy(
       "policy \"g\" {\n  rule r when retryable and code != CONTEXT_OVERFLOW -> retry\n  default -> "

@@ -1,7 +1,10 @@
 // Evaluate stage: the meaning of tests on absent values, derived attributes, the budget guards,
 // backoff and jitter, idempotency-key directives, unknown codes and policy selection.
+#include <fmt/format.h>
+
 #include "eval/backoff.hpp"
 #include "support.hpp"
+#include "table/compiled.hpp"
 
 namespace {
 
@@ -374,4 +377,21 @@ TEST_CASE("decide: decision JSON", "[decide]") {
   CHECK_THAT(json, Catch::Contains(R"("kind":"unknown_code")"));
   CHECK_THAT(json, Catch::Contains(R"("kind":"side_effect_assumed")"));
   CHECK_THAT(json, Catch::Contains(R"("traceId":"local-)"));
+}
+
+TEST_CASE("decide: the code index holds 20,000 codes that differ in one byte", "[decide][limits]") {
+  // The index hashes every byte and grows by doubling: a hash of a few bytes put such codes in
+  // one run of slots, and a rebuild on every emplace made 20,000 codes cost seconds to index.
+  std::vector<std::string> names;
+  for (int i = 0; i < 20000; ++i) names.push_back(fmt::format("CODE_{:05}", i));
+  recourse::detail::CodeIndex index;
+  for (std::size_t i = 0; i < names.size(); ++i)
+    index.emplace(names[i], static_cast<std::int64_t>(i));
+  std::size_t found = 0;
+  for (std::size_t i = 0; i < names.size(); ++i)
+    found += index.find(names[i]) == static_cast<std::int64_t>(i);
+  CHECK(found == names.size());
+  CHECK(index.find("CODE_20000") == -1);
+  CHECK(index.find("CODE_0000") == -1);
+  CHECK(index.find("") == -1);
 }

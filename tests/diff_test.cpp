@@ -54,6 +54,19 @@ TEST_CASE("diff: each changed region once, with an example both versions reprodu
   CHECK(pairs == std::vector<std::string>{"a->a", "default->gate:unknown_outcome", "default->t"});
 }
 
+TEST_CASE("diff: a comparison past CompileOptions::max_cover_splits is W109 naming the option",
+          "[diff][limits]") {
+  recourse::CompileOptions none;
+  none.max_cover_splits = 0;
+  const auto r = recourse::diff({"before.recourse", kBefore}, {"after.recourse", kAfter}, {}, none);
+  CHECK_FALSE(r.ok);
+  REQUIRE(r.diagnostics.size() == 1);
+  CHECK(r.diagnostics[0].code == "W109");
+  CHECK(r.diagnostics[0].message == "diff not decided: the tables are too large to compare");
+  CHECK(r.diagnostics[0].help ==
+        "raise the splits one comparison may make (CompileOptions::max_cover_splits)");
+}
+
 TEST_CASE("diff: no change, and what cannot be compared", "[diff]") {
   auto same = recourse::diff({"a", kBefore}, {"b", std::string("# reformatted\n") + kBefore});
   REQUIRE(same.ok);

@@ -166,6 +166,7 @@ struct PolicyInfo {
 struct CompileOptions {
   std::size_t max_source_bytes = 1 << 20;  ///< per file (E090)
   std::size_t max_rules = 20000;           ///< per policy (E091)
+  std::size_t max_codes = 20000;           ///< codes declared per policy, bases' included (E095)
   std::size_t max_depth = 64;              ///< condition nesting (E092)
   std::size_t max_extends_depth = 16;      ///< bases above one policy along `extends` (E033)
   std::size_t max_terms_per_rule = 4096;   ///< DNF terms of one rule's condition (E093)
@@ -175,10 +176,22 @@ struct CompileOptions {
   /// cells (2 bytes each); a table with more, or with more than 65,535 rows, uses bitsets.
   std::size_t direct_table_max_entries = 1 << 16;
   std::int64_t attempt_ceiling = 10;  ///< no policy may allow more attempts (gRPC clamps at 5)
-  /// Row tests the analysis may spend on all the coverage questions of one policy (shadowed
-  /// rules, invariants, assertions); about a second. The questions left beyond it are reported
-  /// as W109, not decided. 10,000 random rules need about 2^28 to finish.
+  /// Work the analysis may spend on all the coverage questions of one policy (shadowed rules,
+  /// invariants, assertions, `hit unique` overlaps), in units of a row test (8 words of a row, or
+  /// of the matcher's bitsets read, cost one); about a second. The questions left beyond it are
+  /// reported as W109, not decided. 10,500 random rules (1 MiB of them) need about 2^30.
   std::size_t max_analysis_work = std::size_t{1} << 26;
+  /// Splits one coverage question of the analysis (or of diff()) may make: each cuts a part of
+  /// the question's cube in two on one column and keeps one more part to cover, so this bounds
+  /// one question's time and memory as max_analysis_work bounds all of them. A question that
+  /// needs more is reported as W109, not decided.
+  std::size_t max_cover_splits = 200000;
+  /// Whether compile() and compile_paths() also analyse each table: the proofs of the
+  /// invariants and assertions (E101-E104, E120), E016, E106 and the findings (W101-W109).
+  /// Without it the tables are built and nothing is proven, for a host that checks its policies
+  /// ahead (`recourse check` in CI) and loads them on a hot path; `recourse decide`, `explain`
+  /// and `replay` compile so.
+  bool analyze = true;
 };
 
 /// A compiled policy: immutable and thread-safe. Copying shares the compiled form.
@@ -259,6 +272,14 @@ CompileResult compile(const std::vector<Source>& sources, const CompileOptions& 
 /// diagnostics (E000). Never throws.
 CompileResult compile_paths(const std::vector<std::string>& paths,
                             const CompileOptions& options = {});
+
+/// Opens the regular file at `path` for reading, as read_regular_file() does (O_NONBLOCK, then
+/// fstat(), so a FIFO, socket, device or directory is refused without blocking): the file
+/// descriptor, which the caller closes, or -1 with `error` set to the same phrases. For readers
+/// that stream a file instead of holding it (`recourse replay`'s trace). `size`, when given, is
+/// set to the file's size in bytes (fstat()'s). Never throws.
+int open_regular_file(const std::string& path, std::string& error,
+                      std::uint64_t* size = nullptr) noexcept;
 
 /// Reads the regular file at `path` as compile_paths() reads a policy file, at most `max_bytes`
 /// + 1 bytes (one past the limit, so the caller can tell an oversized file; memory follows the

@@ -25,18 +25,26 @@
 namespace recourse::detail {
 namespace {
 
-// W109's help: what leaves a question open, and how to decide it.
-constexpr const char* kOpenHelp =
-    "split the policy, or raise the analysis budget (recourse check --analysis-work N, "
-    "CompileOptions::max_analysis_work)";
+// W109's help: what left a question open, and how to decide it.
+const char* open_help(const Open& open) {
+  return open.splits ? "split the policy, or raise the splits one question may make "
+                       "(CompileOptions::max_cover_splits)"
+                     : "split the policy, or raise the analysis budget (recourse check "
+                       "--analysis-work N, CompileOptions::max_analysis_work)";
+}
 // Shadowing rules a W101 names before it says how many more there are.
 constexpr std::size_t kNamesListed = 8;
 
 class Analyzer {
  public:
-  Analyzer(const Compiled& p, const Sources& sources, std::size_t max_work,
-           std::vector<Diagnostic>& out)
-      : p_(p), t_(p.table), sources_(sources), out_(out), work_(max_work) {}
+  Analyzer(const Compiled& p, const Sources& sources, Budget budget, std::vector<Diagnostic>& out)
+      : p_(p), t_(p.table), sources_(sources), out_(out), budget_(budget) {
+    run_last_.assign((t_.rows.size() + 63) / 64, 0);
+    for (std::size_t r = 0; r < t_.rows.size(); ++r)
+      if (r + 1 == t_.rows.size() ||
+          t_.actions[t_.rows[r].action].rule != t_.actions[t_.rows[r + 1].action].rule)
+        run_last_[r / 64] |= std::uint64_t{1} << (r % 64);
+  }
 
   void run() {
     for (std::size_t a = 0; a < p_.spec.assertions.size(); ++a)
@@ -56,9 +64,12 @@ class Analyzer {
     detail::report(out_, sources_, pos, severity, code, std::move(message), std::move(help));
   }
 
-  // The first input of `x` reaching row `r`, realized; or nullopt. Throws Open.
+  // The first input of `x` reaching row `r`, realized; or nullopt. Throws Open. Most questions
+  // are answered "covered", which the rows nearest r settle; the first input in table order is
+  // looked for only when there is one.
   std::optional<std::pair<Cube, std::optional<Input>>> reach(const Cube& x, std::size_t r) {
-    auto rest = uncovered(t_, x, r, &work_);
+    if (covered(t_, x, r, budget_)) return std::nullopt;
+    auto rest = uncovered(t_, x, r, budget_);
     if (!rest) return std::nullopt;
     return std::make_pair(*rest, realize(p_, *rest));
   }
@@ -99,9 +110,9 @@ class Analyzer {
           return;  // one counterexample per assertion
         }
       }
-    } catch (const Open&) {
+    } catch (const Open& open) {
       report(Severity::Warning, "W109", a.pos,
-             "assertion not decided: the table is too large to analyse", kOpenHelp);
+             "assertion not decided: the table is too large to analyse", open_help(open));
     }
   }
 
@@ -116,9 +127,6 @@ class Analyzer {
   void unreachable_rules() {
     std::size_t first = 0;
     const std::vector<std::uint32_t> order = rule_order(p_.spec);
-    named_.assign(p_.spec.rules.size(), false);
-    place_.assign(p_.spec.rules.size(), 0);
-    for (std::uint32_t i = 0; i < order.size(); ++i) place_[order[i]] = i;
     try {
       // Rows come in runs, one per rule, in the table's rule order.
       for (std::uint32_t rule : order) {
@@ -131,13 +139,17 @@ class Analyzer {
                  "a test contradicts another (e.g. code == A and code == B)");
           continue;
         }
-        std::optional<Cube> gap;
-        for (std::size_t r = first; r < end && !gap; ++r)
-          gap = uncovered(t_, t_.rows[r].cube, first, &work_);
-        const bool reachable = gap.has_value();
+        // Reachable when some row of the rule is not covered by the rows before the rule: the
+        // rows nearest it settle most (covered()); the input E016 shows is the first gap in
+        // table order.
+        std::size_t open_row = end;
+        for (std::size_t r = first; r < end && open_row == end; ++r)
+          if (!covered(t_, t_.rows[r].cube, first, budget_)) open_row = r;
+        const bool reachable = open_row < end;
         if (spec.name == "default" && p_.spec.implicit_default) {
           if (reachable) {
-            const auto in = realize(p_, *gap);
+            const auto gap = uncovered(t_, t_.rows[open_row].cube, first, budget_);
+            const auto in = gap ? realize(p_, *gap) : std::nullopt;
             report(Severity::Error, "E016", spec.pos,
                    "policy '" + p_.spec.name +
                        "' has no default route, and its rules leave inputs undecided",
@@ -148,25 +160,25 @@ class Analyzer {
           continue;
         }
         if (!reachable) {
-          // The rules of the rows meeting this rule's, once each, in table order (a rule's rows
-          // are one run, in the order rule_order() gives).
-          std::vector<std::uint32_t> by;
-          for (std::size_t k = first; k < end; ++k)
-            for (std::size_t r : meeting(t_, t_.rows[k].cube, first)) {
-              const std::uint32_t rule_of_r = t_.actions[t_.rows[r].action].rule;
-              if (!named_[rule_of_r]) by.push_back(rule_of_r);
-              named_[rule_of_r] = true;
-            }
-          std::sort(by.begin(), by.end(),
-                    [&](std::uint32_t a, std::uint32_t b) { return place_[a] < place_[b]; });
-          std::string names;  // the first kNamesListed, then how many more
-          for (std::size_t i = 0; i < by.size(); ++i) {
-            named_[by[i]] = false;
-            if (i < kNamesListed)
-              names += (names.empty() ? "'" : ", '") + p_.spec.rules[by[i]].name + "'";
+          // The rules of the rows meeting this rule's, once each, in table order: a rule's rows
+          // are one run, in the order rule_order() gives, so each rule counts at its run's end.
+          std::vector<std::uint64_t> meet((first + 63) / 64, 0);
+          for (std::size_t k = first; k < end; ++k) {
+            const std::vector<std::uint64_t> m = meeting(t_, t_.rows[k].cube, first, budget_);
+            for (std::size_t w = 0; w < meet.size(); ++w) meet[w] |= m[w];
           }
-          if (by.size() > kNamesListed)
-            names += fmt::format(" and {} more rules", by.size() - kNamesListed);
+          const std::vector<std::uint64_t> by = runs_met(meet, first);
+          std::size_t count = 0;
+          std::string names;  // the first kNamesListed, then how many more
+          for (std::size_t w = 0; w < by.size(); ++w)
+            for (std::uint64_t bits = by[w]; bits; bits &= bits - 1, ++count) {
+              if (count >= kNamesListed) continue;
+              const std::size_t r = w * 64 + static_cast<std::size_t>(__builtin_ctzll(bits));
+              names += (names.empty() ? "'" : ", '") +
+                       p_.spec.rules[t_.actions[t_.rows[r].action].rule].name + "'";
+            }
+          if (count > kNamesListed)
+            names += fmt::format(" and {} more rules", count - kNamesListed);
           if (spec.name == "default")
             report(Severity::Warning, "W105", spec.pos,
                    "the default is never reached: the rules decide every input",
@@ -179,14 +191,35 @@ class Analyzer {
         }
         first = end;
       }
-    } catch (const Open&) {
+    } catch (const Open& open) {
       report(Severity::Warning, "W109", p_.spec.pos,
-             "reachability not decided: the table is too large to analyse", kOpenHelp);
+             "reachability not decided: the table is too large to analyse", open_help(open));
     }
   }
 
+  // The rows of `meet` (a bitset over rows [0, first), where a rule's rows end) as one bit per
+  // rule met, at the last row of its run. A run's bits, less its last, are ones in S = ~last;
+  // adding the run's met rows to them carries a one into its last row exactly when some row is
+  // met, and stops there (Warren, "Hacker's Delight", chapter 2: propagating bits by addition).
+  std::vector<std::uint64_t> runs_met(const std::vector<std::uint64_t>& meet,
+                                      std::size_t first) const {
+    std::vector<std::uint64_t> out(meet.size());
+    bool carry = false;
+    for (std::size_t w = 0; w < meet.size(); ++w) {
+      const std::uint64_t last = run_last_[w], s = ~last, m = meet[w];
+      std::uint64_t sum;
+      bool c1 = __builtin_add_overflow(s, m & s, &sum);
+      const bool c2 = __builtin_add_overflow(sum, std::uint64_t{carry}, &sum);
+      carry = c1 || c2;
+      out[w] = ((sum & last) | (m & last));
+    }
+    if (first % 64 && !out.empty()) out.back() &= (std::uint64_t{1} << (first % 64)) - 1;
+    return out;
+  }
+
   // E106 under `hit unique`: two rules with different routes that one input matches. Only the
-  // rules' own rows count (guard rows are the engine's, not the author's choice).
+  // rules' own rows count (guard rows are the engine's, not the author's choice). The pairs are
+  // found by the matcher's bitsets, each row's work counted; beyond the budget, W109.
   void overlaps() {
     const std::size_t last = p_.spec.rules.size() - 1;  // the default
     auto own = [&](std::size_t r) {
@@ -194,15 +227,29 @@ class Analyzer {
       return a.rule != last && a.label == p_.spec.rules[a.rule].name;
     };
     std::set<std::pair<std::uint32_t, std::uint32_t>> seen;
-    for (std::size_t i = 0; i < t_.rows.size(); ++i) {
-      if (!own(i)) continue;
-      for (std::size_t j = i + 1; j < t_.rows.size(); ++j) {
-        if (!own(j)) continue;
+    try {
+      for (std::size_t i = 0; i < t_.rows.size(); ++i)
+        if (own(i)) overlaps_of(i, own, seen);
+    } catch (const Open& open) {
+      report(Severity::Warning, "W109", p_.spec.pos,
+             "overlaps under `hit unique` not decided: the table is too large to analyse",
+             open_help(open));
+    }
+  }
+
+  template <typename Own>
+  void overlaps_of(std::size_t i, const Own& own,
+                   std::set<std::pair<std::uint32_t, std::uint32_t>>& seen) {
+    const std::vector<std::uint64_t> meet = meeting(t_, t_.rows[i].cube, t_.rows.size(), budget_);
+    for (std::size_t w = (i + 1) / 64; w < meet.size(); ++w)
+      for (std::uint64_t bits = meet[w]; bits; bits &= bits - 1) {
+        const std::size_t j = w * 64 + static_cast<std::size_t>(__builtin_ctzll(bits));
+        if (j <= i || !own(j)) continue;
+        if (budget_.work == 0) throw Open{};
+        --budget_.work;
         const RowAction& a = t_.actions[t_.rows[i].action];
         const RowAction& b = t_.actions[t_.rows[j].action];
-        if (a.rule == b.rule || a.action.route == b.action.route ||
-            !intersects(t_.rows[i].cube, t_.rows[j].cube))
-          continue;
+        if (a.rule == b.rule || a.action.route == b.action.route) continue;
         const auto key = std::minmax(a.rule, b.rule);
         if (!seen.insert(key).second) continue;
         const RuleSpec& first = p_.spec.rules[key.first];
@@ -216,7 +263,6 @@ class Analyzer {
                 to_string(second.action.route)),
             in ? "e.g. " + input_json(*in) : std::string("narrow one of them"));
       }
-    }
   }
 
   // W103 / W104: retry rules a hostile server steers.
@@ -266,17 +312,18 @@ class Analyzer {
   const Table& t_;
   const Sources& sources_;
   std::vector<Diagnostic>& out_;
-  std::size_t work_;                  // rows the coverage questions may still test
-  std::vector<bool> named_;           // unreachable_rules(): rules listed for the current one
-  std::vector<std::uint32_t> place_;  // unreachable_rules(): a rule's position in rule_order()
+  Budget budget_;                        // what the coverage questions may still spend
+  std::vector<std::uint64_t> run_last_;  // bit r: row r is the last of its rule's rows
   std::set<std::uint32_t> reported_;
 };
 
 }  // namespace
 
-void analyze(const Compiled& policy, const Sources& sources, std::size_t max_work,
+void analyze(const Compiled& policy, const Sources& sources, const CompileOptions& options,
              std::vector<Diagnostic>& diagnostics) {
-  Analyzer(policy, sources, max_work, diagnostics).run();
+  Analyzer(policy, sources, Budget{options.max_analysis_work, options.max_cover_splits},
+           diagnostics)
+      .run();
 }
 
 }  // namespace recourse::detail

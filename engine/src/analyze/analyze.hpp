@@ -16,9 +16,10 @@ namespace recourse::detail {
 /// E120 with a counterexample input that `recourse decide` reproduces), and reports unreachable
 /// rules (W101), retry rules a server can steer into retrying permanent failures (W103) and retry
 /// rules that trust `retryable` without looking at `code` (W104). `sources` are the texts
-/// the policy's positions point into. `max_work` bounds the row tests of all the coverage
-/// questions (CompileOptions::max_analysis_work); the questions left beyond it are W109.
-void analyze(const Compiled& policy, const Sources& sources, std::size_t max_work,
+/// the policy's positions point into. `options` bound the work of all the coverage questions
+/// (CompileOptions::max_analysis_work) and the splits of each (max_cover_splits); a question
+/// left open beyond them is W109, naming the option that stopped it.
+void analyze(const Compiled& policy, const Sources& sources, const CompileOptions& options,
              std::vector<Diagnostic>& diagnostics);
 
 }  // namespace recourse::detail

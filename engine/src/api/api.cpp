@@ -8,7 +8,9 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
+#include <tuple>
 
 #include "analyze/analyze.hpp"
 #include "check/check.hpp"
@@ -65,13 +67,12 @@ namespace {
 namespace fs = std::filesystem;
 
 // Drops repeated diagnostics: a base's findings reappear when a policy extending it is checked.
+// The first of each stays, in order.
 void drop_repeats(std::vector<Diagnostic>& diagnostics) {
+  std::set<std::tuple<std::string, std::string, std::uint32_t, std::uint32_t, std::string>> seen;
   std::vector<Diagnostic> kept;
   for (auto& d : diagnostics)
-    if (std::none_of(kept.begin(), kept.end(), [&](const Diagnostic& k) {
-          return k.code == d.code && k.file == d.file && k.line == d.line && k.column == d.column &&
-                 k.message == d.message;
-        }))
+    if (seen.emplace(d.code, d.file, d.line, d.column, d.message).second)
       kept.push_back(std::move(d));
   diagnostics = std::move(kept);
 }
@@ -104,7 +105,7 @@ CompileResult compile_sources(const std::vector<Source>& given, const CompileOpt
         if (!table) continue;
         auto compiled =
             detail::Compiled::make(std::move(spec), std::move(*table), options.attempt_ceiling);
-        if (analyse) detail::analyze(*compiled, refs, options.max_analysis_work, out.diagnostics);
+        if (analyse) detail::analyze(*compiled, refs, options, out.diagnostics);
         policies.push_back(BundleBuilder::wrap(std::move(compiled)));
       }
     }
@@ -123,7 +124,7 @@ CompileResult compile_sources(const std::vector<Source>& given, const CompileOpt
 }  // namespace detail
 
 CompileResult compile(const std::vector<Source>& sources, const CompileOptions& options) {
-  return detail::compile_sources(sources, options, false, true);
+  return detail::compile_sources(sources, options, false, options.analyze);
 }
 
 CompileResult compile_paths(const std::vector<std::string>& paths, const CompileOptions& options) {
@@ -157,7 +158,7 @@ CompileResult compile_paths(const std::vector<std::string>& paths, const Compile
       unreadable_path(path, "no such file or directory");
     }
   }
-  CompileResult out = detail::compile_sources(sources, options, true, true);
+  CompileResult out = detail::compile_sources(sources, options, true, options.analyze);
   if (!unreadable.empty()) {
     out.bundle.reset();
     out.diagnostics.insert(out.diagnostics.begin(), unreadable.begin(), unreadable.end());

@@ -6,6 +6,7 @@
 // policy is then lowered (lower.cpp): its guards and invariants synthesized.
 #include "check/check.hpp"
 
+#include <algorithm>
 #include <cstdlib>
 #include <map>
 #include <set>
@@ -113,8 +114,8 @@ std::optional<bool> Checker::boolean(const ast::Value& v) {
 
 std::optional<std::int64_t> Checker::code_id(const ast::Value& v, const PolicySpec& spec) {
   if (v.kind == Kind::Ident) {
-    for (std::size_t i = 0; i < spec.codes.size(); ++i)
-      if (spec.codes[i] == v.text) return static_cast<std::int64_t>(i);
+    const auto it = code_ids_.find(v.text);
+    if (it != code_ids_.end()) return it->second;
   }
   // A name may be a code yet to declare; a number never is one.
   std::string help = did_you_mean(v.text, spec.codes);
@@ -267,6 +268,18 @@ std::optional<Cond> Checker::condition(const ast::Expr& e, const PolicySpec& spe
       ok = false;
   }
   if (!ok) return std::nullopt;
+  if (c.op == Op::InList) {  // sorted, once each, for eval_test()'s binary search
+    const bool strings = ai.type == Type::String;
+    auto less = [&](const Constant& a, const Constant& b) {
+      return strings ? a.str < b.str : a.num < b.num;
+    };
+    std::sort(c.values.begin(), c.values.end(), less);
+    c.values.erase(std::unique(c.values.begin(), c.values.end(),
+                               [&](const Constant& a, const Constant& b) {
+                                 return !less(a, b) && !less(b, a);
+                               }),
+                   c.values.end());
+  }
   return c;
 }
 
@@ -305,18 +318,28 @@ PolicySpec Checker::check_policy(const ast::Policy& p) {
   spec.file = file_.path;
   spec.pos = p.pos;
   if (p.name.empty()) error("E038", p.name_pos, "a policy needs a name");
-  for (auto c : kBuiltinCodes) spec.codes.emplace_back(c);
+  code_ids_.clear();
+  for (auto c : kBuiltinCodes) {
+    code_ids_.emplace(c, static_cast<std::int64_t>(spec.codes.size()));
+    spec.codes.emplace_back(c);
+  }
   for (const auto& c : p.codes) {
-    if (std::find(spec.codes.begin(), spec.codes.end(), c.text) != spec.codes.end())
+    if (code_ids_.emplace(c.text, static_cast<std::int64_t>(spec.codes.size())).second)
+      spec.codes.push_back(c.text);
+    else
       error(
           "E022", c.pos,
           "code '" + c.text + "' is already " +
               (std::find(kBuiltinCodes.begin(), kBuiltinCodes.end(), c.text) != kBuiltinCodes.end()
                    ? "built in"
                    : "declared"));
-    else
-      spec.codes.push_back(c.text);
   }
+  if (const std::size_t declared = spec.codes.size() - kBuiltinCodes.size();
+      declared > options_.max_codes)
+    error("E095", p.pos,
+          "policy declares " + std::to_string(declared) + " codes; the limit is " +
+              std::to_string(options_.max_codes),
+          "split the policy, or raise CompileOptions::max_codes");
   tool_block(p, spec);
   limits_block(p, spec);
   breaker_block(p, spec);

@@ -9,6 +9,7 @@
 #include <set>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "model/model.hpp"
@@ -171,6 +172,8 @@ class Checker {
   const CompileOptions& options_;
   std::vector<Diagnostic>& out_;
   std::size_t errors_ = 0;
+  // The codes of the policy being checked (PolicySpec::codes) and their ids.
+  std::unordered_map<std::string, std::int64_t> code_ids_;
 };
 
 }  // namespace recourse::detail

@@ -5,17 +5,19 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 
 namespace recourse::detail {
 namespace {
 
+// Appends the items of `from` whose key none of `into`'s own items has (a base's items repeated
+// among themselves all come along, as the checker then reports).
 template <typename T, typename Key>
 void append_missing(std::vector<T>& into, const std::vector<T>& from, Key key) {
-  const std::size_t own = into.size();
+  std::set<decltype(key(into.front()))> own;
+  for (const T& y : into) own.insert(key(y));
   for (const T& x : from)
-    if (std::none_of(into.begin(), into.begin() + static_cast<std::ptrdiff_t>(own),
-                     [&](const T& y) { return key(y) == key(x); }))
-      into.push_back(x);
+    if (!own.count(key(x))) into.push_back(x);
 }
 
 void merge(ast::Policy& child, const ast::Policy& base) {

@@ -18,6 +18,7 @@
 #include <algorithm>
 #include <map>
 #include <set>
+#include <utility>
 
 #include "eval/eval.hpp"
 #include "source/location.hpp"
@@ -44,6 +45,7 @@ class Compiler {
     collect_all(spec_);
     if (also_) collect_all(*also_);
     build_columns();
+    guard_terms_.resize(spec_.guards.size());
     for (std::uint32_t i : rule_order(spec_)) add_rule(i);
     for (const auto& a : spec_.assertions) {
       expanding = {"`" + a.text + "`", a.pos};  // the rules' max_dnf_work covers assertions too
@@ -92,8 +94,13 @@ class Compiler {
       return;
     }
     used_.insert(c.attr);
-    auto& cuts = cuts_[static_cast<std::size_t>(c.attr)];
-    auto& strings = strings_[static_cast<std::size_t>(c.attr)];
+    add_cuts(c, cuts_[static_cast<std::size_t>(c.attr)]);
+    for (const auto& k : c.values) strings_[static_cast<std::size_t>(c.attr)].insert(k.str);
+  }
+
+  // The points where a test on a number changes its value: x < c and x >= c at c, x <= c and
+  // x > c at c + 1, the others at c and c + 1. A column is cut at those of all its tests.
+  static void add_cuts(const Cond& c, std::set<std::int64_t>& cuts) {
     auto after = [](std::int64_t v) {
       return v == std::numeric_limits<std::int64_t>::max() ? v : v + 1;
     };
@@ -111,7 +118,6 @@ class Compiler {
           cuts.insert(k.num);
           cuts.insert(after(k.num));
       }
-      strings.insert(k.str);
     }
   }
 
@@ -162,11 +168,7 @@ class Compiler {
     using K = ast::Expr::Kind;
     if (c.kind == K::Test) {
       const int col = column_of_[static_cast<std::size_t>(c.attr)];
-      const Column& column = table_.columns[static_cast<std::size_t>(col)];
-      CellSet set(column.cells, false);
-      std::string scratch;
-      for (std::size_t k = 0; k < column.cells; ++k)
-        if (eval_test(c, column.representative(k, scratch)) != negated) set.set(k);
+      CellSet set = test_cells(c, table_.columns[static_cast<std::size_t>(col)], negated);
       if (set.empty()) return {};
       Cube cube = full_cube();
       cube[static_cast<std::size_t>(col)] = std::move(set);
@@ -203,6 +205,65 @@ class Compiler {
       if (out.empty()) break;
     }
     return out;
+  }
+
+  // The cells of `column` on whose representative value eval_test() holds (fails, when
+  // `negated`). On a wide column the test is evaluated once per class of cells it cannot tell
+  // apart, not once per cell (a policy may declare 20,000 codes, or compare a number with 20,000
+  // constants): a test on a number changes value only at its own cut points, which are among the
+  // column's (add_cuts), and a test on a code or a string tells apart only the values it names.
+  static CellSet test_cells(const Cond& c, const Column& column, bool negated) {
+    CellSet set(column.cells, false);
+    std::string scratch;
+    auto holds = [&](std::size_t k) {
+      return eval_test(c, column.representative(k, scratch)) != negated;
+    };
+    const Type type = info(column.attr).type;
+    constexpr std::size_t kNarrow = 64;  // every cell, as the definition reads
+    if (column.cells <= kNarrow ||
+        (!column.numeric && type != Type::Code && type != Type::String)) {
+      for (std::size_t k = 0; k < column.cells; ++k)
+        if (holds(k)) set.set(k);
+      return set;
+    }
+    const std::size_t present = column.values;  // the cells before `absent`
+    if (column.cells > present && holds(present)) set.set(present);
+    if (column.numeric) {
+      std::set<std::int64_t> cuts;
+      add_cuts(c, cuts);
+      std::size_t from = 0;
+      auto run = [&](std::size_t to) {  // cells [from, to) lie between two of the test's cuts
+        if (from < to && holds(from)) set.set_range(from, to);
+        from = to;
+      };
+      for (std::int64_t cut : cuts)
+        run(static_cast<std::size_t>(std::lower_bound(column.cuts.begin(), column.cuts.end(), cut) -
+                                     column.cuts.begin()) +
+            1);
+      run(present);
+      return set;
+    }
+    std::vector<std::size_t> named;  // the cells of the values the test names
+    for (const Constant& k : c.values)
+      named.push_back(type == Type::Code
+                          ? static_cast<std::size_t>(k.num)
+                          : static_cast<std::size_t>(std::lower_bound(column.strings.begin(),
+                                                                      column.strings.end(), k.str) -
+                                                     column.strings.begin()));
+    std::sort(named.begin(), named.end());
+    named.erase(std::unique(named.begin(), named.end()), named.end());
+    std::size_t other = 0;  // the first cell the test does not name, standing for all of them
+    for (std::size_t n : named)
+      if (n == other) ++other;
+    if (other < present && holds(other)) {
+      set.set_range(0, present);
+      for (std::size_t n : named)
+        if (!holds(n)) set.reset(n);
+    } else {
+      for (std::size_t n : named)
+        if (holds(n)) set.set(n);
+    }
+    return set;
   }
 
   // Joins terms that differ in one column only (x in {1} or x in {2} -> x in {1, 2}), column by
@@ -244,10 +305,16 @@ class Compiler {
     const Route route = rule.action.route;
     if (route == Route::Retry || route == Route::Repair) warn_absent_through_not(rule, terms);
     for (const Cube& term : terms) {
-      for (const Guard& g : spec_.guards) {
+      for (std::size_t k = 0; k < spec_.guards.size(); ++k) {
+        const Guard& g = spec_.guards[k];
         if (!guards(route, g)) continue;
         const std::uint32_t action = add_action(g.action, g.name, g.exhausted, index, rule.pos);
-        for (const Cube& guard_term : dnf(g.when, false)) {
+        if (!guard_terms_[k]) {  // once per guard; its columns exist once a rule it guards does
+          const std::size_t work = std::exchange(work_, 0);
+          guard_terms_[k] = dnf(g.when, false);
+          work_ = work;
+        }
+        for (const Cube& guard_term : *guard_terms_[k]) {
           Cube both = intersect(term, guard_term);
           if (!holds_none(both)) table_.rows.push_back(Row{std::move(both), action});
         }
@@ -315,11 +382,37 @@ class Compiler {
       cells += col.cells;
     }
     table_.bits.assign(cells * words, 0);
-    for (std::size_t c = 0; c < table_.columns.size(); ++c)
-      for (std::size_t r = 0; r < table_.rows.size(); ++r)
-        for (std::size_t k = 0; k < table_.columns[c].cells; ++k)
-          if (table_.rows[r].cube[c].test(k))
-            table_.bits[(table_.cell_base[c] + k) * words + r / 64] |= std::uint64_t{1} << (r % 64);
+    // The rows' cell sets are the transpose of the bitsets: 64 rows by 64 cells at a time, so a
+    // table costs its words, not its rows times its cells.
+    std::uint64_t block[64];
+    for (std::size_t c = 0; c < table_.columns.size(); ++c) {
+      const std::size_t column_cells = table_.columns[c].cells;
+      for (std::size_t w = 0; w < words; ++w)
+        for (std::size_t cw = 0; cw * 64 < column_cells; ++cw) {
+          std::uint64_t any = 0;
+          for (std::size_t i = 0; i < 64; ++i) {
+            const std::size_t r = w * 64 + i;
+            block[i] = r < table_.rows.size() ? table_.rows[r].cube[c].words()[cw] : 0;
+            any |= block[i];
+          }
+          if (!any) continue;
+          transpose(block);
+          for (std::size_t j = 0; j < 64 && cw * 64 + j < column_cells; ++j)
+            table_.bits[(table_.cell_base[c] + cw * 64 + j) * words + w] = block[j];
+        }
+    }
+  }
+
+  // Transposes a 64 x 64 bit matrix in place: bit j of word i becomes bit i of word j (the
+  // recursive block swap of Warren, "Hacker's Delight", section 7-3).
+  static void transpose(std::uint64_t a[64]) {
+    std::uint64_t mask = 0x00000000ffffffffull;
+    for (std::size_t j = 32; j != 0; j >>= 1, mask ^= mask << j)
+      for (std::size_t k = 0; k < 64; k = ((k | j) + 1) & ~j) {
+        const std::uint64_t t = ((a[k] >> j) ^ a[k | j]) & mask;
+        a[k] ^= t << j;
+        a[k | j] ^= t;
+      }
   }
 
   // RFC's first phase (Gupta and McKeown 1999): cells of a column accepted by the same rows are
@@ -381,6 +474,7 @@ class Compiler {
   std::array<std::set<std::int64_t>, kAttrCount> cuts_;
   std::array<std::set<std::string>, kAttrCount> strings_;
   std::array<int, kAttrCount> column_of_{};
+  std::vector<std::optional<std::vector<Cube>>> guard_terms_;  // each guard's DNF, once used
   std::size_t work_ = 0;  // term intersections for the current rule
 };
 

@@ -28,14 +28,17 @@ namespace detail {
 
 void CodeIndex::emplace(std::string_view name, std::int64_t id) {
   entries_.push_back({name, id});
-  std::size_t size = 4;
+  if (slots_.size() >= entries_.size() * 4) return place(entries_.back());
+  std::size_t size = std::max<std::size_t>(4, slots_.size());
   while (size < entries_.size() * 4) size *= 2;
   slots_.assign(size, Slot{});
-  for (const Slot& e : entries_) {
-    std::size_t i = hash(e.name) & (size - 1);
-    while (slots_[i].id >= 0) i = (i + 1) & (size - 1);
-    slots_[i] = e;
-  }
+  for (const Slot& e : entries_) place(e);
+}
+
+void CodeIndex::place(const Slot& slot) {
+  std::size_t i = hash(slot.name) & (slots_.size() - 1);
+  while (slots_[i].id >= 0) i = (i + 1) & (slots_.size() - 1);
+  slots_[i] = slot;
 }
 
 namespace {

@@ -2,6 +2,8 @@
 // shared by the reference interpreter and the compiler (which evaluates it on one value per cell).
 #pragma once
 
+#include <algorithm>
+
 #include "model/model.hpp"
 
 namespace recourse::detail {
@@ -33,10 +35,13 @@ inline bool eval_test(const Cond& test, const Slot& slot) noexcept {
       return slot.num > test.values[0].num;
     case Op::Ge:
       return slot.num >= test.values[0].num;
-    case Op::InList:
-      for (const auto& c : test.values)
-        if (equals(c)) return true;
-      return false;
+    case Op::InList: {  // the values are sorted: a list of thousands costs a few compares
+      const auto it = std::lower_bound(
+          test.values.begin(), test.values.end(), slot, [&](const Constant& c, const Slot& s) {
+            return is_string ? std::string_view(c.str) < s.str : c.num < s.num;
+          });
+      return it != test.values.end() && equals(*it);
+    }
     default:
       return false;
   }

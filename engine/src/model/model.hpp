@@ -173,8 +173,8 @@ struct Cond {
   std::vector<Cond> children;
   Attr attr = Attr::Code;
   ast::Op op = ast::Op::Truthy;
-  std::vector<Constant> values;
-  std::string text;  ///< the test as written, for explanations
+  std::vector<Constant> values;  ///< `in`: sorted (by str for strings, else num), no repeats
+  std::string text;              ///< the test as written, for explanations
 };
 
 /// A route with its target and reason.

@@ -14,27 +14,37 @@
 
 namespace recourse {
 
+int open_regular_file(const std::string& path, std::string& error, std::uint64_t* size) noexcept {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+  if (fd < 0) {
+    error = std::string("cannot be read: ") + std::strerror(errno);
+    return -1;
+  }
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) {
+    error = std::string("cannot be read: ") + std::strerror(errno);
+    ::close(fd);
+    return -1;
+  }
+  if (!S_ISREG(st.st_mode)) {
+    error = detail::not_regular(st.st_mode);
+    ::close(fd);
+    return -1;
+  }
+  if (size) *size = static_cast<std::uint64_t>(st.st_size);
+  return fd;
+}
+
 std::optional<std::string> read_regular_file(const std::string& path, std::size_t max_bytes,
                                              std::string& error, std::uint64_t* size) noexcept {
   try {
-    const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
-    if (fd < 0) {
-      error = std::string("cannot be read: ") + std::strerror(errno);
-      return std::nullopt;
-    }
+    std::uint64_t file_size = 0;
+    const int fd = open_regular_file(path, error, &file_size);
+    if (fd < 0) return std::nullopt;
     struct Closer {
       int fd;
       ~Closer() { ::close(fd); }
     } const closer{fd};
-    struct stat st {};
-    if (::fstat(fd, &st) != 0) {
-      error = std::string("cannot be read: ") + std::strerror(errno);
-      return std::nullopt;
-    }
-    if (!S_ISREG(st.st_mode)) {
-      error = detail::not_regular(st.st_mode);
-      return std::nullopt;
-    }
     // In chunks: memory follows the file's size, never the limit's.
     std::string text;
     char chunk[1 << 16];
@@ -48,7 +58,7 @@ std::optional<std::string> read_regular_file(const std::string& path, std::size_
       }
       text.append(chunk, static_cast<std::size_t>(n));
     }
-    if (size) *size = std::max<std::uint64_t>(static_cast<std::uint64_t>(st.st_size), text.size());
+    if (size) *size = std::max<std::uint64_t>(file_size, text.size());
     if (text.size() > max_bytes + 1) text.resize(max_bytes + 1);
     return text;
   } catch (const std::exception& e) {

@@ -21,6 +21,10 @@ CellSet::CellSet(std::size_t cells, bool full)
   if (full && cells % 64) w[count_ - 1] = (std::uint64_t{1} << (cells % 64)) - 1;
 }
 
+CellSet::CellSet(std::size_t cells, const std::uint64_t* words) : CellSet(cells, false) {
+  std::copy(words, words + count_, data());
+}
+
 CellSet& CellSet::operator=(const CellSet& other) {
   if (this == &other) return *this;
   static_assert(kInline == 2, "the inline copy below copies two words");
@@ -45,6 +49,13 @@ CellSet& CellSet::operator=(CellSet&& other) noexcept {
   heap_ = std::move(other.heap_);
   std::copy(other.inline_, other.inline_ + kInline, inline_);
   return *this;
+}
+
+void CellSet::set_range(std::size_t from, std::size_t to) {
+  std::uint64_t* w = data();
+  while (from < to && from % 64) set(from++);
+  for (; from + 64 <= to; from += 64) w[from / 64] = ~std::uint64_t{0};
+  while (from < to) set(from++);
 }
 
 bool CellSet::operator==(const CellSet& other) const {
@@ -123,9 +134,8 @@ Slot Column::representative(std::size_t cell, std::string& scratch) const {
     case Type::String:
       if (cell < strings.size()) {
         s.str = strings[cell];
-      } else {  // "other": longer than every constant, so equal to none
-        scratch.clear();
-        for (const auto& k : strings) scratch += k;
+      } else {  // "other": after the greatest constant (strings are sorted), so equal to none
+        scratch = strings.empty() ? std::string() : strings.back();
         scratch += '\x01';
         s.str = scratch;
       }
@@ -210,6 +220,10 @@ void Table::build_probes() {
 
 namespace {
 
+// Text columns of up to this many constants are matched by comparing each in turn (cheaper than
+// a search for a few); longer ones by binary search.
+constexpr std::size_t kTextScanned = 16;
+
 // `has ? value : absent` without a branch: whether an envelope attribute is present varies from
 // call to call, so a branch would be mispredicted.
 inline std::size_t present_or(bool has, std::size_t value, std::size_t absent) {
@@ -239,14 +253,22 @@ inline void for_each_cell(const Table& t, const Point& point, Cell cell) {
   for (const Probe* end = first + t.group_end[kText]; p != end; ++p) {
     const Point::Text& text = point.text[p->attr];
     const std::vector<std::string>& constants = t.columns[p->column].strings;
-    std::size_t n = constants.size();  // "other" unless a constant is equal
-    if (has(p))
+    std::size_t n = constants.size();                 // "other" unless a constant is equal
+    if (has(p) && constants.size() > kTextScanned) {  // sorted: a binary search
+      const std::string_view value(text.data, text.size);
+      const auto it =
+          std::lower_bound(constants.begin(), constants.end(), value,
+                           [](const std::string& c, std::string_view v) { return c < v; });
+      if (it != constants.end() && *it == value)
+        n = static_cast<std::size_t>(it - constants.begin());
+    } else if (has(p)) {
       for (std::size_t i = 0; i < constants.size(); ++i)
         if (constants[i].size() == text.size &&
             std::memcmp(constants[i].data(), text.data, text.size) == 0) {
           n = i;
           break;
         }
+    }
     cell(*p, has(p) ? n : p->absent);
   }
   for (const Probe* end = first + t.group_end[kOther]; p != end; ++p)
@@ -310,6 +332,41 @@ std::vector<SettingLine> settings(const Table& table, const PolicySpec& spec) {
   return out;
 }
 
+namespace {
+
+// Runs of consecutive cells longer than this are written `first..last` in a dump; shorter ones
+// cell by cell. A row of a column cut 40,000 times (`attempt != 7` among 20,000 rules) is then
+// two runs, not 40,000 names: a dump is as long as the rows' runs, not their cells.
+constexpr std::size_t kRunListed = 64;
+
+// Calls run(from, to) for each maximal run [from, to) of cells in `set`, in order, a word at a
+// time.
+template <typename Run>
+void for_each_run(const CellSet& set, Run run) {
+  const std::uint64_t* w = set.words();
+  std::size_t k = 0;
+  const std::size_t n = set.size();
+  auto next = [&](bool value) {  // the first cell at or after k whose bit is `value`, or n
+    while (k < n) {
+      const std::uint64_t word = value ? w[k / 64] : ~w[k / 64];
+      const std::uint64_t rest = word & (~std::uint64_t{0} << (k % 64));
+      if (rest) return std::min(n, k / 64 * 64 + static_cast<std::size_t>(__builtin_ctzll(rest)));
+      k = (k / 64 + 1) * 64;
+    }
+    return n;
+  };
+  while (k < n) {
+    const std::size_t from = next(true);
+    if (from >= n) return;
+    k = from;
+    const std::size_t to = next(false);
+    run(from, to);
+    k = to;
+  }
+}
+
+}  // namespace
+
 std::string dump(const Table& table, const PolicySpec& spec, bool for_people) {
   std::string out = fmt::format("policy {}\n", quoted(spec.name));
   for (const SettingLine& line : settings(table, spec)) {
@@ -344,9 +401,14 @@ std::string dump(const Table& table, const PolicySpec& spec, bool for_people) {
     for (std::size_t c = 0; c < table.columns.size(); ++c) {
       if (row.cube[c].full()) continue;
       std::string cells;
-      for (std::size_t k = 0; k < table.columns[c].cells; ++k)
-        if (row.cube[c].test(k))
-          cells += (cells.empty() ? "" : ",") + table.columns[c].cell_name(k);
+      for_each_run(row.cube[c], [&](std::size_t from, std::size_t to) {
+        const Column& col = table.columns[c];
+        if (to - from > kRunListed)
+          cells += (cells.empty() ? "" : ",") + col.cell_name(from) + ".." + col.cell_name(to - 1);
+        else
+          for (std::size_t k = from; k < to; ++k)
+            cells += (cells.empty() ? "" : ",") + col.cell_name(k);
+      });
       cube += fmt::format(" {}={{{}}}", info(table.columns[c].attr).name, cells);
     }
     out += fmt::format("  r{} {}{}{} -> {}", r, a.label, cube.empty() ? " *" : "", cube,

@@ -29,6 +29,9 @@ class CellSet {
  public:
   CellSet() = default;
   CellSet(std::size_t cells, bool full);
+  /// The set of `cells` cells whose bits are `words` ((cells + 63) / 64 of them, none set past
+  /// the last cell).
+  CellSet(std::size_t cells, const std::uint64_t* words);
   CellSet(const CellSet& other) { *this = other; }
   CellSet(CellSet&& other) noexcept { *this = std::move(other); }
   CellSet& operator=(const CellSet& other);
@@ -37,6 +40,9 @@ class CellSet {
 
   bool test(std::size_t cell) const { return (data()[cell / 64] >> (cell % 64)) & 1u; }
   void set(std::size_t cell) { data()[cell / 64] |= std::uint64_t{1} << (cell % 64); }
+  void reset(std::size_t cell) { data()[cell / 64] &= ~(std::uint64_t{1} << (cell % 64)); }
+  /// Adds the cells [from, to), a word at a time.
+  void set_range(std::size_t from, std::size_t to);
   bool empty() const;
   bool full() const;
   std::size_t size() const { return cells_; }
@@ -93,7 +99,7 @@ struct Column {
   Attr attr = Attr::Code;
   std::size_t values = 0;               ///< Code/Bool/Enum: number of values
   std::vector<std::int64_t> cuts;       ///< Duration/Count: sorted cut points
-  std::vector<std::string> strings;     ///< String: the constants the rules use
+  std::vector<std::string> strings;     ///< String: the constants the rules use, sorted
   std::vector<std::string> code_names;  ///< Code: names, for dumps
   std::size_t cells = 0;                ///< including `absent` when the attribute is untrusted
   bool numeric = false;                 ///< Duration/Count: cells are intervals between cuts

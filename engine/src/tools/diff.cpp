@@ -109,6 +109,8 @@ DiffResult diff(const Source& before, const Source& after, std::string_view poli
     const detail::Table& tnew = new_policy->table;
     std::map<std::pair<std::string, std::string>, bool> seen;
     std::vector<const detail::Cube*> earlier;
+    // Each comparison may split as much as one question of the analysis; the work is unbounded.
+    detail::Budget budget{SIZE_MAX, options.max_cover_splits};
     for (std::size_t i = 0; i < told.rows.size(); ++i) {
       const detail::RowAction& x = told.actions[told.rows[i].action];
       for (std::size_t j = 0; j < tnew.rows.size(); ++j) {
@@ -120,7 +122,7 @@ DiffResult diff(const Source& before, const Source& after, std::string_view poli
         earlier.clear();
         for (std::size_t r = 0; r < i; ++r) earlier.push_back(&told.rows[r].cube);
         for (std::size_t r = 0; r < j; ++r) earlier.push_back(&tnew.rows[r].cube);
-        const auto region = detail::uncovered(earlier, both);
+        const auto region = detail::uncovered(earlier, both, budget);
         if (!region) continue;
         seen[key] = true;
         DecisionChange change{
@@ -136,6 +138,7 @@ DiffResult diff(const Source& before, const Source& after, std::string_view poli
     d.code = "W109";
     d.severity = Severity::Warning;
     d.message = "diff not decided: the tables are too large to compare";
+    d.help = "raise the splits one comparison may make (CompileOptions::max_cover_splits)";
     result.diagnostics.push_back(std::move(d));
   } catch (const std::exception& e) {
     Diagnostic d;

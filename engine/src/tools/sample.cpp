@@ -16,9 +16,9 @@ std::vector<Sample> sample_inputs(const Policy& policy, std::size_t n, std::uint
   const detail::Table& table = compiled->table;
   std::vector<Sample> out;
   std::uint64_t state = seed;
-  // One analysis' budget (CompileOptions::max_analysis_work's default) for all the draws; beyond
-  // it, whole rows.
-  std::size_t work = CompileOptions{}.max_analysis_work;
+  // One analysis' budget (CompileOptions' defaults) for all the draws; beyond it, whole rows.
+  const CompileOptions defaults;
+  detail::Budget budget{defaults.max_analysis_work, defaults.max_cover_splits};
   auto draw = [&](std::size_t below) {
     state = detail::splitmix64(state);
     return static_cast<std::size_t>(state % below);
@@ -29,7 +29,7 @@ std::vector<Sample> sample_inputs(const Policy& policy, std::size_t n, std::uint
     const std::size_t row = draw(table.rows.size());
     std::optional<detail::Cube> reached;
     try {
-      reached = detail::uncovered(table, table.rows[row].cube, row, &work);
+      reached = detail::uncovered(table, table.rows[row].cube, row, budget);
     } catch (const detail::Open&) {
       reached = table.rows[row].cube;  // too large to tell: any input of the row
     }
