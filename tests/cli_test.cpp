@@ -321,7 +321,7 @@ TEST_CASE("cli: hostile inputs get clear errors, bounded memory", "[cli]") {
 TEST_CASE("cli: replay streams its trace: memory follows the longest line, not the limits",
           "[cli][limits]") {
   // An empty trace on stdin used to cost an allocation of the whole 1 GiB limit.
-  auto e = test::run("ulimit -v 400000; " +
+  auto e = test::run(test::memory_cap(400) +
                      cmd("replay --format json --policy " + examples() + " - < /dev/null 2>&1"));
   INFO(e.out);
   REQUIRE(e.status == 0);

@@ -9,6 +9,16 @@
 
 #include "recourse/recourse.hpp"
 
+// Whether this is an AddressSanitizer build: GCC defines __SANITIZE_ADDRESS__, Clang answers
+// __has_feature.
+#if defined(__SANITIZE_ADDRESS__)
+#define RECOURSE_TEST_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define RECOURSE_TEST_ASAN 1
+#endif
+#endif
+
 namespace test {
 
 /// Compiles one inline policy file and requires success.
@@ -54,6 +64,19 @@ inline Run run(const std::string& command) {
   const int status = pclose(pipe);
   r.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   return r;
+}
+
+/// A shell prefix that caps the memory of the command after it at `mb` MiB. A plain build
+/// limits the address space (`ulimit -v`); AddressSanitizer reserves terabytes of shadow address
+/// space at start and cannot run under that limit, so a sanitized build caps each allocation
+/// instead (`max_allocation_size_mb`: a larger request is a fatal sanitizer report).
+inline std::string memory_cap(int mb) {
+#if defined(RECOURSE_TEST_ASAN)
+  return "export ASAN_OPTIONS=\"${ASAN_OPTIONS:-}:max_allocation_size_mb=" + std::to_string(mb) +
+         "\"; ";
+#else
+  return "ulimit -v " + std::to_string(mb * 1024) + "; ";
+#endif
 }
 
 /// The bytes of the file at `path`; requires that it can be read.
