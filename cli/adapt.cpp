@@ -30,23 +30,27 @@ AdapterResult adapt(const std::string& from, std::string_view raw, const Context
 
 AdapterResult read_failure(const std::string& from, std::string_view text, const Context& context,
                            const Bundle& bundle) {
-  const bool named = !from.empty() && from != "auto";
-  const std::optional<Protocol> shape = named ? std::nullopt : raw_form_protocol(text);
-  const std::string guessed = shape ? to_string(*shape) : "";
-  AdapterResult r;
-  if (named || (from == "auto" && !guessed.empty())) {
-    r = adapt(named ? from : guessed, text, &context, &bundle, std::nullopt);
+  auto adapted = [&](const std::string& protocol) {
+    AdapterResult r = adapt(protocol, text, &context, &bundle, std::nullopt);
     if (!r.ok) r.error = "raw form: " + r.error;
     return r;
-  }
+  };
+  if (!from.empty() && from != "auto") return adapted(from);
+  // The shape is asked only of what may be a raw form: with --from auto first, otherwise of an
+  // envelope without a code (most envelopes have one, and the shape costs a second parse).
+  if (from == "auto")
+    if (const std::optional<Protocol> shape = raw_form_protocol(text))
+      return adapted(to_string(*shape));
+  AdapterResult r;
   static_cast<EnvelopeResult&>(r) = read_envelope(text);
   if (!r.ok) r.error = "envelope: " + r.error;
-  if (r.ok && !guessed.empty() && !r.envelope.code)
-    r.envelope.warnings.push_back(
-        {"raw_form", "code",
-         fmt::format("the envelope has no code and looks like a raw {0} form; read as an "
-                     "envelope (UNKNOWN): pass --from {0} or --from auto for its adapter",
-                     guessed)});
+  if (r.ok && !r.envelope.code && from.empty())
+    if (const std::optional<Protocol> shape = raw_form_protocol(text))
+      r.envelope.warnings.push_back(
+          {"raw_form", "code",
+           fmt::format("the envelope has no code and looks like a raw {0} form; read as an "
+                       "envelope (UNKNOWN): pass --from {0} or --from auto for its adapter",
+                       to_string(*shape))});
   return r;
 }
 

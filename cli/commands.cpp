@@ -55,9 +55,7 @@ std::string delay_text(const Decision& d) {
 }  // namespace
 
 int run_check(const Options& o) {
-  CompileOptions options;
-  options.max_analysis_work = o.analysis_work;
-  CompileResult r = compile_paths(o.paths, options);
+  CompileResult r = compile_paths(o.paths, o.compile);
   print_diagnostics(r.diagnostics, o.format, std::cout);
   const bool failed = !r.ok() || has_errors(r.diagnostics, o.strict);
   if (o.format == Format::Text) {
@@ -157,11 +155,11 @@ int run_compile(const Options& o) {
 
 int run_diff(const Options& o) {
   std::string error;
-  auto before = read_text(o.before, CompileOptions{}.max_source_bytes, error);
+  auto before = read_text(o.before, o.compile.max_source_bytes, error);
   if (!before) return fail(error);
-  auto after = read_text(o.after, CompileOptions{}.max_source_bytes, error);
+  auto after = read_text(o.after, o.compile.max_source_bytes, error);
   if (!after) return fail(error);
-  const DiffResult r = diff({o.before, *before}, {o.after, *after}, o.name);
+  const DiffResult r = diff({o.before, *before}, {o.after, *after}, o.name, o.compile);
   if (!r.diagnostics.empty()) print_diagnostics(r.diagnostics, o.format, std::cerr);
   if (!r.ok) return 1;
   auto action = [](Route route, const std::string& target) {

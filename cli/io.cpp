@@ -259,7 +259,7 @@ bool DecisionLogFile::close() {
 
 std::optional<Bundle> load(const std::vector<std::string>& paths, const Options& options,
                            bool analyze) {
-  CompileOptions compile;
+  CompileOptions compile = options.compile;
   compile.analyze = analyze;
   CompileResult r = compile_paths(paths, compile);
   if (!r.diagnostics.empty()) print_diagnostics(r.diagnostics, options.format, std::cerr);

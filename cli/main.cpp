@@ -1,6 +1,7 @@
 // recourse: check, explain and run tool-failure recovery policies from the command line.
 #include <algorithm>
 
+#include <fmt/format.h>
 #include <CLI/CLI.hpp>
 
 #include "bench.hpp"
@@ -30,24 +31,43 @@ int main(int argc, char** argv) {
         ->type_name("http|grpc|mcp|jsonrpc|auto");
   };
 
+  // The compiler's limits a user may need to raise (docs/language.md section 17): a whole number
+  // of `unit` (no sign, exponent or overflow), its default shown in --help.
+  auto limit = [&](CLI::App* c, const char* name, std::size_t& value, const char* unit,
+                   const char* help) {
+    c->add_option(name, value, help)
+        ->check(CLI::Validator(
+            [unit](std::string& text) {
+              const bool digits = !text.empty() && text.size() <= 19 &&
+                                  text.find_first_not_of("0123456789") == std::string::npos;
+              return digits ? std::string()
+                            : fmt::format("expected a whole number of {}, got {}", unit, text);
+            },
+            "N"))
+        ->capture_default_str();
+  };
+  auto compiles = [&](CLI::App* c) {
+    limit(c, "--max-rules", o.compile.max_rules, "rules", "rules per policy; more is E091");
+    limit(c, "--max-codes", o.compile.max_codes, "codes",
+          "codes declared per policy, its bases' included; more is E095");
+  };
+  auto analyses = [&](CLI::App* c) {
+    limit(c, "--max-cover-splits", o.compile.max_cover_splits, "splits",
+          "splits one coverage question may make; a question that needs more is W109");
+  };
+
   auto* check = app.add_subcommand("check", "check policy files and report every problem");
   common(check);
+  compiles(check);
+  analyses(check);
   check->add_option("paths", o.paths, "policy files or directories")->required();
-  check
-      ->add_option("--analysis-work", o.analysis_work,
-                   "row tests the analysis may spend per policy; questions beyond it are W109")
-      ->check(CLI::Validator(
-          [](std::string& value) {
-            const bool digits = !value.empty() && value.size() <= 19 &&
-                                value.find_first_not_of("0123456789") == std::string::npos;
-            return digits ? std::string() : "expected a whole number of row tests, got " + value;
-          },
-          "N"))
-      ->capture_default_str();
+  limit(check, "--analysis-work", o.compile.max_analysis_work, "row tests",
+        "row tests the analysis may spend per policy; questions beyond it are W109");
 
   auto* decide =
       app.add_subcommand("decide", "decide one failed call; prints the decision as JSON");
   common(decide);
+  compiles(decide);
   inputs(decide);
   auto log = [&](CLI::App* c) {
     c->add_option("--log", o.log, "append each decision to FILE as a JSON line (decision log)")
@@ -59,11 +79,13 @@ int main(int argc, char** argv) {
 
   auto* explain = app.add_subcommand("explain", "show which rule matched and why");
   common(explain);
+  compiles(explain);
   inputs(explain);
 
   auto* envelope = app.add_subcommand(
       "envelope", "read a raw HTTP, gRPC, MCP or JSON-RPC error; print the canonical envelope");
   common(envelope);
+  compiles(envelope);
   envelope->add_option("--from", o.from, "the raw form's protocol")
       ->required()
       ->check(CLI::IsMember({"http", "grpc", "mcp", "jsonrpc"}))
@@ -78,6 +100,7 @@ int main(int argc, char** argv) {
   auto* replay =
       app.add_subcommand("replay", "replay a JSONL trace of failed calls through the policies");
   common(replay);
+  compiles(replay);
   replay->add_option("--policy,-p", o.policies, "policy files or directories")->required();
   replay
       ->add_option("--from", o.from,
@@ -107,12 +130,15 @@ int main(int argc, char** argv) {
   auto* compile =
       app.add_subcommand("compile", "compile policies; --dump prints the decision tables");
   common(compile);
+  compiles(compile);
   compile->add_flag("--dump", o.dump, "print each decision table as stable text");
   compile->add_option("paths", o.paths, "policy files or directories")->required();
 
   auto* diff = app.add_subcommand(
       "diff", "every region of inputs whose decision changes between two versions of a policy");
   common(diff);
+  compiles(diff);
+  analyses(diff);
   diff->add_option("--name", o.name, "the policy to compare, when a file holds several");
   diff->add_option("before", o.before, "the policy file before the change")->required();
   diff->add_option("after", o.after, "the policy file after the change")->required();
@@ -126,11 +152,13 @@ int main(int argc, char** argv) {
   auto* test =
       app.add_subcommand("test", "run the test blocks of policy files; exit 1 on a failure");
   common(test);
+  compiles(test);
   test->add_option("paths", o.paths, "policy files or directories")->required();
 
   auto* fuzz = app.add_subcommand(
       "fuzz", "attack policies with adversarial sequences of failures; exit 1 on a violation");
   common(fuzz);
+  compiles(fuzz);
   fuzz->add_option("paths", o.paths, "policy files or directories")->required();
   fuzz->add_option("--seconds", o.seconds, "time to spend per run (without --sequences)")
       ->check(CLI::Range(0.0, 86400.0));

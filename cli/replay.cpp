@@ -91,21 +91,27 @@ int run_replay(const Options& o) {
     const Context& c = line->context;
     log.write(line->envelope, c, d);
     ++sum.decisions;
-    const json out = json::parse(to_json(d, line->envelope));
-    ++sum.routes[out["route"].get<std::string>()];
-    for (const auto& w : out["warnings"]) ++sum.warnings[w["kind"].get<std::string>()];
+    ++sum.routes[to_string(d.route)];
+    // The warnings' kinds as the decision's JSON lists them: the envelope's, then the decision's.
+    std::string kinds;
+    auto count = [&](const std::string& kind) {
+      ++sum.warnings[kind];
+      kinds += (kinds.empty() ? "" : ",") + kind;
+    };
+    for (const auto& w : line->envelope.warnings) count(w.kind);
+    for (const auto& [bit, kind] : kDecisionWarningKinds)
+      if (d.warnings & bit) count(kind);
     if (!d.exhausted.empty()) ++sum.exhausted[std::string(d.exhausted)];
     if (line->envelope.retryable.value_or(false) && d.route != Route::Retry) ++sum.retries_avoided;
     if (o.format == Format::Json) {
-      const json row = {
-          {"line", number}, {"tool", c.tool}, {"workflow", c.workflow_id}, {"decision", out}};
+      const json row = {{"line", number},
+                        {"tool", c.tool},
+                        {"workflow", c.workflow_id},
+                        {"decision", json::parse(to_json(d, line->envelope))}};
       std::cout << (first_row ? "\n    " : ",\n    ") << indented(row, "    ");
       first_row = false;
       continue;
     }
-    std::string kinds;
-    for (const auto& w : out["warnings"])
-      kinds += (kinds.empty() ? "" : ",") + w["kind"].get<std::string>();
     std::cout << fmt::format("{:>4}  {:<26} {:<16} {:>3} {:<9} {:>8}  {:<22} {}\n", number,
                              c.tool.substr(0, 26), line->envelope.code.value_or("-").substr(0, 16),
                              c.attempt, to_string(d.route), delay_text(d),

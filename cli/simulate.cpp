@@ -138,21 +138,6 @@ double success_chance(const Scenario& s, const Failing& f, Route route, const En
   }
 }
 
-const char* warning_name(std::uint32_t bit) {
-  switch (bit) {
-    case kUnknownCode:
-      return "unknown_code";
-    case kNoPolicy:
-      return "no_policy";
-    case kSideEffectAssumed:
-      return "side_effect_assumed";
-    case kTraceIdMinted:
-      return "trace_id_minted";
-    default:
-      return "unreadable_envelope";
-  }
-}
-
 class Runner {
  public:
   Runner(const Scenario& s, const Strategy& st, Metrics& m) : s_(s), st_(st), m_(m) {}
@@ -229,8 +214,8 @@ class Runner {
           wf.record_decision(c, d);
           ++m_.routes[to_string(d.route)];
           ++m_.rules[std::string(d.rule)];
-          for (std::uint32_t bit = 1; bit <= kUnreadableEnvelope; bit <<= 1)
-            if (d.warnings & bit) ++m_.warnings[warning_name(bit)];
+          for (const auto& [bit, kind] : kDecisionWarningKinds)
+            if (d.warnings & bit) ++m_.warnings[kind];
           // An unknown outcome sent to another tool: the host verifies (one call of the verify
           // tool), which tells whether the effect was applied.
           if (d.route == Route::Replace && f.known == SideEffect::Unknown && !tool.idempotent &&

@@ -43,7 +43,7 @@ int run_test(const Options& o) {
   std::vector<Diagnostic> report;
   std::size_t passed = 0, failed = 0, broken = 0;
   for (const std::string& file : policy_files(o.paths)) {
-    CompileResult r = compile_paths({file});
+    CompileResult r = compile_paths({file}, o.compile);
     if (o.format == Format::Text) {
       print_diagnostics(r.diagnostics, o.format, std::cout);
     } else {

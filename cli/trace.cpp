@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -35,12 +36,17 @@ std::optional<TraceLine> parse_trace_line(const std::string& text, const std::st
     return m ? std::string_view(text).substr(m->begin, m->end - m->begin) : std::string_view();
   };
   // The envelope (or a raw form, for its adapter) goes to its reader as written, and the context
-  // to the context reader; the rest of the line is parsed here.
+  // to the context reader; the rest of the line is parsed here, each of the two cut out as {}.
   const RawMember* envelope = find_member(members, "envelope");
   const RawMember* raw_member = envelope ? nullptr : find_member(members, "raw");
+  const RawMember* context = find_member(members, "context");
   std::string rest = text;
-  if (const RawMember* cut = envelope ? envelope : raw_member)
-    rest.replace(cut->begin, cut->end - cut->begin, "{}");
+  std::vector<const RawMember*> cuts;
+  for (const RawMember* m : {envelope ? envelope : raw_member, context})
+    if (m) cuts.push_back(m);
+  std::sort(cuts.begin(), cuts.end(),
+            [](const RawMember* a, const RawMember* b) { return a->begin > b->begin; });
+  for (const RawMember* cut : cuts) rest.replace(cut->begin, cut->end - cut->begin, "{}");
   const json entry = json::parse(rest, nullptr, false);
   TraceLine line;
   line.success = entry.is_object() && entry.contains("outcome") && entry["outcome"] == "success";
@@ -48,8 +54,7 @@ std::optional<TraceLine> parse_trace_line(const std::string& text, const std::st
     return bad(
         "not a trace line {\"tool\", \"envelope\" or \"raw\", \"context\"} or {\"tool\", "
         "\"outcome\": \"success\"}");
-  const RawMember* context = find_member(members, "context");
-  if (context && !entry["context"].is_object()) return bad("context is not an object");
+  if (context && text[context->begin] != '{') return bad("context is not an object");
   if (context && context->end - context->begin > kMaxContextBytes)
     return bad(fmt::format("context is {} bytes; the limit is {}", context->end - context->begin,
                            kMaxContextBytes));

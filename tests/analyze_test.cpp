@@ -193,7 +193,7 @@ TEST_CASE("analyze: a question past CompileOptions::max_cover_splits is W109 nam
         "reachability not decided: the table is too large to analyse");
   CHECK(open.diagnostics[0].help ==
         "split the policy, or raise the splits one question may make "
-        "(CompileOptions::max_cover_splits)");
+        "(recourse check --max-cover-splits N, CompileOptions::max_cover_splits)");
 }
 
 TEST_CASE("analyze: CompileOptions::analyze = false builds the tables and proves nothing",

@@ -480,6 +480,8 @@ TEST_CASE("check: just over a default limit is its diagnostic; at the limit comp
   REQUIRE(r.diagnostics.size() == 1);
   CHECK(r.diagnostics[0].code == "E091");
   CHECK(r.diagnostics[0].message == "policy has 20001 rules; the limit is 20000");
+  CHECK(r.diagnostics[0].help ==
+        "split the policy, or raise the limit (--max-rules N, CompileOptions::max_rules)");
 
   auto codes = [](std::size_t n) {
     std::string text = "policy \"p\" {\n  codes { ";
@@ -493,7 +495,8 @@ TEST_CASE("check: just over a default limit is its diagnostic; at the limit comp
   CHECK(r.diagnostics[0].code == "E095");
   CHECK(r.diagnostics[0].line == 1);
   CHECK(r.diagnostics[0].message == "policy declares 20001 codes; the limit is 20000");
-  CHECK(r.diagnostics[0].help == "split the policy, or raise CompileOptions::max_codes");
+  CHECK(r.diagnostics[0].help ==
+        "split the policy, or raise the limit (--max-codes N, CompileOptions::max_codes)");
 
   const std::string padding(defaults.max_source_bytes, '#');
   r = recourse::compile({{"t", padding + "\npolicy \"p\" { default -> stop }"}});

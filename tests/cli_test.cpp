@@ -25,6 +25,11 @@ std::string temp_file(const std::string& name, const std::string& text) {
   return path;
 }
 
+// A policy whose rule b is shadowed by rule a (W101 when the analysis decides it).
+constexpr const char* kShadowed =
+    "policy \"p\" {\n  rule a when code == TIMEOUT -> escalate\n"
+    "  rule b when code == TIMEOUT -> stop\n  default -> stop\n}\n";
+
 }  // namespace
 
 TEST_CASE("cli: usage errors exit 2", "[cli]") {
@@ -73,10 +78,11 @@ TEST_CASE("cli: a malformed --state spec is a usage error naming it", "[cli][sta
   CHECK(memory.out.find("\"policy\":\"search.query\"") != std::string::npos);
 }
 
-TEST_CASE("cli: check --analysis-work bounds the analysis; a bad value is a usage error", "[cli]") {
-  const auto shadowed = temp_file("shadowed.recourse",
-                                  "policy \"p\" {\n  rule a when code == TIMEOUT -> escalate\n"
-                                  "  rule b when code == TIMEOUT -> stop\n  default -> stop\n}\n");
+TEST_CASE(
+    "cli: check --analysis-work and --max-cover-splits bound the analysis; a bad value is a "
+    "usage error",
+    "[cli]") {
+  const auto shadowed = temp_file("shadowed.recourse", kShadowed);
   auto decided = test::run(cmd("check " + shadowed));
   CHECK(decided.status == 0);
   CHECK_THAT(decided.out, Catch::Contains("warning[W101]: rule 'b' is never reached"));
@@ -85,12 +91,59 @@ TEST_CASE("cli: check --analysis-work bounds the analysis; a bad value is a usag
   CHECK_THAT(open.out, Catch::Contains("warning[W109]: reachability not decided"));
   CHECK_THAT(open.out,
              Catch::Contains("raise the analysis budget (recourse check --analysis-work"));
+  auto splits = test::run(cmd("check --max-cover-splits 0 " + shadowed));
+  CHECK(splits.status == 0);
+  CHECK_THAT(splits.out, Catch::Contains("warning[W109]: reachability not decided"));
+  CHECK_THAT(splits.out, Catch::Contains("(recourse check --max-cover-splits N"));
   for (const char* bad : {"-1", "abc", "1e9", "99999999999999999999"}) {
     INFO(bad);
     auto r = test::run(cmd("check --analysis-work " + std::string(bad) + " " + shadowed + " 2>&1"));
     CHECK(r.status == 2);
     CHECK_THAT(r.out,
                Catch::Contains("expected a whole number of row tests, got " + std::string(bad)));
+  }
+}
+
+TEST_CASE("cli: the compiler's limits are flags of every command that compiles", "[cli][limits]") {
+  const auto three = temp_file("three.recourse",
+                               "policy \"search.query\" {\n  codes { A, B, C }\n"
+                               "  rule a when code == A -> stop\n  rule b when code == B -> stop\n"
+                               "  default -> stop\n}\n");
+  const auto envelope = temp_file("a.json", R"({"code":"A"})");
+  CHECK(test::run(cmd("check " + three)).status == 0);
+  // The flags come first: --policy takes every value up to the next flag.
+  for (const auto& [command, inputs] : std::vector<std::pair<std::string, std::string>>{
+           {"check", three},
+           {"compile", three},
+           {"test", three},
+           {"decide", "--policy " + three + " --envelope " + envelope},
+           {"replay", "--policy " + three + " " + envelope}}) {
+    INFO(command);
+    auto codes = test::run(cmd(command + " --max-codes 2 " + inputs + " 2>&1"));
+    CHECK(codes.status == 1);
+    CHECK_THAT(codes.out, Catch::Contains("error[E095]: policy declares 3 codes; the limit is 2"));
+    CHECK_THAT(codes.out, Catch::Contains("(--max-codes N, CompileOptions::max_codes)"));
+    auto rules = test::run(cmd(command + " --max-rules 1 " + inputs + " 2>&1"));
+    CHECK(rules.status == 1);
+    CHECK_THAT(rules.out, Catch::Contains("error[E091]: policy has 2 rules; the limit is 1"));
+  }
+  const auto before = temp_file("diff-before.recourse",
+                                "policy \"p\" {\n  rule t when code == TRANSIENT -> retry\n"
+                                "  rule a when code == PERMISSION -> authorize\n"
+                                "  default -> stop\n}\n");
+  const auto after = temp_file("diff-after.recourse",
+                               "policy \"p\" {\n  rule t when code in [TRANSIENT, RATE_LIMITED] -> "
+                               "retry\n  rule a when code == PERMISSION -> escalate\n"
+                               "  default -> stop\n}\n");
+  auto diff = test::run(cmd("diff --max-cover-splits 0 " + before + " " + after + " 2>&1"));
+  CHECK(diff.status == 1);
+  CHECK_THAT(diff.out, Catch::Contains("recourse diff --max-cover-splits N"));
+  for (const char* flag : {"--max-codes", "--max-rules", "--max-cover-splits"}) {
+    INFO(flag);
+    auto bad = test::run(cmd("check " + std::string(flag) + " -1 " + three + " 2>&1"));
+    CHECK(bad.status == 2);
+    CHECK_THAT(bad.out, Catch::Contains("expected a whole number of"));
+    CHECK_THAT(bad.out, Catch::Contains("got -1"));
   }
 }
 

@@ -2,6 +2,8 @@
 // backoff and jitter, idempotency-key directives, unknown codes and policy selection.
 #include <fmt/format.h>
 
+#include <nlohmann/json.hpp>
+
 #include "eval/backoff.hpp"
 #include "support.hpp"
 #include "table/compiled.hpp"
@@ -377,6 +379,23 @@ TEST_CASE("decide: decision JSON", "[decide]") {
   CHECK_THAT(json, Catch::Contains(R"("kind":"unknown_code")"));
   CHECK_THAT(json, Catch::Contains(R"("kind":"side_effect_assumed")"));
   CHECK_THAT(json, Catch::Contains(R"("traceId":"local-)"));
+}
+
+TEST_CASE("decide: the decision's JSON lists its warnings in the documented order", "[decide]") {
+  // docs/language.md section 14: the reader's warnings, then unknown_code, side_effect_assumed,
+  // no_policy, unreadable_envelope, trace_id_minted, store_unavailable.
+  recourse::Decision d;
+  for (const auto& w : recourse::kDecisionWarningKinds) d.warnings |= w.warning;
+  recourse::Envelope e;
+  e.warnings.push_back({"malformed", "retryable", "retryable is not a boolean"});
+  const auto json = nlohmann::json::parse(recourse::to_json(d, e));
+  std::vector<std::string> kinds;
+  for (const auto& w : json["warnings"]) kinds.push_back(w["kind"]);
+  CHECK(kinds == std::vector<std::string>{"malformed", "unknown_code", "side_effect_assumed",
+                                          "no_policy", "unreadable_envelope", "trace_id_minted",
+                                          "store_unavailable"});
+  CHECK(json["warnings"][6]["message"] ==
+        "the state store could not answer; local, conservative state used");
 }
 
 TEST_CASE("decide: the code index holds 20,000 codes that differ in one byte", "[decide][limits]") {

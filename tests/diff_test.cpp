@@ -64,7 +64,8 @@ TEST_CASE("diff: a comparison past CompileOptions::max_cover_splits is W109 nami
   CHECK(r.diagnostics[0].code == "W109");
   CHECK(r.diagnostics[0].message == "diff not decided: the tables are too large to compare");
   CHECK(r.diagnostics[0].help ==
-        "raise the splits one comparison may make (CompileOptions::max_cover_splits)");
+        "raise the splits one comparison may make (recourse diff --max-cover-splits N, "
+        "CompileOptions::max_cover_splits)");
 }
 
 TEST_CASE("diff: no change, and what cannot be compared", "[diff]") {

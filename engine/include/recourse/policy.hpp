@@ -57,6 +57,22 @@ enum DecisionWarning : std::uint32_t {
   kStoreUnavailable = 1u << 5     ///< the state store could not answer: local, conservative state
 };
 
+/// A decision warning and its kind, the name the decision's JSON gives it.
+struct DecisionWarningKind {
+  DecisionWarning warning;
+  const char* kind;
+};
+
+/// Every DecisionWarning with its kind, in the order the decision's JSON lists them
+/// (docs/language.md section 14).
+inline constexpr DecisionWarningKind kDecisionWarningKinds[] = {
+    {kUnknownCode, "unknown_code"},
+    {kSideEffectAssumed, "side_effect_assumed"},
+    {kNoPolicy, "no_policy"},
+    {kUnreadableEnvelope, "unreadable_envelope"},
+    {kTraceIdMinted, "trace_id_minted"},
+    {kStoreUnavailable, "store_unavailable"}};
+
 /// No limit: a budget the policy does not set (no deadline, no cost cap).
 inline constexpr std::int64_t kUnlimited = INT64_MAX;
 

@@ -28,7 +28,7 @@ namespace {
 // W109's help: what left a question open, and how to decide it.
 const char* open_help(const Open& open) {
   return open.splits ? "split the policy, or raise the splits one question may make "
-                       "(CompileOptions::max_cover_splits)"
+                       "(recourse check --max-cover-splits N, CompileOptions::max_cover_splits)"
                      : "split the policy, or raise the analysis budget (recourse check "
                        "--analysis-work N, CompileOptions::max_analysis_work)";
 }

@@ -339,7 +339,7 @@ PolicySpec Checker::check_policy(const ast::Policy& p) {
     error("E095", p.pos,
           "policy declares " + std::to_string(declared) + " codes; the limit is " +
               std::to_string(options_.max_codes),
-          "split the policy, or raise CompileOptions::max_codes");
+          "split the policy, or raise the limit (--max-codes N, CompileOptions::max_codes)");
   tool_block(p, spec);
   limits_block(p, spec);
   breaker_block(p, spec);
@@ -350,7 +350,7 @@ PolicySpec Checker::check_policy(const ast::Policy& p) {
     error("E091", p.pos,
           "policy has " + std::to_string(p.rules.size()) + " rules; the limit is " +
               std::to_string(options_.max_rules),
-          "split the policy, or raise CompileOptions::max_rules");
+          "split the policy, or raise the limit (--max-rules N, CompileOptions::max_rules)");
   std::map<std::string, ast::Pos> names;
   for (const auto& r : p.rules) {
     auto [it, fresh] = names.emplace(r.name, r.pos);

@@ -138,7 +138,9 @@ DiffResult diff(const Source& before, const Source& after, std::string_view poli
     d.code = "W109";
     d.severity = Severity::Warning;
     d.message = "diff not decided: the tables are too large to compare";
-    d.help = "raise the splits one comparison may make (CompileOptions::max_cover_splits)";
+    d.help =
+        "raise the splits one comparison may make (recourse diff --max-cover-splits N, "
+        "CompileOptions::max_cover_splits)";
     result.diagnostics.push_back(std::move(d));
   } catch (const std::exception& e) {
     Diagnostic d;

@@ -5,12 +5,39 @@
 #include <fmt/format.h>
 
 #include <nlohmann/json.hpp>
+#include <utility>
 
 #include "recourse/adapters.hpp"
 #include "recourse/engine.hpp"
 #include "recourse/policy.hpp"
 
 namespace recourse {
+namespace {
+
+/// The field a decision warning is about, and its message.
+std::pair<const char*, std::string> warning_text(DecisionWarning bit, const Decision& d,
+                                                 const Envelope& e) {
+  switch (bit) {
+    case kUnknownCode:
+      return {
+          "code",
+          fmt::format("code \"{}\" is not known; read as UNKNOWN{}", e.code.value_or(""),
+                      d.nearest_code.empty() ? "" : fmt::format(" (nearest: {})", d.nearest_code))};
+    case kSideEffectAssumed:
+      return {"sideEffect", "context gave no sideEffect; read as unknown"};
+    case kNoPolicy:
+      return {"tool", "no policy for this tool and no \"*\" policy"};
+    case kUnreadableEnvelope:
+      return {"", "the envelope could not be read"};
+    case kTraceIdMinted:
+      return {"traceId", "envelope had no traceId; a local one was minted"};
+    case kStoreUnavailable:
+      return {"", "the state store could not answer; local, conservative state used"};
+  }
+  return {"", ""};
+}
+
+}  // namespace
 
 std::string to_json(const Decision& d, const Envelope& e) {
   nlohmann::ordered_json j;
@@ -43,24 +70,11 @@ std::string to_json(const Decision& d, const Envelope& e) {
   auto warnings = nlohmann::ordered_json::array();
   for (const auto& w : e.warnings)
     warnings.push_back({{"kind", w.kind}, {"field", w.field}, {"message", w.message}});
-  auto add = [&](const char* kind, const char* field, std::string message) {
+  for (const auto& [bit, kind] : kDecisionWarningKinds) {
+    if (!(d.warnings & bit)) continue;
+    auto [field, message] = warning_text(bit, d, e);
     warnings.push_back({{"kind", kind}, {"field", field}, {"message", std::move(message)}});
-  };
-  if (d.warnings & kUnknownCode)
-    add("unknown_code", "code",
-        fmt::format("code \"{}\" is not known; read as UNKNOWN{}", e.code.value_or(""),
-                    d.nearest_code.empty() ? "" : fmt::format(" (nearest: {})", d.nearest_code)));
-  if (d.warnings & kSideEffectAssumed)
-    add("side_effect_assumed", "sideEffect", "context gave no sideEffect; read as unknown");
-  if (d.warnings & kNoPolicy)
-    add("no_policy", "tool", "no policy for this tool and no \"*\" policy");
-  if (d.warnings & kUnreadableEnvelope)
-    add("unreadable_envelope", "", "the envelope could not be read");
-  if (d.warnings & kTraceIdMinted)
-    add("trace_id_minted", "traceId", "envelope had no traceId; a local one was minted");
-  if (d.warnings & kStoreUnavailable)
-    add("store_unavailable", "",
-        "the state store could not answer; local, conservative state used");
+  }
   j["warnings"] = std::move(warnings);
   if (!d.nearest_code.empty()) j["nearestCode"] = std::string(d.nearest_code);
   j["traceId"] = trace_id(d, e);
