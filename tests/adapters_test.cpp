@@ -599,53 +599,106 @@ TEST_CASE("adapters: vendor rate-limit resets", "[adapters]") {
 
 TEST_CASE("adapters: RateLimit and RateLimit-Policy (draft-ietf-httpapi-ratelimit-headers-10)",
           "[adapters]") {
+  // The draft's examples (appendix B, section 4.2) and its client rules (section 7).
   struct Row {
+    const char* name;
     Headers headers;
     std::optional<std::int64_t> ms;
     bool malformed;
   };
+  const std::string policy = R"("dynamic";q=100;w=60)";
   const std::vector<Row> rows = {
-      {{{"RateLimit", R"("default";r=0;t=30)"}}, 30000, false},
-      {{{"RateLimit", R"("burst";r=5;t=1, "daily";r=0;t=3600)"}}, 3600000, false},
-      {{{"RateLimit", R"(burst;r=0;t=1, daily;r=0;t=3600)"}}, 3600000, false},  // tokens
-      {{{"RateLimit", R"("default";t=10)"}}, 10000, false},          // no r: the limit may be spent
-      {{{"RateLimit", R"("burst";r=3;t=1)"}}, std::nullopt, false},  // quota left: no hint
-      // r=0 without t: the policy's window.
-      {{{"RateLimit", R"("daily";r=0)"}, {"RateLimit-Policy", R"("daily";q=1000;w=86400)"}},
-       86400000,
+      {"a spent limit waits its reset", {{"RateLimit", R"("default";r=0;t=30)"}}, 30000, false},
+      {"B.2.3",
+       {{"RateLimit-Policy", R"("dynamic";q=15;w=20)"}, {"RateLimit", R"("dynamic";r=0;t=20)"}},
+       20000,
        false},
-      {{{"RateLimit", R"("daily";r=0)"}, {"RateLimit-Policy", R"("hourly";q=10;w=3600)"}},
+      {"B.3: quota left, Retry-After alone",
+       {{"Retry-After", "20"},
+        {"RateLimit-Policy", policy},
+        {"RateLimit", R"("dynamic";r=15;t=40)"}},
+       20000,
+       false},
+      // Section 7 lets Retry-After take precedence; recourse keeps the longest (docs/adapters.md).
+      {"Retry-After and a longer reset",
+       {{"Retry-After", "20"}, {"RateLimit", R"("d";r=0;t=40)"}},
+       40000,
+       false},
+      {"several limits", {{"RateLimit", R"("burst";r=5;t=1, "daily";r=0;t=3600)"}}, 3600000, false},
+      {"one list over two lines (section 4)",
+       {{"RateLimit", R"("burst";r=5;t=1)"}, {"RateLimit", R"("daily";r=0;t=3600)"}},
+       3600000,
+       false},
+      {"section 4.2: partition keys, quota left",
+       {{"RateLimit", R"("default";r=999;pk=:dHJpYWwxMjEzMjM=:)"},
+        {"RateLimit", R"("default";r=300000000;t=60;pk=:QXBwLTk5OQ==:)"}},
        std::nullopt,
        false},
-      {{{"RateLimit", R"("a,b";r=0;t=5)"}}, 5000, false},  // a comma inside a string
-      {{{"RateLimit", R"("open;r=0;t=5)"}}, std::nullopt, true},
-      {{{"RateLimit", R"(;r=0;t=5)"}}, std::nullopt, true},
-      {{{"RateLimit", R"("default";r=0)"}, {"RateLimit-Policy", R"("x)"}}, std::nullopt, true},
-      {{{"RateLimit", R"("default";r=0;t=-5)"}}, std::nullopt, false},  // no valid t
-      {{{"RateLimit", R"("default";r=0;t=30)"}, {"Retry-After", "60"}}, 60000, false},
+      {"quota left: no hint", {{"RateLimit", R"("burst";r=3;t=1)"}}, std::nullopt, false},
+      {"a window is not a reset",
+       {{"RateLimit", R"("daily";r=0)"}, {"RateLimit-Policy", R"("daily";q=1000;w=86400)"}},
+       std::nullopt,
+       false},
+      {"a comma inside a string", {{"RateLimit", R"("a,b";r=0;t=5)"}}, 5000, false},
+      {"an empty field is an empty list", {{"RateLimit", ""}}, std::nullopt, false},
+      {"the largest integer",
+       {{"RateLimit", R"("d";r=0;t=999999999999999)"}},
+       999999999999999000,
+       false},
+      {"r is required", {{"RateLimit", R"("quota";t=1)"}}, std::nullopt, true},
+      {"t with a unit", {{"RateLimit", R"("default";r=0;t=30s)"}}, std::nullopt, true},
+      {"a negative t", {{"RateLimit", R"("default";r=0;t=-5)"}}, std::nullopt, true},
+      {"a decimal t", {{"RateLimit", R"("default";r=0;t=1.5)"}}, std::nullopt, true},
+      {"an integer of 16 digits",
+       {{"RateLimit", R"("d";r=0;t=1000000000000000)"}},
+       std::nullopt,
+       true},
+      {"a token, not a string", {{"RateLimit", R"(burst;r=0;t=1)"}}, std::nullopt, true},
+      {"one malformed limit voids the field",
+       {{"RateLimit", R"("a";r=0;t=60, "b";r=0;t=x)"}},
+       std::nullopt,
+       true},
+      {"an open string", {{"RateLimit", R"("open;r=0;t=5)"}}, std::nullopt, true},
+      {"no item", {{"RateLimit", R"(;r=0;t=5)"}}, std::nullopt, true},
+      {"a trailing comma", {{"RateLimit", R"("d";r=0;t=5,)"}}, std::nullopt, true},
   };
   for (const Row& row : rows) {
-    DYNAMIC_SECTION(row.headers.front().second) {
+    DYNAMIC_SECTION(row.name) {
       const auto r = recourse::from_http(429, row.headers, "", std::nullopt);
       INFO(describe(r));
       CHECK(r.envelope.retry_after_ms == row.ms);
       CHECK(warned(r, "retryAfterMs", "malformed") == row.malformed);
+      CHECK_FALSE(warned(r, "retryAfterMs", "duplicate"));
     }
   }
-  // On a rate limit only: the fields come on every response.
+  // On a rate limit or a spent quota only: the fields come on every response.
   CHECK_FALSE(recourse::from_http(500, {{"RateLimit", R"("default";r=0;t=30)"}}, "", std::nullopt)
                   .envelope.retry_after_ms.has_value());
-  SECTION("the draft's problem types") {
+  SECTION("B.1.4: quota-exceeded with Retry-After and RateLimit") {
+    const auto r = recourse::from_http(
+        429,
+        {{"Date", "Mon, 05 Aug 2019 09:27:00 GMT"},
+         {"Retry-After", "Mon, 05 Aug 2019 09:27:05 GMT"},
+         {"RateLimit", R"("default";r=0;t=5)"}},
+        R"({"type":"https://iana.org/assignments/http-problem-types#quota-exceeded","title":"Too Many Requests"})",
+        std::nullopt);
+    INFO(describe(r));
+    CHECK(r.envelope.code == "QUOTA_EXCEEDED");
+    CHECK(r.envelope.retryable == false);
+    CHECK(r.envelope.retry_after_ms == 5000);
+  }
+  SECTION("the draft's problem types (section 5)") {
     const std::string base = "https://iana.org/assignments/http-problem-types#";
     struct Type {
       const char* name;
       int status;
       const char* code;
       bool retryable;
+      bool waits;
     };
-    for (const Type& t : {Type{"quota-exceeded", 429, "QUOTA_EXCEEDED", false},
-                          Type{"abnormal-usage-detected", 429, "PERMISSION", false},
-                          Type{"temporary-reduction", 503, "RATE_LIMITED", true}}) {
+    for (const Type& t : {Type{"quota-exceeded", 429, "QUOTA_EXCEEDED", false, true},
+                          Type{"abnormal-usage-detected", 429, "PERMISSION", false, false},
+                          Type{"temporary-reduced-capacity", 503, "RATE_LIMITED", true, true}}) {
       DYNAMIC_SECTION(t.name) {
         const auto r = recourse::from_http(
             t.status, {{"RateLimit", R"("default";r=0;t=30)"}},
@@ -653,14 +706,18 @@ TEST_CASE("adapters: RateLimit and RateLimit-Policy (draft-ietf-httpapi-ratelimi
         INFO(describe(r));
         CHECK(r.envelope.code == t.code);
         CHECK(r.envelope.retryable == t.retryable);
-        // The wait is kept for a temporary reduction, whose code is a rate limit.
-        CHECK(r.envelope.retry_after_ms.has_value() == (std::string(t.code) == "RATE_LIMITED"));
+        CHECK(r.envelope.retry_after_ms ==
+              (t.waits ? std::optional<std::int64_t>(30000) : std::nullopt));
       }
     }
-    // Another registry's fragment is not the draft's.
+    // Another registry's fragment, and a name the draft does not register, are not its types.
     const auto other = recourse::from_http(
         429, {}, R"({"type":"https://example.com/probs#quota-exceeded"})", std::nullopt);
     CHECK(other.envelope.code == "RATE_LIMITED");
+    const auto unregistered = recourse::from_http(
+        503, {}, R"({"type":")" + base + R"(temporary-reduction"})", std::nullopt);
+    CHECK(unregistered.envelope.code ==
+          recourse::from_http(503, {}, "", std::nullopt).envelope.code);
   }
 }
 

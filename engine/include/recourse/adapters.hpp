@@ -42,7 +42,8 @@
 //   against now_ms (else the response's Date header); a past date is 0; a fraction ("0.503") is
 //   rounded up to whole seconds; anything else is absent with a warning. Also retry-after-ms
 //   (OpenAI, Anthropic). On a rate limit, also the resets of the limits that are spent:
-//   RateLimit's `t` (or RateLimit-Policy's `w`; draft-ietf-httpapi-ratelimit-headers-10),
+//   RateLimit's `t` where `r=0` (draft-ietf-httpapi-ratelimit-headers-10 section 4, a List of
+//   RFC 9651 parsed strictly, a malformed field ignored whole; also on an exhausted quota),
 //   RateLimit-Reset (delta seconds), X-RateLimit-Reset (delta seconds, epoch seconds or epoch ms
 //   by magnitude), OpenAI's x-ratelimit-reset-* (Go durations, "6m0s"), Anthropic's
 //   anthropic-ratelimit-*-reset (RFC 3339), and those OpenRouter relays in the body
@@ -65,7 +66,7 @@
 //     409 with code idempotency_key_in_use (Stripe: resend the same key) -> CONFLICT, true
 //     problem type ...http-problem-types#quota-exceeded                -> QUOTA_EXCEEDED, false
 //     problem type ...#abnormal-usage-detected                         -> PERMISSION, false
-//     problem type ...#temporary-reduction                             -> RATE_LIMITED, true
+//     problem type ...#temporary-reduced-capacity                      -> RATE_LIMITED, true
 //   A body that is itself an envelope (a string `code` naming a built-in code, or a `retryable`
 //   key) is read with read_envelope() and its fields win over the status's.
 //   traceId from the envelope body, else traceparent's trace-id, X-Request-Id, Request-Id,

@@ -11,6 +11,7 @@
 #include "adapters/body.hpp"
 #include "adapters/http_date.hpp"
 #include "adapters/protocols.hpp"
+#include "adapters/structured_field.hpp"
 #include "adapters/text.hpp"
 #include "source/utf8.hpp"
 
@@ -110,6 +111,15 @@ std::optional<std::string> single(Builder& b, const Headers& headers, std::strin
     return std::nullopt;
   }
   return std::string(trim(h.value));
+}
+
+// The lines of the field `name` combined into one value, in order, with ", " (RFC 9110
+// section 5.3); nullopt when it is not sent. For the fields defined as lists.
+std::optional<std::string> combined(const Headers& headers, std::string_view name) {
+  std::optional<std::string> out;
+  for (const auto& [k, v] : headers)
+    if (iequals(k, name)) out = out ? *out + ", " + v : v;
+  return out;
 }
 
 void malformed_hint(Builder& b, std::string_view name, std::string_view value, const char* why) {
@@ -236,86 +246,35 @@ void keep_resets(Builder& b, const Headers& headers, std::optional<std::int64_t>
   }
 }
 
-// One member of a Structured Field list (RFC 9651 section 3.1): its item, a string or token,
-// and its parameters whose values are integers.
-struct SfMember {
-  std::string name;
-  std::vector<std::pair<std::string, std::uint64_t>> integers;
-  std::optional<std::uint64_t> param(std::string_view key) const {
-    for (const auto& [k, v] : integers)
-      if (k == key) return v;
-    return std::nullopt;
-  }
-};
-
-// A Structured Field list such as RateLimit's `"default";r=0;t=30, "daily";r=5;t=3600`, read
-// leniently: members split at commas outside strings, parameters at semicolons; a parameter
-// that is not a non-negative integer is skipped. nullopt when a member has no item or a string
-// is left open.
-std::optional<std::vector<SfMember>> sf_list(std::string_view v) {
-  std::vector<SfMember> out;
-  std::vector<std::string> parts{""};
-  bool quoted = false;
-  for (std::size_t i = 0; i < v.size(); ++i) {
-    const char c = v[i];
-    if (quoted && c == '\\' && i + 1 < v.size()) {
-      parts.back() += v[++i];
-      continue;
-    }
-    if (c == '"') quoted = !quoted;
-    if (!quoted && c == ',')
-      parts.emplace_back();
-    else
-      parts.back() += c;
-  }
-  if (quoted) return std::nullopt;
-  for (const std::string& part : parts) {
-    std::string_view rest = trim(part);
-    SfMember m;
-    const std::size_t semi = rest.find(';');
-    std::string_view item = trim(rest.substr(0, semi));
-    if (item.size() >= 2 && item.front() == '"' && item.back() == '"')
-      item = item.substr(1, item.size() - 2);
-    if (item.empty()) return std::nullopt;
-    m.name = std::string(item);
-    rest = semi == std::string_view::npos ? std::string_view() : rest.substr(semi + 1);
-    while (!rest.empty()) {
-      const std::size_t next = rest.find(';');
-      const std::string_view param = trim(rest.substr(0, next));
-      const std::size_t eq = param.find('=');
-      if (eq != std::string_view::npos && all_digits(param.substr(eq + 1)))
-        m.integers.emplace_back(std::string(param.substr(0, eq)),
-                                digits_value(param.substr(eq + 1)));
-      rest = next == std::string_view::npos ? std::string_view() : rest.substr(next + 1);
-    }
-    out.push_back(std::move(m));
-  }
-  return out;
-}
-
-// The structured RateLimit field (draft-ietf-httpapi-ratelimit-headers-10): each limit whose
-// remaining quota `r` is 0 (or unsaid) asks for its reset `t`, delta seconds; a limit without
-// `t` asks for its policy's window `w` (RateLimit-Policy, the same name), the longest the quota
-// can take to come back.
+// The structured RateLimit field (draft-ietf-httpapi-ratelimit-headers-10 section 4): a List
+// (RFC 9651) of quota policy names, Strings, each with its remaining quota `r` (section 4.1.1,
+// required) and the seconds until more quota is available `t` (section 4.1.2, optional), both
+// non-negative Integers. The field may be split over several lines (section 4). A limit with
+// nothing left (`r=0`) asks for its `t`. A malformed field is ignored whole (section 7), with a
+// warning. RateLimit-Policy's window `w` is informative (section 7) and never read as a wait:
+// the quota may come back sooner or later than a window.
 void keep_ratelimit(Builder& b, const Headers& headers, std::optional<std::int64_t>& wait) {
-  const auto v = single(b, headers, "RateLimit", "retryAfterMs");
-  if (!v) return;
-  const auto limits = sf_list(*v);
-  if (!limits) return malformed_hint(b, "RateLimit", *v, "is not a list of limits");
-  std::vector<SfMember> policies;
-  if (const auto p = single(b, headers, "RateLimit-Policy", "retryAfterMs")) {
-    if (auto list = sf_list(*p))
-      policies = std::move(*list);
-    else
-      malformed_hint(b, "RateLimit-Policy", *p, "is not a list of policies");
+  const std::optional<std::string> field = combined(headers, "RateLimit");
+  if (!field) return;
+  const auto limits = parse_sf_list(*field);
+  auto integer = [](const SfMember& m, const char* key) {
+    const SfBareItem* p = m.parameter(key);
+    return p && p->type == SfType::Integer && p->integer >= 0 ? std::optional(p->integer)
+                                                              : std::nullopt;
+  };
+  const char* why = limits ? nullptr : "is not a Structured Fields list (RFC 9651)";
+  for (const SfMember& limit : limits ? *limits : std::vector<SfMember>{}) {
+    if (limit.inner_list || limit.item.type != SfType::String)
+      why = "names a quota policy with something other than a string";
+    else if (!integer(limit, "r"))
+      why = "has a limit without its remaining quota r, a non-negative integer";
+    else if (limit.parameter("t") && !integer(limit, "t"))
+      why = "has a reset t that is not a non-negative integer";
   }
-  for (const SfMember& limit : *limits) {
-    if (limit.param("r").value_or(0) != 0) continue;
-    std::optional<std::uint64_t> seconds = limit.param("t");
-    for (const SfMember& policy : policies)
-      if (!seconds && policy.name == limit.name) seconds = policy.param("w");
-    if (seconds) keep_longest(wait, saturating_ms(*seconds));
-  }
+  if (why) return malformed_hint(b, "RateLimit", *field, why);
+  for (const SfMember& limit : *limits)
+    if (*integer(limit, "r") == 0 && limit.parameter("t"))
+      keep_longest(wait, saturating_ms(static_cast<std::uint64_t>(*integer(limit, "t"))));
 }
 
 // The clock for absolute times: the host's now, else the response's Date header.
@@ -355,7 +314,8 @@ bool body_signals(Builder& b, int status, const Headers& headers, const BodyInfo
   const Remaining remaining = remaining_of(headers, "X-RateLimit-Remaining");
   const std::string message = info.message.value_or("");
   bool secondary = false;
-  // draft-ietf-httpapi-ratelimit-headers-10, "Problem Types".
+  // draft-ietf-httpapi-ratelimit-headers-10 section 5 (registered in section 10.2). The codes
+  // and retryable values are recourse's reading: the draft gives no retry guidance.
   constexpr std::string_view kProblems = "https://iana.org/assignments/http-problem-types#";
   auto problem = [&](std::string_view name) {
     for (const auto& t : info.types)
@@ -366,8 +326,8 @@ bool body_signals(Builder& b, int status, const Headers& headers, const BodyInfo
     b.set_code("QUOTA_EXCEEDED", false, label + " body: quota exceeded");
   } else if (problem("abnormal-usage-detected")) {
     b.set_code("PERMISSION", false, label + " body: abnormal usage detected");
-  } else if (problem("temporary-reduction")) {
-    b.set_code("RATE_LIMITED", true, label + " body: temporary reduction");
+  } else if (problem("temporary-reduced-capacity")) {
+    b.set_code("RATE_LIMITED", true, label + " body: temporary reduced capacity");
   } else if (client_error && has_type(info, {"insufficient_quota", "billing_hard_limit_reached",
                                              "billing_not_active"})) {
     b.set_code("QUOTA_EXCEEDED", false, label + " body: quota or billing exhausted");
@@ -404,7 +364,9 @@ void type_override(Builder& b, const BodyInfo& info) {
 }
 
 // Retry hints: the longest valid one (never retry earlier than any hint asked). Rate-limit
-// resets count on a rate limit only, in the headers and in those the body relays.
+// resets count on a rate limit only, in the headers and in those the body relays; the
+// structured RateLimit field also on an exhausted quota (its `r=0` says which limit is spent,
+// and draft -10's example B.1.4 sends it with quota-exceeded).
 std::optional<std::int64_t> retry_hint(Builder& b, const Headers& headers,
                                        std::optional<std::int64_t> clock, bool secondary,
                                        const BodyInfo& info) {
@@ -413,9 +375,10 @@ std::optional<std::int64_t> retry_hint(Builder& b, const Headers& headers,
   if (b.e().code == "RATE_LIMITED") {
     keep_resets(b, headers, clock, secondary, wait);
     keep_resets(b, info.headers, clock, false, wait);
-    keep_ratelimit(b, headers, wait);
     if (secondary) keep_longest(wait, b.options().secondary_rate_limit_min_ms);
   }
+  if (b.e().code == "RATE_LIMITED" || b.e().code == "QUOTA_EXCEEDED")
+    keep_ratelimit(b, headers, wait);
   keep_longest(wait, info.retry_delay_ms);
   return wait;
 }
