@@ -15,6 +15,7 @@
 //
 // HTTP (RFC 9110 section 15 unless noted)
 //   status                               code            retry  source
+//   202 Accepted                         PENDING         true   15.3.3 (not yet processed)
 //   400 Bad Request                      VALIDATION      false  15.5.1 (field, suggestion: body)
 //   401 Unauthorized                     PERMISSION      false  15.5.2; WWW-Authenticate (11.6.1)
 //   402 Payment Required                 QUOTA_EXCEEDED  false  15.5.3
@@ -35,6 +36,10 @@
 //   505 HTTP Version Not Supported       UNKNOWN         false  15.6.6
 //   511 Network Authentication Required  PERMISSION      false  RFC 6585 section 6
 //   529 (Anthropic: overloaded)          TRANSIENT       true   provider documented
+//   a 2xx with a valid Retry-After (10.2.3) or a body that says the work is not done (Google
+//     `done: false`; `status` NotStarted, Running, InProgress (Azure), queued, in_progress,
+//     validating, finalizing (OpenAI), pending, processing (ACME, RFC 8555 section 7.1.6))
+//                                        PENDING         true
 //   any other status                     UNKNOWN         -      (RFC 9110 section 15 reads an
 //                                                               unknown 5xx as 500; here unknown
 //                                                               input is never TRANSIENT)
