@@ -349,6 +349,162 @@ policy "jobs.status" {
   }
 }
 
+TEST_CASE("adapters: the error event of an event stream", "[adapters]") {
+  const Headers sse = {{"Content-Type", "text/event-stream; charset=utf-8"}};
+  // Anthropic's streaming docs ("Error events"): an overload after the stream began, on a 200.
+  const std::string anthropic =
+      "event: message_start\n"
+      "data: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_1\",\"content\":[]}}\n"
+      "\n"
+      "event: ping\n"
+      "data: {\"type\": \"ping\"}\n"
+      "\n"
+      "event: error\n"
+      "data: {\"type\": \"error\", \"error\": {\"type\": \"overloaded_error\", \"message\": "
+      "\"Overloaded\"}}\n"
+      "\n";
+  SECTION("Anthropic's error event reads as its JSON error body") {
+    const auto r = recourse::from_http(200, sse, anthropic, std::nullopt);
+    INFO(describe(r));
+    const auto body = recourse::from_http(
+        200, {}, R"({"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}})",
+        std::nullopt);
+    CHECK(r.envelope.code == "TRANSIENT");
+    CHECK(r.envelope.retryable == true);
+    CHECK(r.envelope.message == "Overloaded");
+    CHECK(r.mapping == "http 200 body: overloaded");
+    CHECK(r.envelope.warnings.empty());
+    CHECK(recourse::to_json(r.envelope) == recourse::to_json(body.envelope));
+    CHECK(r.mapping == body.mapping);
+    // The same through the raw form, the body a string.
+    const auto j =
+        raw(Protocol::Http, nlohmann::json{{"status", 200},
+                                           {"headers", {{"content-type", "text/event-stream"}}},
+                                           {"body", anthropic}}
+                                .dump());
+    CHECK(recourse::to_json(j.envelope) == recourse::to_json(r.envelope));
+  }
+  SECTION("OpenAI's error objects in a stream") {
+    struct Row {
+      const char* stream;
+      const char* code;
+      const char* message;
+      const char* mapping;
+    };
+    const std::vector<Row> rows = {
+        // Chat completions: an error object as the data of an unnamed event.
+        {"data: {\"id\":\"c1\",\"choices\":[{\"delta\":{\"content\":\"Hel\"}}]}\n\n"
+         "data: {\"error\":{\"message\":\"The server had an error\",\"type\":\"server_error\","
+         "\"code\":null}}\n\n",
+         "UNKNOWN", "The server had an error", "http 200"},
+        {"data: {\"error\":{\"message\":\"This model's maximum context length is 8192 tokens\","
+         "\"type\":\"invalid_request_error\",\"code\":\"context_length_exceeded\"}}\n\n",
+         "CONTEXT_OVERFLOW", "This model's maximum context length is 8192 tokens",
+         "http 200 body: context length exceeded"},
+        // The Responses API: an `error` event, its data flat.
+        {"event: response.created\ndata: {\"type\":\"response.created\",\"response\":"
+         "{\"status\":\"in_progress\"}}\n\n"
+         "event: error\ndata: {\"type\":\"error\",\"code\":\"context_length_exceeded\","
+         "\"message\":\"Too long\",\"param\":null,\"sequence_number\":2}\n\n",
+         "CONTEXT_OVERFLOW", "Too long", "http 200 body: context length exceeded"},
+        // A data `type` of "error" without an event line.
+        {"data: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"busy\"}}"
+         "\n\n",
+         "TRANSIENT", "busy", "http 200 body: overloaded"},
+        // response.failed: the error is the response's.
+        {"event: response.failed\ndata: {\"type\":\"response.failed\",\"sequence_number\":3,"
+         "\"response\":{\"id\":\"resp_1\",\"status\":\"failed\",\"error\":{\"code\":"
+         "\"rate_limit_exceeded\",\"message\":\"Slow down\"}}}\n\n",
+         "UNKNOWN", "Slow down", "http 200"},
+    };
+    for (const Row& row : rows) {
+      DYNAMIC_SECTION(row.stream) {
+        const auto r = recourse::from_http(200, sse, row.stream, std::nullopt);
+        INFO(describe(r));
+        CHECK(r.envelope.code == row.code);
+        CHECK(r.envelope.message == row.message);
+        CHECK(r.mapping == row.mapping);
+        CHECK(r.envelope.warnings.empty());
+      }
+    }
+    // A 4xx stream reads its rate limit as the JSON body would (rate_limit_exceeded on a 4xx).
+    const auto failed = recourse::from_http(
+        429, sse,
+        "event: response.failed\ndata: {\"type\":\"response.failed\",\"response\":{\"error\":"
+        "{\"code\":\"rate_limit_exceeded\",\"message\":\"Slow down\"}}}\n\n",
+        std::nullopt);
+    CHECK(failed.envelope.code == "RATE_LIMITED");
+    CHECK(failed.mapping == "http 429 body: rate limit");
+  }
+  SECTION("the parsing of section 9.2.6") {
+    const std::string error =
+        R"({"type":"error","error":{"type":"overloaded_error","message":"Over"}})";
+    auto read = [&](const std::string& stream) {
+      return recourse::from_http(200, sse, stream, std::nullopt);
+    };
+    // CR, LF and CRLF line ends; a BOM; comments; no space after the colon.
+    for (const char* eol : {"\n", "\r", "\r\n"}) {
+      const std::string e = eol;
+      const auto r =
+          read("\xEF\xBB\xBF: a comment" + e + "event:error" + e + "data:" + error + e + e);
+      INFO(describe(r));
+      CHECK(r.envelope.code == "TRANSIENT");
+      CHECK(r.envelope.message == "Over");
+    }
+    // Multi-line data is joined with LF, then read as one JSON text.
+    const auto multi = read(
+        "event: error\ndata: {\"type\":\"error\",\ndata:  \"error\":"
+        "{\"type\":\"overloaded_error\",\"message\":\"Two lines\"}}\n\n");
+    CHECK(multi.envelope.code == "TRANSIENT");
+    CHECK(multi.envelope.message == "Two lines");
+    // An event never finished by an empty line is discarded (the standard's end of stream).
+    const auto cut = read("event: error\ndata: " + error + "\n");
+    CHECK(cut.envelope.code == "UNKNOWN");
+    CHECK(warned(cut, "code", "no_error_event"));
+    // Only one space after the colon is dropped; `event` without a colon is an empty type.
+    const auto spaced = read("event:  error\ndata: " + error + "\n\n");
+    CHECK(spaced.envelope.code == "TRANSIENT");  // found by its data's type, not the event name
+    // The first error event counts.
+    const auto two =
+        read("event: error\ndata: " + error +
+             "\n\nevent: error\ndata: {\"error\":{\"type\":\"x\",\"message\":\"second\"}}\n\n");
+    CHECK(two.envelope.message == "Over");
+  }
+  SECTION("a stream without an error event reads as today, with a warning") {
+    const std::string chat =
+        "data: {\"choices\":[{\"delta\":{\"content\":\"Hi\"}}]}\n\ndata: [DONE]\n\n";
+    const auto r = recourse::from_http(200, sse, chat, std::nullopt);
+    INFO(describe(r));
+    const auto today = recourse::from_http(200, {}, chat, std::nullopt);
+    CHECK(r.envelope.code == "UNKNOWN");
+    CHECK(r.envelope.message == today.envelope.message);
+    CHECK(r.mapping == today.mapping);
+    REQUIRE(r.envelope.warnings.size() == 1);
+    CHECK(r.envelope.warnings[0].kind == "no_error_event");
+    CHECK(r.envelope.warnings[0].field == "code");
+    CHECK(r.envelope.warnings[0].message ==
+          "the event stream (2 events) has no error event; the body is read as text");
+    // A 503 stream without one keeps the status table's reading.
+    CHECK(recourse::from_http(503, sse, chat, std::nullopt).envelope.code == "TRANSIENT");
+    // An error event whose data is no JSON object is malformed, and no error event is found.
+    const auto text =
+        recourse::from_http(200, sse, "event: error\ndata: Overloaded\n\n", std::nullopt);
+    CHECK(text.envelope.code == "UNKNOWN");
+    CHECK(warned(text, "message", "malformed"));
+    CHECK(warned(text, "code", "no_error_event"));
+    // Without the event-stream media type the body is text, as before: no warning.
+    CHECK(recourse::from_http(200, {{"Content-Type", "text/plain"}}, anthropic, std::nullopt)
+              .envelope.warnings.empty());
+  }
+  SECTION("the body limit bounds the stream") {
+    AdapterOptions tight;
+    tight.limits.max_bytes = 64;
+    const auto r = recourse::from_http(200, sse, anthropic, std::nullopt, tight);
+    CHECK(r.envelope.code == "UNKNOWN");
+    CHECK(warned(r, "message", "oversized"));
+  }
+}
+
 TEST_CASE("adapters: RFC 850 two-digit years (RFC 9110 section 5.6.7)", "[adapters]") {
   // "A recipient of a timestamp value in rfc850-date format, which uses a two-digit year, MUST
   // interpret a timestamp that appears to be more than 50 years in the future as representing
