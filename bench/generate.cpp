@@ -8,8 +8,10 @@ namespace {
 
 constexpr const char* kCodes[] = {"TRANSIENT",        "RATE_LIMITED", "TIMEOUT",  "VALIDATION",
                                   "PERMISSION",       "NOT_FOUND",    "CONFLICT", "QUOTA_EXCEEDED",
-                                  "CONTEXT_OVERFLOW", "UNKNOWN"};
-constexpr std::uint8_t kRetrySafe[] = {0, 1, 2, 6, 9};  // never CONTEXT_OVERFLOW (E103)
+                                  "CONTEXT_OVERFLOW", "UNKNOWN",      "PENDING"};
+constexpr std::uint8_t kCodeCount = std::size(kCodes);  // the code absent is kCodeCount
+static_assert(kDomain[static_cast<std::size_t>(GenAttr::Code)] == kCodeCount + 1);
+constexpr std::uint8_t kRetrySafe[] = {0, 1, 2, 6, 9, 10};  // never CONTEXT_OVERFLOW (E103)
 constexpr const char* kSideEffects[] = {"none", "unknown", "committed"};
 constexpr const char* kCircuits[] = {"closed", "open", "half_open"};
 constexpr const char* kBools[] = {"false", "true"};
@@ -47,7 +49,8 @@ GenTest make_test(GenAttr attr, bool retry, Rng& rng, std::string& text) {
       const std::size_t n = 1 + rng.below(3);
       std::string names;
       for (std::size_t i = 0; i < n; ++i) {
-        const std::uint8_t c = retry ? kRetrySafe[rng.below(std::size(kRetrySafe))] : rng.below(10);
+        const std::uint8_t c =
+            retry ? kRetrySafe[rng.below(std::size(kRetrySafe))] : rng.below(kCodeCount);
         if (t.codes & (1u << c)) continue;
         t.codes |= static_cast<std::uint16_t>(1u << c);
         names += fmt::format("{}{}", names.empty() ? "" : ", ", kCodes[c]);
@@ -110,7 +113,7 @@ Route draw_route(Rng& rng) {
 
 bool holds(const GenTest& t, const Plain& in) noexcept {
   const std::uint8_t v = in[static_cast<std::size_t>(t.attr)];
-  if (t.attr == GenAttr::Code) return v < 10 && ((t.codes >> v) & 1u);
+  if (t.attr == GenAttr::Code) return v < kCodeCount && ((t.codes >> v) & 1u);
   return v >= t.lo && v <= t.hi;
 }
 
@@ -159,7 +162,7 @@ std::vector<Plain> draw_inputs(std::size_t n, std::uint64_t seed) {
 void to_engine(const Plain& p, Envelope& e, Context& c) {
   auto at = [&](GenAttr a) { return p[static_cast<std::size_t>(a)]; };
   e = Envelope{};
-  if (at(GenAttr::Code) < 10) e.code = kCodes[at(GenAttr::Code)];
+  if (at(GenAttr::Code) < kCodeCount) e.code = kCodes[at(GenAttr::Code)];
   if (at(GenAttr::Retryable) < 2) e.retryable = at(GenAttr::Retryable) == 1;
   if (at(GenAttr::RetryAfter) > 0) e.retry_after_ms = kRetryAfterMs[at(GenAttr::RetryAfter)];
   if (at(GenAttr::Field) > 0) e.field = kFields[at(GenAttr::Field)];

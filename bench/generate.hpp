@@ -21,7 +21,7 @@ namespace recourse::bench {
 
 /// The attributes a generated rule tests; each is one dimension of the plain domain.
 enum class GenAttr : std::uint8_t {
-  Code,        ///< 0..9 built-in codes, 10 absent
+  Code,        ///< 0..10 built-in codes, 11 absent
   Retryable,   ///< 0 false, 1 true, 2 absent
   SideEffect,  ///< 0 none, 1 unknown, 2 committed
   Idempotent,  ///< 0 false, 1 true
@@ -35,7 +35,7 @@ enum class GenAttr : std::uint8_t {
 inline constexpr std::size_t kGenAttrs = static_cast<std::size_t>(GenAttr::kCount);
 
 /// How many values each dimension of the plain domain has.
-inline constexpr std::array<std::uint8_t, kGenAttrs> kDomain = {11, 3, 3, 2, 6, 5, 6, 3, 4};
+inline constexpr std::array<std::uint8_t, kGenAttrs> kDomain = {12, 3, 3, 2, 6, 5, 6, 3, 4};
 /// retry_after values of the domain, ms (index 0 is absent).
 inline constexpr std::array<std::int64_t, 5> kRetryAfterMs = {-1, 0, 2000, 10000, 60000};
 /// field values of the domain (index 0 is absent); the tool's arguments are the first three.

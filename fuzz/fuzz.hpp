@@ -182,6 +182,8 @@ inline void draw_input(Source& src, const Pools& pools, const recourse::detail::
   if (src.below(3) == 0) c.idempotency_key_pinned = true;
   if (src.below(3) == 0) c.circuit = static_cast<recourse::CircuitState>(src.below(3));
   if (src.below(4) == 0) c.retry_throttled = true;
+  if (src.below(4) == 0) c.stream_output_emitted = true;
+  if (src.coin()) c.stream_discard_supported = true;
   if (src.below(4) == 0) c.now_ms = nonneg(kMaxMs);
 }
 
@@ -254,12 +256,17 @@ inline void valid_decision(const recourse::Decision& d, const recourse::Envelope
   FUZZ_CHECK(d.policy == s.name, where_text());
   const bool known = e.code && std::find(s.codes.begin(), s.codes.end(), *e.code) != s.codes.end();
   FUZZ_CHECK(((d.warnings & recourse::kUnknownCode) != 0) == (e.code && !known), where_text());
-  FUZZ_CHECK(((d.warnings & recourse::kSideEffectAssumed) != 0) == !c.side_effect, where_text());
+  // Streamed output the host cannot discard is a committed effect (language.md section 13).
+  const std::optional<recourse::SideEffect> side_effect =
+      c.stream_output_emitted && !c.stream_discard_supported
+          ? std::optional<recourse::SideEffect>(recourse::SideEffect::Committed)
+          : c.side_effect;
+  FUZZ_CHECK(((d.warnings & recourse::kSideEffectAssumed) != 0) == !side_effect, where_text());
   auto waived = [&](std::string_view name) {
     return std::find(s.waived.begin(), s.waived.end(), name) != s.waived.end();
   };
   const bool call = d.route == Route::Retry || d.route == Route::Repair;
-  const auto side = c.side_effect.value_or(recourse::SideEffect::Unknown);
+  const auto side = side_effect.value_or(recourse::SideEffect::Unknown);
   const bool idempotent = c.idempotent.value_or(s.idempotent);
   if (call) {
     // The guards' promises (docs/language.md section 8).

@@ -5,6 +5,7 @@
 //   0      from_raw, the protocol named inside the JSON ("protocol": "http", ...)
 //   1..4   from_raw for http, grpc, mcp, jsonrpc (the bytes are the JSON raw form)
 //   5      from_http: a status line "429\n", header lines "Name: value\n", a blank line, the body
+//          (with "Content-Type: text/event-stream" the body is read as server-sent events)
 //   6      from_transport_error: the bytes are the error text
 //   7      from_grpc: "STATUS\nmessage\n" then metadata lines "name: value\n"
 //   8      from_jsonrpc: "CODE\nmessage\n" then the data JSON
@@ -14,7 +15,8 @@
 // Properties: never crash, throw or leak; unknown or garbled input never reads as TRANSIENT (a
 // TRANSIENT code comes only from a documented row: HTTP 500/502/503/529, a 413 with
 // Retry-After, an overloaded_error body, a connection-level transport error, gRPC UNAVAILABLE,
-// or an envelope the server sent that says TRANSIENT); a garbled row is UNKNOWN; the envelope
+// or an envelope the server sent that says TRANSIENT, an event stream's error event among the
+// bodies); PENDING comes only from a 2xx or an envelope; a garbled row is UNKNOWN; the envelope
 // keeps the reader's caps (no empty code, field or traceId; strings within their limits; no
 // negative retryAfterMs) and round-trips through to_json/read_envelope; the model text stays
 // within its limit and valid UTF-8; every decision on the envelope is valid.
@@ -158,6 +160,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   // Unknown or garbled never reads as TRANSIENT.
   if (e.code == "TRANSIENT")
     FUZZ_CHECK(transient_row(r.mapping) || ends(r.mapping, " envelope"), where);
+  // A pending result is a 2xx's (docs/adapters.md, "Pending"), or the server's own envelope.
+  if (e.code == "PENDING")
+    FUZZ_CHECK(starts(r.mapping, "http 2") || ends(r.mapping, " envelope"), where);
   if (r.mapping.find("garbled") != std::string::npos) FUZZ_CHECK(e.code == "UNKNOWN", where);
   // The reader's caps.
   const recourse::ReaderLimits& l = options.limits;

@@ -30,8 +30,8 @@ const std::vector<AttrInfo>& attrs() {
 }
 
 const std::vector<std::string> kBuiltin = {
-    "TRANSIENT", "RATE_LIMITED", "TIMEOUT",        "VALIDATION",       "PERMISSION",
-    "NOT_FOUND", "CONFLICT",     "QUOTA_EXCEEDED", "CONTEXT_OVERFLOW", "UNKNOWN"};
+    "TRANSIENT", "RATE_LIMITED",   "TIMEOUT",          "VALIDATION", "PERMISSION", "NOT_FOUND",
+    "CONFLICT",  "QUOTA_EXCEEDED", "CONTEXT_OVERFLOW", "UNKNOWN",    "PENDING"};
 
 struct Duration {
   std::string text;

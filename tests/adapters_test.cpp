@@ -91,6 +91,8 @@ TEST_CASE("adapters: HTTP status table (RFC 9110 section 15, RFC 6585)", "[adapt
       {599, "UNKNOWN", std::nullopt},
       {302, "UNKNOWN", std::nullopt},
       {200, "UNKNOWN", std::nullopt},
+      {204, "UNKNOWN", std::nullopt},
+      {202, "PENDING", true},  // 15.3.3: accepted, not yet processed
   };
   for (const Row& row : rows) {
     DYNAMIC_SECTION("status " << row.status) {
@@ -205,6 +207,301 @@ TEST_CASE("adapters: Retry-After (RFC 9110 section 10.2.3)", "[adapters]") {
     const auto n = raw(Protocol::Http, R"({"status":429,"headers":{"Retry-After":5}})");
     CHECK_FALSE(n.envelope.retry_after_ms.has_value());
     CHECK(warned(n, "retryAfterMs", "malformed"));
+  }
+}
+
+TEST_CASE("adapters: a 2xx that means not yet is PENDING", "[adapters]") {
+  SECTION("202 Accepted, with and without Retry-After (RFC 9110 sections 15.3.3, 10.2.3)") {
+    const auto bare = recourse::from_http(202, {}, "", std::nullopt);
+    INFO(describe(bare));
+    CHECK(bare.envelope.code == "PENDING");
+    CHECK(bare.envelope.retryable == true);
+    CHECK_FALSE(bare.envelope.retry_after_ms.has_value());
+    CHECK(bare.envelope.message == "HTTP 202 Accepted");
+    CHECK(bare.mapping == "http 202");
+    CHECK(bare.envelope.warnings.empty());
+    const auto hinted = recourse::from_http(202, {{"Retry-After", "3"}}, "", std::nullopt);
+    CHECK(hinted.envelope.code == "PENDING");
+    CHECK(hinted.envelope.retry_after_ms == 3000);
+    CHECK(hinted.mapping == "http 202");
+    // RFC 8555 section 7.5.1: an ACME client polls a pending order after its Retry-After.
+    const auto acme =
+        raw(Protocol::Http,
+            R"({"status":202,"headers":{"Retry-After":"Sun, 06 Nov 1994 08:49:47 GMT"},
+                              "body":{"status":"pending"}})",
+            k1994);
+    CHECK(acme.envelope.code == "PENDING");
+    CHECK(acme.envelope.retry_after_ms == 10000);
+  }
+  SECTION("200 with Retry-After, any hint kept as the wait") {
+    const auto r = recourse::from_http(200, {{"Retry-After", "120"}}, "", std::nullopt);
+    INFO(describe(r));
+    CHECK(r.envelope.code == "PENDING");
+    CHECK(r.envelope.retryable == true);
+    CHECK(r.envelope.retry_after_ms == 120000);
+    CHECK(r.mapping == "http 200 with Retry-After (pending)");
+    // retry-after-ms alone is a wait hint, not a pending signal; with Retry-After the longer.
+    CHECK(recourse::from_http(200, {{"retry-after-ms", "5000"}}, "", std::nullopt).envelope.code ==
+          "UNKNOWN");
+    CHECK(recourse::from_http(201, {{"Retry-After", "1"}, {"retry-after-ms", "5000"}}, "",
+                              std::nullopt)
+              .envelope.retry_after_ms == 5000);
+  }
+  SECTION("a long-running operation's body says not done") {
+    struct Row {
+      int status;
+      const char* body;
+      const char* mapping;
+    };
+    const std::vector<Row> rows = {
+        // Google long-running operations (AIP-151): google.longrunning.Operation.
+        {200, R"({"name":"operations/abc","done":false})", "http 200 body: done false (pending)"},
+        // Azure REST API guidelines, long-running operations.
+        {200, R"({"id":"op-1","status":"InProgress"})",
+         "http 200 body: status \"InProgress\" (pending)"},
+        {200, R"({"status":"NotStarted"})", "http 200 body: status \"NotStarted\" (pending)"},
+        {200, R"({"status":"Running"})", "http 200 body: status \"Running\" (pending)"},
+        // OpenAI batches and responses.
+        {200, R"({"object":"response","status":"in_progress"})",
+         "http 200 body: status \"in_progress\" (pending)"},
+        {200, R"({"object":"response","status":"queued"})",
+         "http 200 body: status \"queued\" (pending)"},
+        {200, R"({"object":"batch","status":"validating"})",
+         "http 200 body: status \"validating\" (pending)"},
+        {200, R"({"object":"batch","status":"finalizing"})",
+         "http 200 body: status \"finalizing\" (pending)"},
+        // ACME (RFC 8555 section 7.1.6): orders and authorizations.
+        {200, R"({"status":"pending","expires":"2026-01-01T00:00:00Z"})",
+         "http 200 body: status \"pending\" (pending)"},
+        {201, R"({"status":"processing"})", "http 201 body: status \"processing\" (pending)"},
+        {202, R"({"status":"running"})", "http 202"},
+    };
+    for (const Row& row : rows) {
+      DYNAMIC_SECTION(row.status << " " << row.body) {
+        const auto r = recourse::from_http(row.status, {}, row.body, std::nullopt);
+        INFO(describe(r));
+        CHECK(r.envelope.code == "PENDING");
+        CHECK(r.envelope.retryable == true);
+        CHECK_FALSE(r.envelope.retry_after_ms.has_value());
+        CHECK(r.mapping == row.mapping);
+        CHECK(r.envelope.warnings.empty());
+      }
+    }
+  }
+  SECTION("a 2xx without a signal reads as before") {
+    for (const char* body :
+         {"", R"({"done":true})", R"({"status":"succeeded"})", R"({"status":"completed"})",
+          R"({"status":"failed"})", R"({"done":"false"})", R"({"status":["pending"]})"}) {
+      for (int status : {200, 201, 204}) {
+        const auto r = recourse::from_http(status, {}, body, std::nullopt);
+        INFO(status << " " << body << ": " << describe(r));
+        CHECK(r.envelope.code == "UNKNOWN");
+        CHECK_FALSE(r.envelope.retryable.has_value());
+        CHECK(r.mapping == "http " + std::to_string(status));
+      }
+    }
+    // A processing status on a failure status is no pending signal.
+    CHECK(recourse::from_http(500, {}, R"({"status":"pending"})", std::nullopt).envelope.code ==
+          "TRANSIENT");
+    CHECK(recourse::from_http(409, {}, R"({"status":"processing"})", std::nullopt).envelope.code ==
+          "CONFLICT");
+  }
+  SECTION("a malformed Retry-After on a 2xx is absent with a warning") {
+    for (const char* value : {"nan", "-1", "soon", ""}) {
+      const auto ok = recourse::from_http(200, {{"Retry-After", value}}, "", std::nullopt);
+      INFO(value << ": " << describe(ok));
+      CHECK(ok.envelope.code == "UNKNOWN");  // no valid signal: the 200 reads as before
+      CHECK_FALSE(ok.envelope.retryable.has_value());
+      CHECK_FALSE(ok.envelope.retry_after_ms.has_value());
+      CHECK(warned(ok, "retryAfterMs", "malformed"));
+      const auto accepted = recourse::from_http(202, {{"Retry-After", value}}, "", std::nullopt);
+      CHECK(accepted.envelope.code == "PENDING");
+      CHECK_FALSE(accepted.envelope.retry_after_ms.has_value());
+      CHECK(warned(accepted, "retryAfterMs", "malformed"));
+    }
+    const auto twice =
+        recourse::from_http(200, {{"Retry-After", "1"}, {"Retry-After", "1"}}, "", std::nullopt);
+    CHECK(twice.envelope.code == "UNKNOWN");
+    CHECK(warned(twice, "retryAfterMs", "duplicate"));
+  }
+  SECTION("the server's false and an envelope in the body still win") {
+    const auto no = recourse::from_http(202, {{"x-should-retry", "false"}}, "", std::nullopt);
+    CHECK(no.envelope.code == "PENDING");
+    CHECK(no.envelope.retryable == false);
+    const auto env = recourse::from_http(200, {{"Retry-After", "1"}},
+                                         R"({"code":"CONFLICT","retryable":false})", std::nullopt);
+    CHECK(env.envelope.code == "CONFLICT");
+    CHECK(env.envelope.retryable == false);
+  }
+  SECTION("PENDING is a built-in code of every policy") {
+    const recourse::Policy p = test::policy(R"(version 1
+policy "jobs.status" {
+  rule later when code == PENDING -> retry
+  default -> stop
+})");
+    const auto e = recourse::from_http(202, {{"Retry-After", "2"}}, "", std::nullopt).envelope;
+    const recourse::Decision d =
+        p.decide(e, test::context(R"({"tool":"jobs.status","sideEffect":"none"})"));
+    CHECK(d.route == recourse::Route::Retry);
+    CHECK(d.rule == "later");
+    CHECK(d.delay_ms >= 2000);
+    CHECK((d.warnings & recourse::kUnknownCode) == 0);
+  }
+}
+
+TEST_CASE("adapters: the error event of an event stream", "[adapters]") {
+  const Headers sse = {{"Content-Type", "text/event-stream; charset=utf-8"}};
+  // Anthropic's streaming docs ("Error events"): an overload after the stream began, on a 200.
+  const std::string anthropic =
+      "event: message_start\n"
+      "data: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_1\",\"content\":[]}}\n"
+      "\n"
+      "event: ping\n"
+      "data: {\"type\": \"ping\"}\n"
+      "\n"
+      "event: error\n"
+      "data: {\"type\": \"error\", \"error\": {\"type\": \"overloaded_error\", \"message\": "
+      "\"Overloaded\"}}\n"
+      "\n";
+  SECTION("Anthropic's error event reads as its JSON error body") {
+    const auto r = recourse::from_http(200, sse, anthropic, std::nullopt);
+    INFO(describe(r));
+    const auto body = recourse::from_http(
+        200, {}, R"({"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}})",
+        std::nullopt);
+    CHECK(r.envelope.code == "TRANSIENT");
+    CHECK(r.envelope.retryable == true);
+    CHECK(r.envelope.message == "Overloaded");
+    CHECK(r.mapping == "http 200 body: overloaded");
+    CHECK(r.envelope.warnings.empty());
+    CHECK(recourse::to_json(r.envelope) == recourse::to_json(body.envelope));
+    CHECK(r.mapping == body.mapping);
+    // The same through the raw form, the body a string.
+    const auto j =
+        raw(Protocol::Http, nlohmann::json{{"status", 200},
+                                           {"headers", {{"content-type", "text/event-stream"}}},
+                                           {"body", anthropic}}
+                                .dump());
+    CHECK(recourse::to_json(j.envelope) == recourse::to_json(r.envelope));
+  }
+  SECTION("OpenAI's error objects in a stream") {
+    struct Row {
+      const char* stream;
+      const char* code;
+      const char* message;
+      const char* mapping;
+    };
+    const std::vector<Row> rows = {
+        // Chat completions: an error object as the data of an unnamed event.
+        {"data: {\"id\":\"c1\",\"choices\":[{\"delta\":{\"content\":\"Hel\"}}]}\n\n"
+         "data: {\"error\":{\"message\":\"The server had an error\",\"type\":\"server_error\","
+         "\"code\":null}}\n\n",
+         "UNKNOWN", "The server had an error", "http 200"},
+        {"data: {\"error\":{\"message\":\"This model's maximum context length is 8192 tokens\","
+         "\"type\":\"invalid_request_error\",\"code\":\"context_length_exceeded\"}}\n\n",
+         "CONTEXT_OVERFLOW", "This model's maximum context length is 8192 tokens",
+         "http 200 body: context length exceeded"},
+        // The Responses API: an `error` event, its data flat.
+        {"event: response.created\ndata: {\"type\":\"response.created\",\"response\":"
+         "{\"status\":\"in_progress\"}}\n\n"
+         "event: error\ndata: {\"type\":\"error\",\"code\":\"context_length_exceeded\","
+         "\"message\":\"Too long\",\"param\":null,\"sequence_number\":2}\n\n",
+         "CONTEXT_OVERFLOW", "Too long", "http 200 body: context length exceeded"},
+        // A data `type` of "error" without an event line.
+        {"data: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"busy\"}}"
+         "\n\n",
+         "TRANSIENT", "busy", "http 200 body: overloaded"},
+        // response.failed: the error is the response's.
+        {"event: response.failed\ndata: {\"type\":\"response.failed\",\"sequence_number\":3,"
+         "\"response\":{\"id\":\"resp_1\",\"status\":\"failed\",\"error\":{\"code\":"
+         "\"rate_limit_exceeded\",\"message\":\"Slow down\"}}}\n\n",
+         "UNKNOWN", "Slow down", "http 200"},
+    };
+    for (const Row& row : rows) {
+      DYNAMIC_SECTION(row.stream) {
+        const auto r = recourse::from_http(200, sse, row.stream, std::nullopt);
+        INFO(describe(r));
+        CHECK(r.envelope.code == row.code);
+        CHECK(r.envelope.message == row.message);
+        CHECK(r.mapping == row.mapping);
+        CHECK(r.envelope.warnings.empty());
+      }
+    }
+    // A 4xx stream reads its rate limit as the JSON body would (rate_limit_exceeded on a 4xx).
+    const auto failed = recourse::from_http(
+        429, sse,
+        "event: response.failed\ndata: {\"type\":\"response.failed\",\"response\":{\"error\":"
+        "{\"code\":\"rate_limit_exceeded\",\"message\":\"Slow down\"}}}\n\n",
+        std::nullopt);
+    CHECK(failed.envelope.code == "RATE_LIMITED");
+    CHECK(failed.mapping == "http 429 body: rate limit");
+  }
+  SECTION("the parsing of section 9.2.6") {
+    const std::string error =
+        R"({"type":"error","error":{"type":"overloaded_error","message":"Over"}})";
+    auto read = [&](const std::string& stream) {
+      return recourse::from_http(200, sse, stream, std::nullopt);
+    };
+    // CR, LF and CRLF line ends; a BOM; comments; no space after the colon.
+    for (const char* eol : {"\n", "\r", "\r\n"}) {
+      const std::string e = eol;
+      const auto r =
+          read("\xEF\xBB\xBF: a comment" + e + "event:error" + e + "data:" + error + e + e);
+      INFO(describe(r));
+      CHECK(r.envelope.code == "TRANSIENT");
+      CHECK(r.envelope.message == "Over");
+    }
+    // Multi-line data is joined with LF, then read as one JSON text.
+    const auto multi = read(
+        "event: error\ndata: {\"type\":\"error\",\ndata:  \"error\":"
+        "{\"type\":\"overloaded_error\",\"message\":\"Two lines\"}}\n\n");
+    CHECK(multi.envelope.code == "TRANSIENT");
+    CHECK(multi.envelope.message == "Two lines");
+    // An event never finished by an empty line is discarded (the standard's end of stream).
+    const auto cut = read("event: error\ndata: " + error + "\n");
+    CHECK(cut.envelope.code == "UNKNOWN");
+    CHECK(warned(cut, "code", "no_error_event"));
+    // Only one space after the colon is dropped; `event` without a colon is an empty type.
+    const auto spaced = read("event:  error\ndata: " + error + "\n\n");
+    CHECK(spaced.envelope.code == "TRANSIENT");  // found by its data's type, not the event name
+    // The first error event counts.
+    const auto two =
+        read("event: error\ndata: " + error +
+             "\n\nevent: error\ndata: {\"error\":{\"type\":\"x\",\"message\":\"second\"}}\n\n");
+    CHECK(two.envelope.message == "Over");
+  }
+  SECTION("a stream without an error event reads as today, with a warning") {
+    const std::string chat =
+        "data: {\"choices\":[{\"delta\":{\"content\":\"Hi\"}}]}\n\ndata: [DONE]\n\n";
+    const auto r = recourse::from_http(200, sse, chat, std::nullopt);
+    INFO(describe(r));
+    const auto today = recourse::from_http(200, {}, chat, std::nullopt);
+    CHECK(r.envelope.code == "UNKNOWN");
+    CHECK(r.envelope.message == today.envelope.message);
+    CHECK(r.mapping == today.mapping);
+    REQUIRE(r.envelope.warnings.size() == 1);
+    CHECK(r.envelope.warnings[0].kind == "no_error_event");
+    CHECK(r.envelope.warnings[0].field == "code");
+    CHECK(r.envelope.warnings[0].message ==
+          "the event stream (2 events) has no error event; the body is read as text");
+    // A 503 stream without one keeps the status table's reading.
+    CHECK(recourse::from_http(503, sse, chat, std::nullopt).envelope.code == "TRANSIENT");
+    // An error event whose data is no JSON object is malformed, and no error event is found.
+    const auto text =
+        recourse::from_http(200, sse, "event: error\ndata: Overloaded\n\n", std::nullopt);
+    CHECK(text.envelope.code == "UNKNOWN");
+    CHECK(warned(text, "message", "malformed"));
+    CHECK(warned(text, "code", "no_error_event"));
+    // Without the event-stream media type the body is text, as before: no warning.
+    CHECK(recourse::from_http(200, {{"Content-Type", "text/plain"}}, anthropic, std::nullopt)
+              .envelope.warnings.empty());
+  }
+  SECTION("the body limit bounds the stream") {
+    AdapterOptions tight;
+    tight.limits.max_bytes = 64;
+    const auto r = recourse::from_http(200, sse, anthropic, std::nullopt, tight);
+    CHECK(r.envelope.code == "UNKNOWN");
+    CHECK(warned(r, "message", "oversized"));
   }
 }
 

@@ -57,6 +57,19 @@ static recourse_status load(recourse_engine* engine, const char* text, char** di
   return recourse_engine_load_sources(engine, &source, 1, diagnostics);
 }
 
+/* Decides `context` and releases the decision: its route, or -1 when the call fails and -2 when
+ * its rule is not `rule`. */
+static int route_of(const recourse_engine* engine, const recourse_envelope* envelope,
+                    const recourse_context* context, const char* rule) {
+  recourse_decision d;
+  memset(&d, 0, sizeof d);
+  d.size = sizeof d;
+  if (recourse_engine_decide(engine, envelope, context, &d, NULL) != RECOURSE_OK) return -1;
+  const int route = strcmp(d.rule, rule) == 0 ? (int)d.route : -2;
+  recourse_decision_release(&d);
+  return route;
+}
+
 int main(int argc, char** argv) {
   if (argc < 2) return fprintf(stderr, "usage: c_api_test RULES_DIR\n"), 2;
   CHECK(recourse_abi_version() == RECOURSE_ABI_VERSION);
@@ -133,6 +146,25 @@ int main(int argc, char** argv) {
   refused.size = sizeof refused;
   char expected[160];
   error = NULL;
+  /* A stream's output the host cannot discard is a committed effect: the gate stops the retry
+   * (an idempotent tool included); output the host can discard lets it through. A caller built
+   * against ABI 1's first struct (size ending at args_hash) leaves both flags 0. */
+  recourse_engine* streams = recourse_engine_new(NULL); /* its own: the counters below stay */
+  CHECK(load(streams, kRetry, NULL) == RECOURSE_OK);
+  recourse_context streamed = c;
+  streamed.stream_output_emitted = 1;
+  CHECK(route_of(streams, &e, &streamed, "gate:committed") == RECOURSE_STOP);
+  streamed.stream_discard_supported = 1;
+  CHECK(route_of(streams, &e, &streamed, "throttled") == RECOURSE_RETRY);
+  streamed.stream_discard_supported = 0;
+  streamed.size = offsetof(recourse_context, args_hash) + sizeof(const char*);
+  CHECK(route_of(streams, &e, &streamed, "throttled") == RECOURSE_RETRY);
+  recourse_engine_free(streams);
+  streamed.size = sizeof streamed;
+  streamed.stream_discard_supported = 2;
+  CHECK(invalid(recourse_engine_decide(engine, &e, &streamed, &refused, &error), &error,
+                "context.stream_discard_supported must be 0 or 1, not 2"));
+
   recourse_envelope shorter = e;
   shorter.size = offsetof(recourse_envelope, trace_id);
   snprintf(expected, sizeof expected,
@@ -142,7 +174,7 @@ int main(int argc, char** argv) {
   recourse_context tiny = c;
   tiny.size = 8;
   snprintf(expected, sizeof expected, "context->size is 8, below the %zu bytes of ABI 1's struct",
-           sizeof(recourse_context));
+           offsetof(recourse_context, args_hash) + sizeof(const char*));
   CHECK(invalid(recourse_engine_decide(engine, &e, &tiny, &refused, &error), &error, expected));
   recourse_envelope two = e;
   two.retryable = 2;

@@ -55,6 +55,7 @@ const std::vector<Tested> kTested = {
     {"tool-arg-wrong-field-name", {}, ""},
     {"lb-502-html-no-envelope", {"retryable"}, ""},
     {"identical-failing-tool-call-loop", {}, "repeats"},
+    {"stream-partial-output-replayed", {}, ""},  // the emitted output is a committed effect
 };
 
 // A case whose expected answer needs a feature not built yet.
@@ -65,8 +66,6 @@ struct Pending {
 };
 
 const std::vector<Pending> kPending = {
-    {"stream-partial-output-replayed", "21",
-     "the host's stream facts (output emitted, output discardable) in the context and the gates"},
     {"mcp-breaker-opened-by-tool-errors", "24",
      "a breaker that counts only the failures it should"},
     {"breaker-stuck-half-open", "24", "a half-open probe whose lease expires"},
@@ -105,6 +104,9 @@ const std::vector<RawTested> kRawTested = {
     // further attempt (after the window) is what the case's policy says (attempts = 2), so the
     // host passes no per-call maxAttempts here.
     {"ratelimit-reset-in-body-metadata", "RATE_LIMITED", {}, "", true},
+    // A 200 whose stream broke: the raw form records the client's exception, no HTTP failure
+    // and no event stream, so the adapter reads UNKNOWN and the policy stops.
+    {"stream-partial-output-replayed", "UNKNOWN", {}, ""},
 };
 
 // The cases of every file, in order.
@@ -232,6 +234,9 @@ void check_expected(const json& expected, const Decision& d, const recourse::Env
       // Neither a retry nor a repair (the case's "repair" left the arguments unchanged).
       if (value.get<std::int64_t>() == 0)
         CHECK((d.route != Route::Retry && d.route != Route::Repair));
+    } else if (key == "furtherAttemptsIfDiscardSupported") {
+      // A decision with another context (streamDiscardSupported true): asserted by the case's
+      // own test, "cases: stream-partial-output-replayed".
     } else if (key == "idempotencyKeyMustEqualFirstAttempt") {
       if (value.get<bool>()) CHECK(d.idempotency_key != recourse::KeyDirective::New);
     } else {
@@ -428,6 +433,39 @@ TEST_CASE("cases: stripe-idempotency-key-rotates: only a pinned key may be resen
   INFO(describe(d));
   CHECK(d.route == Route::Retry);
   CHECK(d.idempotency_key == recourse::KeyDirective::Reuse);
+}
+
+TEST_CASE("cases: stream-partial-output-replayed: emitted output is resent only when discardable",
+          "[cases]") {
+  // The case's context says the stream handed output to the caller and the host cannot discard
+  // it: a committed effect, so gate:committed stops the retry the TIMEOUT rule asks for, though
+  // the model call is idempotent. With streamDiscardSupported the host clears the partial
+  // output and one retry is allowed: the case's 3 attempts are the client's loop (attempt
+  // 1/3); the further one is what the case's policy allows (attempts = 2), so no per-call
+  // maxAttempts here.
+  const json cases = load_cases();
+  json c = find_case(cases, "stream-partial-output-replayed");
+  c["context"]["budgets"].erase("maxAttempts");
+  const recourse::Envelope e = envelope_of(c.at("envelope").dump());
+  const Decision kept = bundle().decide(e, context_of(c));
+  INFO(describe(kept));
+  CHECK(kept.route == route_of(c.at("expected").at("route").get<std::string>()));
+  CHECK(kept.route == Route::Stop);
+  CHECK(kept.rule == "gate:committed");
+  CHECK(c.at("expected").at("limits").at("furtherAttempts") == 0);
+  c["context"]["streamDiscardSupported"] = true;
+  const Decision discarded = bundle().decide(e, context_of(c));
+  INFO(describe(discarded));
+  CHECK(discarded.route == Route::Retry);
+  CHECK(discarded.rule == "transient");
+  CHECK(discarded.attempts_left ==
+        c.at("expected").at("limits").at("furtherAttemptsIfDiscardSupported").get<std::int64_t>());
+  CHECK(discarded.attempts_left == 1);
+  CHECK(discarded.delay_ms <= c.at("context").at("budgets").at("maxDelayMs").get<std::int64_t>());
+  // Nothing emitted before the failure (the case's contrast): the retry goes ahead too.
+  c["context"]["streamOutputEmitted"] = false;
+  c["context"]["streamDiscardSupported"] = false;
+  CHECK(bundle().decide(e, context_of(c)).route == Route::Retry);
 }
 
 TEST_CASE("cases: every committed case has the fields the tests read", "[cases]") {

@@ -191,6 +191,75 @@ TEST_CASE("decide: budget guards override retry and repair, in precedence order"
   }
 }
 
+TEST_CASE("decide: streamed output the host cannot discard is a committed side effect",
+          "[decide]") {
+  // An idempotent model call with no downstream effect: only the stream facts differ.
+  const auto p = test::policy(R"(
+policy "llm" {
+  tool   { idempotent = true }
+  limits { attempts = 3 }
+  rule transient when code in [TIMEOUT, TRANSIENT] -> retry
+  rule fix       when code == VALIDATION and suggestion -> repair
+  rule seen      when side_effect == committed and code == PERMISSION -> escalate "already shown"
+  default -> stop
+})");
+  const std::string timeout = R"({"code":"TIMEOUT","traceId":"t"})";
+  SECTION("emitted and not discardable: gate:committed refuses the retry") {
+    for (const char* side : {R"("none")", R"("unknown")", R"("committed")", "null"}) {
+      const auto d = decide(
+          p, timeout,
+          std::string(R"({"tool":"llm","streamOutputEmitted":true,"sideEffect":)") + side + "}");
+      INFO(side);
+      CHECK(d.route == Route::Stop);
+      CHECK(d.rule == "gate:committed");
+      CHECK(d.reason == "side effect already committed");
+      CHECK((d.warnings & recourse::kSideEffectAssumed) == 0);  // committed, not assumed unknown
+    }
+    const auto repair = decide(p, R"({"code":"VALIDATION","suggestion":"x","traceId":"t"})",
+                               R"({"tool":"llm","sideEffect":"none","streamOutputEmitted":true,
+                   "streamDiscardSupported":false})");
+    CHECK(repair.route == Route::Stop);
+    CHECK(repair.rule == "gate:committed");
+    // A rule on side_effect sees the committed effect too.
+    CHECK(decide(p, R"({"code":"PERMISSION","traceId":"t"})",
+                 R"({"tool":"llm","sideEffect":"none","streamOutputEmitted":true})")
+              .rule == "seen");
+  }
+  SECTION("emitted and discardable: the retry goes ahead") {
+    const auto d = decide(p, timeout,
+                          R"({"tool":"llm","sideEffect":"none","streamOutputEmitted":true,
+                              "streamDiscardSupported":true})");
+    CHECK(d.route == Route::Retry);
+    CHECK(d.rule == "transient");
+    CHECK(d.attempts_left == 2);
+    // Discardable output leaves sideEffect in charge: a committed call still stops.
+    CHECK(decide(p, timeout,
+                 R"({"tool":"llm","sideEffect":"committed","streamOutputEmitted":true,
+                     "streamDiscardSupported":true})")
+              .rule == "gate:committed");
+  }
+  SECTION("nothing emitted: as without a stream") {
+    for (const char* discard : {"true", "false"}) {
+      const auto d =
+          decide(p, timeout,
+                 std::string(R"({"tool":"llm","sideEffect":"none",)") +
+                     R"("streamOutputEmitted":false,"streamDiscardSupported":)" + discard + "}");
+      CHECK(d.route == Route::Retry);
+    }
+  }
+  SECTION("waive retry_after_commit waives it, as for any committed effect") {
+    const auto w = test::policy(R"(
+policy "llm" {
+  tool   { idempotent = true }
+  waive retry_after_commit "the host appends a correction instead of replacing"
+  rule transient when code == TIMEOUT -> retry
+  default -> stop
+})");
+    CHECK(decide(w, timeout, R"({"tool":"llm","sideEffect":"none","streamOutputEmitted":true})")
+              .route == Route::Retry);
+  }
+}
+
 TEST_CASE("decide: backoff follows its formula; jitter is a deterministic hash",
           "[decide][backoff]") {
   using recourse::detail::Backoff;

@@ -29,7 +29,8 @@ Pools pools_from_dump(const std::string& dump) {
   std::set<std::string> strings = {"amount", "currency", "to", "path", "x", "t-1"};
   std::set<std::string> codes = {"TRANSIENT",        "RATE_LIMITED", "TIMEOUT",  "VALIDATION",
                                  "PERMISSION",       "NOT_FOUND",    "CONFLICT", "QUOTA_EXCEEDED",
-                                 "CONTEXT_OVERFLOW", "UNKNOWN",      "WEIRD",    "transient"};
+                                 "CONTEXT_OVERFLOW", "UNKNOWN",      "PENDING",  "WEIRD",
+                                 "transient"};
   std::istringstream in(dump);
   std::string line;
   const std::regex cut(R"(\[(-?\d+|-inf),(-?\d+|\+inf)\))"), quoted("\"([^\"]*)\"");

@@ -277,6 +277,25 @@ TEST_CASE("envelope: a NUL byte is invalid JSON, not the end of the input", "[en
   CHECK_FALSE(recourse::read_context("{\"tool\":\"t\"}\0{}"s).ok);
 }
 
+TEST_CASE("context: the stream facts are the host's booleans", "[envelope]") {
+  const auto c =
+      test::context(R"({"tool":"t","streamOutputEmitted":true,"streamDiscardSupported":false})");
+  CHECK(c.stream_output_emitted);
+  CHECK_FALSE(c.stream_discard_supported);
+  const auto d = test::context(R"({"tool":"t","streamOutputEmitted":null})");
+  CHECK_FALSE(d.stream_output_emitted);  // null: not given, the default false
+  CHECK_FALSE(d.stream_discard_supported);
+  for (const char* bad : {R"({"streamOutputEmitted":"yes"})", R"({"streamDiscardSupported":1})",
+                          R"({"streamOutputEmitted":true,"streamOutputEmitted":false})"}) {
+    const auto r = recourse::read_context(bad);
+    INFO(bad);
+    CHECK_FALSE(r.ok);
+    REQUIRE_FALSE(r.errors.empty());
+    CHECK(r.errors[0].code == "C001");
+  }
+  CHECK(recourse::to_json(c).find(R"("streamOutputEmitted":true)") != std::string::npos);
+}
+
 TEST_CASE("context: both forms of the one writer read back to the same context", "[envelope]") {
   recourse::Context c;
   c.tool = "payments.create";
@@ -299,6 +318,8 @@ TEST_CASE("context: both forms of the one writer read back to the same context",
   c.retry_throttled = true;
   c.now_ms = 1700000000000;
   c.args_hash = "ab12";
+  c.stream_output_emitted = true;
+  c.stream_discard_supported = true;
   const std::string full = recourse::to_json(c);
   for (bool compact : {false, true}) {
     const auto back = recourse::read_context(recourse::detail::context_json(c, compact));

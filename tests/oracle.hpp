@@ -177,8 +177,12 @@ inline Input attributes(const PolicySpec& spec, const recourse::Envelope& e,
   in[Attr::RetryAfter] = maybe_number(e.retry_after_ms);
   in[Attr::TraceId] = maybe_text(e.trace_id);
   in[Attr::Idempotent] = number(c.idempotent.value_or(spec.idempotent));
-  if (!c.side_effect) out.warnings |= recourse::kSideEffectAssumed;
-  in[Attr::SideEffect] = number(id_of(c.side_effect.value_or(recourse::SideEffect::Unknown)));
+  // Section 13: streamed output the host cannot discard is a committed effect.
+  std::optional<recourse::SideEffect> side = c.side_effect;
+  if (c.stream_output_emitted && !c.stream_discard_supported)
+    side = recourse::SideEffect::Committed;
+  if (!side) out.warnings |= recourse::kSideEffectAssumed;
+  in[Attr::SideEffect] = number(id_of(side.value_or(recourse::SideEffect::Unknown)));
   in[Attr::Attempt] = number(c.attempt);
   in[Attr::Repairs] = number(c.repairs);
   in[Attr::Elapsed] = number(c.elapsed_ms);

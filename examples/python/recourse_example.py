@@ -37,7 +37,9 @@ class Context(ctypes.Structure):
                 ("repeats", ctypes.c_int64), ("cost_spent", ctypes.c_int64),
                 ("idempotency_key", ctypes.c_char_p), ("idempotency_key_pinned", ctypes.c_int),
                 ("circuit", ctypes.c_int), ("retry_throttled", ctypes.c_int),
-                ("now_ms", ctypes.c_int64), ("args_hash", ctypes.c_char_p)]
+                ("now_ms", ctypes.c_int64), ("args_hash", ctypes.c_char_p),
+                ("stream_output_emitted", ctypes.c_int),
+                ("stream_discard_supported", ctypes.c_int)]
 
 
 class Decision(ctypes.Structure):

@@ -15,6 +15,7 @@
 //
 // HTTP (RFC 9110 section 15 unless noted)
 //   status                               code            retry  source
+//   202 Accepted                         PENDING         true   15.3.3 (not yet processed)
 //   400 Bad Request                      VALIDATION      false  15.5.1 (field, suggestion: body)
 //   401 Unauthorized                     PERMISSION      false  15.5.2; WWW-Authenticate (11.6.1)
 //   402 Payment Required                 QUOTA_EXCEEDED  false  15.5.3
@@ -35,6 +36,10 @@
 //   505 HTTP Version Not Supported       UNKNOWN         false  15.6.6
 //   511 Network Authentication Required  PERMISSION      false  RFC 6585 section 6
 //   529 (Anthropic: overloaded)          TRANSIENT       true   provider documented
+//   a 2xx with a valid Retry-After (10.2.3) or a body that says the work is not done (Google
+//     `done: false`; `status` NotStarted, Running, InProgress (Azure), queued, in_progress,
+//     validating, finalizing (OpenAI), pending, processing (ACME, RFC 8555 section 7.1.6))
+//                                        PENDING         true
 //   any other status                     UNKNOWN         -      (RFC 9110 section 15 reads an
 //                                                               unknown 5xx as 500; here unknown
 //                                                               input is never TRANSIENT)
@@ -67,6 +72,8 @@
 //     problem type ...http-problem-types#quota-exceeded                -> QUOTA_EXCEEDED, false
 //     problem type ...#abnormal-usage-detected                         -> PERMISSION, false
 //     problem type ...#temporary-reduced-capacity                      -> RATE_LIMITED, true
+//   An event stream (Content-Type text/event-stream; HTML Living Standard section 9.2.6) is read
+//   for its first error event, whose JSON is read as the body above; none: a warning.
 //   A body that is itself an envelope (a string `code` naming a built-in code, or a `retryable`
 //   key) is read with read_envelope() and its fields win over the status's.
 //   traceId from the envelope body, else traceparent's trace-id, X-Request-Id, Request-Id,
@@ -177,8 +184,12 @@ struct AdapterResult : EnvelopeResult {
 
 /// An HTTP response: status (100..599; anything else is garbled), header fields, the body as
 /// received (JSON is read when it is a JSON object; other text is kept out of `message` except a
-/// short plain-text line). `now_ms` (ms since the epoch) turns HTTP-dates and epoch resets into
-/// delays; without it the response's Date header is the clock.
+/// short plain-text line). A body whose Content-Type is text/event-stream is parsed as
+/// server-sent events (HTML Living Standard section 9.2.6) and its first error event (Anthropic's
+/// `event: error`, OpenAI's `{"error": ...}` data, `type: "error"` or `response.failed`) is read
+/// as that provider's JSON error body; without one, the body is text, with a `no_error_event`
+/// warning. `now_ms` (ms since the epoch) turns HTTP-dates and epoch resets into delays; without
+/// it the response's Date header is the clock.
 AdapterResult from_http(int status, const Headers& headers, std::string_view body,
                         std::optional<std::int64_t> now_ms,
                         const AdapterOptions& options = {}) noexcept;

@@ -103,7 +103,12 @@ struct Context {
   std::optional<std::int64_t> now_ms;  ///< wall clock, ms since the epoch; gives retry_at_ms
   std::string
       args_hash;  ///< the host's hash of the call's arguments (Workflow counts repeats by it)
-  bool store_unavailable = false;  ///< the state store could not answer (state.hpp): flagged
+  /// A streamed call handed part of its output to the caller before it failed. Unless the host
+  /// can take that output back (stream_discard_supported), a resend delivers it twice: the call
+  /// reads as side_effect committed (docs/language.md section 13).
+  bool stream_output_emitted = false;
+  bool stream_discard_supported = false;  ///< the host can discard or supersede partial output
+  bool store_unavailable = false;         ///< the state store could not answer (state.hpp): flagged
 };
 
 /// The outcome of reading a context: errors are Diagnostics with codes C0xx and no position.

@@ -185,6 +185,9 @@ typedef struct recourse_context {
   int retry_throttled; /**< 1: retry tokens at or below half; 0: not */
   int64_t now_ms;      /**< ms since the epoch, or RECOURSE_ABSENT */
   const char* args_hash;
+  /* Appended after ABI 1's first struct (a caller whose size ends above leaves them 0). */
+  int stream_output_emitted;    /**< 1: a stream handed output to the caller before failing */
+  int stream_discard_supported; /**< 1: the host can discard or supersede that output */
 } recourse_context;
 
 /** Fills `context` with the defaults (attempt 1, absent optionals) and its size. */

@@ -51,31 +51,49 @@ Headers headers_of(Builder& b, const json& object, const char* key) {
   return out;
 }
 
+// A body received as text, as the HTTP adapter reads it: nothing past ReaderLimits::max_bytes
+// (an `oversized` warning); an event stream's error event (stream_error()); else a JSON object,
+// else text. `parsed` holds the DOM the result may point into.
+struct TextBody {
+  Parsed parsed;
+  std::string_view text;
+  const json* object() const {
+    return parsed.ok && parsed.value.is_object() ? &parsed.value : nullptr;
+  }
+};
+
+void read_text_body(Builder& b, const Headers& headers, std::string_view text, TextBody& out) {
+  const ReaderLimits& limits = b.options().limits;
+  if (text.size() > limits.max_bytes) {
+    b.warn("oversized", "message",
+           "body is longer than " + std::to_string(limits.max_bytes) + " bytes; ignored");
+    text = {};
+  }
+  if (is_event_stream(headers)) {
+    if (auto error = stream_error(b, text)) {
+      out.parsed.ok = true;
+      out.parsed.value = std::move(*error);
+    }
+  } else if (!trim(text).empty() && trim(text).front() == '{') {
+    out.parsed = parse_json(text, limits.max_bytes, limits);  // a JSON body sent as text
+  }
+  out.text = out.object() ? std::string_view() : text;
+}
+
 void http_raw(Builder& b, const json& raw, std::optional<std::int64_t> now_ms) {
   const Headers headers = headers_of(b, raw, "headers");
   const json* body = b.member(raw, "body", "message");
-  std::string_view text;
+  TextBody text;
   if (body && body->is_string()) {
-    text = body->get_ref<const std::string&>();
-    if (text.size() > b.options().limits.max_bytes) {
-      b.warn("oversized", "message",
-             "body is longer than " + std::to_string(b.options().limits.max_bytes) +
-                 " bytes; ignored");
-      text = {};
-    }
-  }
-  // A JSON body sent as a string is still JSON.
-  Parsed parsed;
-  if (!text.empty() && trim(text).substr(0, 1) == "{") {
-    parsed = parse_json(text, b.options().limits.max_bytes, b.options().limits);
-    if (parsed.ok && parsed.value.is_object()) body = &parsed.value;
+    read_text_body(b, headers, body->get_ref<const std::string&>(), text);
+    body = text.object();
   }
   const json* status = b.member(raw, "status", "code");
   if (status && status->is_number_integer()) {
     const std::int64_t s = status->get<std::int64_t>();
     const bool json_body = body && body->is_object();
     return http(b, static_cast<int>(std::clamp<std::int64_t>(s, -1, 1000)), headers,
-                json_body ? body : nullptr, json_body ? std::string_view() : text, now_ms);
+                json_body ? body : nullptr, json_body ? std::string_view() : text.text, now_ms);
   }
   if (status == nullptr || status->is_null()) {
     if (const auto error = b.text(raw, "transportError", "code")) return transport(b, *error);
@@ -136,17 +154,9 @@ AdapterResult from_http(int status, const Headers& headers, std::string_view bod
                         std::optional<std::int64_t> now_ms,
                         const AdapterOptions& options) noexcept {
   return guarded(options, [&](Builder& b) {
-    std::string_view text = body;
-    if (text.size() > options.limits.max_bytes) {
-      b.warn("oversized", "message",
-             "body is longer than " + std::to_string(options.limits.max_bytes) + " bytes; ignored");
-      text = {};
-    }
-    Parsed parsed;
-    if (!trim(text).empty() && trim(text).front() == '{')
-      parsed = parse_json(text, options.limits.max_bytes, options.limits);
-    const bool json_body = parsed.ok && parsed.value.is_object();
-    http(b, status, headers, json_body ? &parsed.value : nullptr, json_body ? "" : text, now_ms);
+    TextBody text;
+    read_text_body(b, headers, body, text);
+    http(b, status, headers, text.object(), text.text, now_ms);
   });
 }
 

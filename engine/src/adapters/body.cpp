@@ -26,6 +26,23 @@ std::optional<std::string> pointer_argument(std::string_view pointer) {
   return out;
 }
 
+// What a long-running operation's body says of work not done yet: Google's
+// google.longrunning.Operation `done: false` (AIP-151); a top-level `status` of Azure's
+// long-running operations (`NotStarted`, `Running`, `InProgress`; Azure REST API guidelines,
+// "Long-running operations"), OpenAI's batches and responses (`queued`, `in_progress`,
+// `validating`, `finalizing`) or ACME's orders and authorizations (`pending`, `processing`; RFC
+// 8555 section 7.1.6), compared ASCII case-insensitively. nullopt for any other body.
+std::optional<std::string> pending_of(const json& body) {
+  if (const auto done = body.find("done"); done != body.end() && done->is_boolean() && !*done)
+    return std::string("done false");
+  const std::string* status = str(body, "status");
+  if (status == nullptr) return std::nullopt;
+  for (std::string_view word : {"pending", "processing", "queued", "in_progress", "validating",
+                                "finalizing", "running", "inprogress", "notstarted"})
+    if (iequals(*status, word)) return "status \"" + *status + "\"";
+  return std::nullopt;
+}
+
 }  // namespace
 
 void read_google_details(const json& details, BodyInfo& info) {
@@ -54,6 +71,7 @@ BodyInfo read_body(const json& body) {
   BodyInfo info;
   if (!body.is_object()) return info;
   if (carries_envelope(body)) info.envelope = &body;
+  info.pending = pending_of(body);
   // RFC 9457 section 3.1: type, title, detail (status is advisory only).
   if (const std::string* detail = str(body, "detail"))
     info.message = *detail;

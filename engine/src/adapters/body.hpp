@@ -29,6 +29,9 @@ struct BodyInfo {
   std::optional<std::int64_t> retry_delay_ms;  // google.rpc.RetryInfo
   Headers headers;  // header fields a proxy relays in the body (OpenRouter error.metadata.headers)
   const json* envelope = nullptr;  // the body is itself an envelope
+  // A long-running operation the body says is not done yet, as the body wrote it
+  // (`done false`, `status "in_progress"`); see pending_of().
+  std::optional<std::string> pending;
 };
 
 /// google.rpc details (RetryInfo, BadRequest, ErrorInfo), in a Google JSON error or gRPC.

@@ -68,6 +68,7 @@ struct StatusRow {
 
 // RFC 9110 section 15 (6585 for 428, 429, 431, 511); see the table in adapters.hpp.
 constexpr StatusRow kHttpStatus[] = {
+    {202, "PENDING", 1, "Accepted"},  // 15.3.3: accepted, the processing not completed
     {400, "VALIDATION", 0, "Bad Request"},
     {401, "PERMISSION", 0, "Unauthorized"},
     {402, "QUOTA_EXCEEDED", 0, "Payment Required"},
@@ -305,10 +306,13 @@ const StatusRow* status_row(Builder& b, int status, const std::string& label) {
   return row;
 }
 
-// The body outranks the status where the provider documents it; else a policy's override of
-// the status. Returns whether the body says GitHub's secondary rate limit.
+// The body outranks the status where the provider documents it; a 2xx that says the work is
+// not done yet (a valid Retry-After, RFC 9110 section 10.2.3, which any response may carry; or a
+// long-running operation's status in the body) is PENDING; else a policy's override of the
+// status. `retry_after` is Retry-After's valid value. Returns whether the body says GitHub's
+// secondary rate limit.
 bool body_signals(Builder& b, int status, const Headers& headers, const BodyInfo& info,
-                  const std::string& label) {
+                  std::optional<std::int64_t> retry_after, const std::string& label) {
   const bool client_error = status >= 400 && status < 500;
   const bool retry_after_given = header(headers, "Retry-After").present;
   const Remaining remaining = remaining_of(headers, "X-RateLimit-Remaining");
@@ -348,6 +352,11 @@ bool body_signals(Builder& b, int status, const Headers& headers, const BodyInfo
     b.set_code("CONFLICT", true, label + " body: idempotency key in use");
   } else if (status == 413 && retry_after_given) {
     b.set_code("TRANSIENT", true, label + " with Retry-After (temporary)");
+  } else if (status >= 200 && status < 300 && b.e().code != "PENDING" &&
+             (info.pending || retry_after)) {
+    b.set_code(
+        "PENDING", true,
+        label + (info.pending ? " body: " + *info.pending : " with Retry-After") + " (pending)");
   } else if (const CodeMapping* m = b.mapping_for(Protocol::Http, std::to_string(status))) {
     b.set_code_only(m->code, "override http " + m->key);
   }
@@ -363,14 +372,16 @@ void type_override(Builder& b, const BodyInfo& info) {
     }
 }
 
-// Retry hints: the longest valid one (never retry earlier than any hint asked). Rate-limit
-// resets count on a rate limit only, in the headers and in those the body relays; the
-// structured RateLimit field also on an exhausted quota (its `r=0` says which limit is spent,
-// and draft -10's example B.1.4 sends it with quota-exceeded).
+// Retry hints: the longest valid one (never retry earlier than any hint asked), from
+// Retry-After's value `retry_after` on. Rate-limit resets count on a rate limit only, in the
+// headers and in those the body relays; the structured RateLimit field also on an exhausted
+// quota (its `r=0` says which limit is spent, and draft -10's example B.1.4 sends it with
+// quota-exceeded).
 std::optional<std::int64_t> retry_hint(Builder& b, const Headers& headers,
                                        std::optional<std::int64_t> clock, bool secondary,
-                                       const BodyInfo& info) {
-  std::optional<std::int64_t> wait = retry_after_ms(b, headers, clock);
+                                       const BodyInfo& info,
+                                       std::optional<std::int64_t> retry_after) {
+  std::optional<std::int64_t> wait = retry_after;
   keep_longest(wait, retry_after_ms_field(b, headers));
   if (b.e().code == "RATE_LIMITED") {
     keep_resets(b, headers, clock, secondary, wait);
@@ -463,10 +474,11 @@ void http(Builder& b, int status, const Headers& headers, const json* body_json,
 
   BodyInfo info;
   if (body_json) info = read_body(*body_json);
-  const bool secondary = body_signals(b, status, headers, info, label);
+  const std::optional<std::int64_t> retry_after = retry_after_ms(b, headers, clock);
+  const bool secondary = body_signals(b, status, headers, info, retry_after, label);
   type_override(b, info);
 
-  e.retry_after_ms = retry_hint(b, headers, clock, secondary, info);
+  e.retry_after_ms = retry_hint(b, headers, clock, secondary, info, retry_after);
   e.field = info.field;
   e.suggestion = info.suggestion;
   if (status == 401)

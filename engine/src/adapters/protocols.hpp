@@ -4,6 +4,7 @@
 //
 //   http.cpp  header fields, the status table (RFC 9110 section 15, RFC 6585), Retry-After (RFC
 //             9110 section 10.2.3) and rate-limit resets, the HTTP adapter, transport errors
+//   sse.cpp   the error event of a text/event-stream body (HTML Living Standard, section 9.2.6)
 //   grpc.cpp  the status table (grpc/doc/statuscodes.md) and grpc-retry-pushback-ms (gRFC A6)
 //   mcp.cpp   JSON-RPC 2.0 errors (section 5.1) and MCP replies (specification revision
 //             2025-06-18: CallToolResult, structuredContent, tool annotations, streamable HTTP)
@@ -50,6 +51,15 @@ inline void keep_longest(std::optional<std::int64_t>& into, std::optional<std::i
 /// The HTTP adapter. `body_json` is the body when it is JSON; `body_text` otherwise.
 void http(Builder& b, int status, const Headers& headers, const json* body_json,
           std::string_view body_text, std::optional<std::int64_t> now_ms);
+
+/// True when the response's Content-Type (given once) is text/event-stream, parameters aside.
+bool is_event_stream(const Headers& headers);
+
+/// The error event of an event stream (sse.cpp): the JSON error body its data carries (an
+/// Anthropic or OpenAI error, read by read_body() as that provider's body), or nullopt with a
+/// `no_error_event` warning on `code` when the stream has none. An error event whose data is no
+/// JSON object warns `malformed` on `message` and is skipped.
+std::optional<json> stream_error(Builder& b, std::string_view stream);
 
 /// A transport error's text (a Node or libcurl error, "ECONNRESET", "timed out"): TIMEOUT,
 /// TRANSIENT for a connection-level failure, else UNKNOWN.

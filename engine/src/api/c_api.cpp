@@ -180,6 +180,8 @@ bool to_context(const recourse_context& c, recourse::Context& out, std::string& 
   out.idempotency_key_pinned = c.idempotency_key_pinned != 0;
   out.circuit = static_cast<recourse::CircuitState>(c.circuit);
   out.retry_throttled = c.retry_throttled != 0;
+  out.stream_output_emitted = c.stream_output_emitted != 0;
+  out.stream_discard_supported = c.stream_discard_supported != 0;
   return true;
 }
 
@@ -359,7 +361,9 @@ recourse_status recourse_engine_decide(const recourse_engine* engine,
          {std::tuple{e.retryable, "envelope.retryable", true},
           std::tuple{c.idempotent, "context.idempotent", true},
           std::tuple{c.idempotency_key_pinned, "context.idempotency_key_pinned", false},
-          std::tuple{c.retry_throttled, "context.retry_throttled", false}})
+          std::tuple{c.retry_throttled, "context.retry_throttled", false},
+          std::tuple{c.stream_output_emitted, "context.stream_output_emitted", false},
+          std::tuple{c.stream_discard_supported, "context.stream_discard_supported", false}})
       if (why = bad_flag(value, name, unset); !why.empty()) return invalid(error, why);
     recourse::Context ctx;
     if (!to_context(c, ctx, why)) {

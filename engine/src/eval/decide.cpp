@@ -85,7 +85,8 @@ Point make_point(const Compiled& p, const Envelope& e, const Context& c, std::ui
     }
     point.set(Attr::Code, id);
   }
-  if (!c.side_effect) warnings |= kSideEffectAssumed;
+  const std::optional<SideEffect> side_effect = side_effect_of(c);
+  if (!side_effect) warnings |= kSideEffectAssumed;
   auto want = [&](Attr a) { return (wanted & bit(a)) != 0; };
   auto number = [&](Attr a, std::int64_t v) {
     if (want(a)) point.set(a, v);
@@ -107,9 +108,10 @@ Point make_point(const Compiled& p, const Envelope& e, const Context& c, std::ui
   };
   for_each_envelope_field([&](const Field& f, auto field) { give(f, e.*field); });
   for_each_context_field([&](const Field& f, auto field) { give(f, c.*field); });
-  // Two context attributes are never absent: an unset one takes its default.
+  // Two context attributes are never absent: an unset one takes its default. The side effect is
+  // side_effect_of()'s, which a stream's undiscardable output makes committed.
   if (!c.idempotent) number(Attr::Idempotent, p.spec.idempotent);
-  if (!c.side_effect) number(Attr::SideEffect, static_cast<std::int64_t>(SideEffect::Unknown));
+  number(Attr::SideEffect, static_cast<std::int64_t>(side_effect.value_or(SideEffect::Unknown)));
   // Retries made below us count against the same attempts budget (no multiplying across layers).
   number(Attr::AttemptsLeft,
          saturating_sub(saturating_sub(max_attempts(p, c), c.attempt), c.lower_retries));

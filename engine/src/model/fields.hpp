@@ -75,6 +75,16 @@ template <typename F>
   f(Field{"retryThrottled", Attr::RetryThrottled}, &Context::retry_throttled);
   f(Field{"nowMs", std::nullopt, 0, kMaxMs}, &Context::now_ms);
   f(Field{"argsHash", std::nullopt}, &Context::args_hash);
+  f(Field{"streamOutputEmitted", std::nullopt}, &Context::stream_output_emitted);
+  f(Field{"streamDiscardSupported", std::nullopt}, &Context::stream_discard_supported);
+}
+
+/// The side effect the gates read: output a stream already handed to the caller, which the
+/// host cannot discard or supersede, is a committed effect (a resend would deliver it twice),
+/// whatever the call did downstream; else the context's sideEffect (absent: unknown).
+inline std::optional<SideEffect> side_effect_of(const Context& c) {
+  if (c.stream_output_emitted && !c.stream_discard_supported) return SideEffect::Committed;
+  return c.side_effect;
 }
 
 /// The context field with JSON key `key`. Throws std::logic_error for a key

@@ -108,10 +108,11 @@ inline const AttrInfo& info(Attr a) {
   return kAttributes[static_cast<std::size_t>(a)];
 }
 
-/// The built-in codes, ids 0..9 in every policy; declared codes follow.
-inline constexpr std::array<std::string_view, 10> kBuiltinCodes = {
-    "TRANSIENT", "RATE_LIMITED", "TIMEOUT",        "VALIDATION",       "PERMISSION",
-    "NOT_FOUND", "CONFLICT",     "QUOTA_EXCEEDED", "CONTEXT_OVERFLOW", "UNKNOWN"};
+/// The built-in codes, ids 0..10 in every policy; declared codes follow. PENDING (a success
+/// status that means "not done yet") came last so the older codes keep their ids.
+inline constexpr std::array<std::string_view, 11> kBuiltinCodes = {
+    "TRANSIENT", "RATE_LIMITED",   "TIMEOUT",          "VALIDATION", "PERMISSION", "NOT_FOUND",
+    "CONFLICT",  "QUOTA_EXCEEDED", "CONTEXT_OVERFLOW", "UNKNOWN",    "PENDING"};
 inline constexpr std::int64_t kUnknownCodeId = 9;  ///< UNKNOWN's id
 
 /// One attribute's value for one input. Enums and booleans are small integers in `num`.
