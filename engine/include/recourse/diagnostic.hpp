@@ -44,7 +44,9 @@ std::string to_text(const Diagnostic& diagnostic);
 std::string to_json(const std::vector<Diagnostic>& diagnostics);
 
 /// `text` as a JSON string literal: quotes, backslashes and control characters escaped, bytes
-/// that are not UTF-8 replaced. How text output shows a user's string on one line.
+/// that are not UTF-8 replaced. How text output shows a user's string on one line. Call it
+/// qualified (`recourse::quoted`) where <iomanip> is included: argument-dependent lookup also
+/// finds std::quoted for a std::string argument.
 std::string quoted(std::string_view text);
 
 /// True when any diagnostic is an error (or, with `strict`, a warning).

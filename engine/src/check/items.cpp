@@ -61,7 +61,8 @@ void Checker::tests(const ast::Policy& p, PolicySpec& spec) {
   std::map<std::string, ast::Pos> names;
   for (const ast::Test& t : p.tests) {
     if (auto [it, fresh] = names.emplace(t.name, t.name_pos); !fresh)
-      error("E034", t.name_pos, "test " + quoted(t.name) + " is defined twice in the policy",
+      error("E034", t.name_pos,
+            "test " + recourse::quoted(t.name) + " is defined twice in the policy",
             "first defined at line " + std::to_string(it->second.line));
     TestSpec test;
     test.name = t.name;

@@ -36,8 +36,8 @@ using K = ValueKind;
 
 std::string action_text(const Action& a) {
   std::string s(name_of(a.route));
-  if (!a.target.empty()) s += " " + quoted(a.target);
-  if (!a.reason.empty()) s += " " + quoted(a.reason);
+  if (!a.target.empty()) s += " " + recourse::quoted(a.target);
+  if (!a.reason.empty()) s += " " + recourse::quoted(a.reason);
   return s;
 }
 
@@ -58,17 +58,17 @@ const std::vector<SettingDef>& setting_table() {
        "the tool's argument names, for `field in arguments` (the context's `arguments` win)",
        [](const PolicySpec& s) {
          std::string args;
-         for (const auto& a : s.arguments) args += (args.empty() ? "" : ",") + quoted(a);
+         for (const auto& a : s.arguments) args += (args.empty() ? "" : ",") + recourse::quoted(a);
          return "[" + args + "]";
        }},
       {"tool", "verify", K::Tool, kNone, kNone, false, false, false, "", "none",
        "the tool that checks an unknown outcome: the unknown-outcome gate replaces with it "
        "(without it the gate escalates)",
-       [](const PolicySpec& s) { return quoted(s.verify); }},
+       [](const PolicySpec& s) { return recourse::quoted(s.verify); }},
       {"tool", "fallback", K::Tool, kNone, kNone, false, false, false, "", "none",
        "the tool to use when budgets run out or the circuit is open: the default of "
        "`on_exhausted` and `on_open` becomes `replace` with it",
-       [](const PolicySpec& s) { return quoted(s.fallback); }},
+       [](const PolicySpec& s) { return recourse::quoted(s.fallback); }},
       // limits
       {"limits", "attempts", K::Count, 1, kNone, false, false, true, "", "`3`",
        "calls in all, the first included (the high end is the engine's ceiling)",

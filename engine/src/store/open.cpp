@@ -12,7 +12,7 @@ namespace recourse {
 StoreSpec read_store_spec(std::string_view spec) {
   StoreSpec s;
   auto malformed = [&](const std::string& what) {
-    s.error = "state store " + quoted(spec) + ": " + what;
+    s.error = "state store " + recourse::quoted(spec) + ": " + what;
     return s;
   };
   auto starts = [&](std::string_view prefix) { return spec.substr(0, prefix.size()) == prefix; };
@@ -28,7 +28,7 @@ StoreSpec read_store_spec(std::string_view spec) {
     return s.path.empty() ? malformed("no PATH after redis+unix://") : s;
   }
   if (!starts("redis://")) {
-    s.error = "unknown state store " + quoted(spec) +
+    s.error = "unknown state store " + recourse::quoted(spec) +
               ": expected memory, sqlite:PATH or redis://HOST:PORT";
     return s;
   }
@@ -41,7 +41,7 @@ StoreSpec read_store_spec(std::string_view spec) {
   const std::string_view port = rest.substr(colon + 1);
   const auto [end, ec] = std::from_chars(port.data(), port.data() + port.size(), s.port);
   if (ec != std::errc() || end != port.data() + port.size() || s.port < 1 || s.port > 65535)
-    return malformed("port " + quoted(port) + " is not a number in 1..65535");
+    return malformed("port " + recourse::quoted(port) + " is not a number in 1..65535");
   return s;
 }
 

@@ -156,7 +156,7 @@ std::string Column::cell_name(std::size_t cell) const {
     case Type::Enum:
       return std::string(info(attr).values[cell]);
     case Type::String:
-      return cell < strings.size() ? quoted(strings[cell]) : "other";
+      return cell < strings.size() ? recourse::quoted(strings[cell]) : "other";
     default: {
       auto bound = [](std::int64_t v) {
         if (v == std::numeric_limits<std::int64_t>::min()) return std::string("-inf");
@@ -315,7 +315,7 @@ std::vector<SettingLine> settings(const Table& table, const PolicySpec& spec) {
   if (spec.breaker.enabled) out.push_back(block("breaker"));
   if (spec.throttle.enabled) out.push_back(block("throttle"));
   for (const auto& m : spec.mappings) {  // adapter overrides change the envelope, so the decision
-    std::string key = fmt::format("{} {}", to_string(m.protocol), quoted(m.key));
+    std::string key = fmt::format("{} {}", to_string(m.protocol), recourse::quoted(m.key));
     std::string text = key + " -> " + m.code;
     out.push_back({"map", {Setting{std::move(key), m.code, std::move(text)}}});
   }
@@ -368,7 +368,7 @@ void for_each_run(const CellSet& set, Run run) {
 }  // namespace
 
 std::string dump(const Table& table, const PolicySpec& spec, bool for_people) {
-  std::string out = fmt::format("policy {}\n", quoted(spec.name));
+  std::string out = fmt::format("policy {}\n", recourse::quoted(spec.name));
   for (const SettingLine& line : settings(table, spec)) {
     out += line.section;
     for (const Setting& s : line.settings) out += " " + s.text;

@@ -611,7 +611,7 @@ std::vector<std::string> compiled_form(std::string_view text, std::string_view p
   std::vector<std::string> out;
   if (r.ok())
     for (const Policy& p : r.bundle->policies())
-      out.push_back("policy " + quoted(p.name()) + " " + std::string(p.hash()));
+      out.push_back("policy " + recourse::quoted(p.name()) + " " + std::string(p.hash()));
   else
     for (const Diagnostic& d : r.diagnostics)
       if (d.severity == Severity::Error) out.push_back(d.code + ": " + d.message);
