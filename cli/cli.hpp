@@ -35,7 +35,7 @@ struct Options {
   std::vector<std::string> paths;     // positional arguments
   bool dump = false;
   CompileOptions compile;  // --max-rules, --max-codes; check --analysis-work, --max-cover-splits
-  std::string from;                 // --from http|grpc|mcp|jsonrpc|auto: the input is a raw form
+  std::string from;        // --from http|grpc|mcp|jsonrpc|auto: the input is a raw form
   std::optional<std::int64_t> now;  // --now MS (envelope): the clock for HTTP-dates
   bool check = false;               // fmt --check: write nothing, list files that would change
   std::string name;                 // diff: the policy to compare
