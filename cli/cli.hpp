@@ -119,8 +119,11 @@ std::size_t nesting(std::string_view json);
 /// The policy files `paths` name, in order: each path as given ("-" too), each directory
 /// expanded to the *.recourse files below it, sorted.
 std::vector<std::string> policy_files(const std::vector<std::string>& paths);
+/// Writes `diagnostics` as text (file:line:col, caret) or as one JSON array.
 void print_diagnostics(const std::vector<Diagnostic>& diagnostics, Format format,
                        std::ostream& out);
+/// A decision's delay for the text outputs: "250ms" for a retry, "-" for every other route.
+std::string delay_text(const Decision& decision);
 /// The decision log of --log FILE: each decision appended as one line of engine.hpp's record.
 /// Without a path it writes nothing.
 class DecisionLogFile {

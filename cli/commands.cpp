@@ -48,10 +48,6 @@ bool read_inputs(const Options& o, const Bundle& bundle, Envelope& envelope, Con
   return true;
 }
 
-std::string delay_text(const Decision& d) {
-  return d.route == Route::Retry ? fmt::format("{}ms", d.delay_ms) : "-";
-}
-
 }  // namespace
 
 int run_check(const Options& o) {

@@ -228,6 +228,10 @@ std::vector<std::string> policy_files(const std::vector<std::string>& paths) {
   return out;
 }
 
+std::string delay_text(const Decision& d) {
+  return d.route == Route::Retry ? fmt::format("{}ms", d.delay_ms) : "-";
+}
+
 void print_diagnostics(const std::vector<Diagnostic>& diagnostics, Format format,
                        std::ostream& out) {
   if (format == Format::Json) {

@@ -26,10 +26,6 @@ struct Summary {
   std::map<std::string, int> routes, warnings, exhausted;
 };
 
-std::string delay_text(const Decision& d) {
-  return d.route == Route::Retry ? fmt::format("{}ms", d.delay_ms) : "-";
-}
-
 }  // namespace
 
 int run_replay(const Options& o) {

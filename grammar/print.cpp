@@ -27,7 +27,7 @@ const char* op_text(ast::Op op) {
 // when it binds looser than its context requires; `a or (b or c)` prints as `a or b or c`.
 enum Prec { kOr, kAnd, kNot };
 
-void cond(const ast::Expr& e, Prec context, std::string& out) {
+void write_condition(const ast::Expr& e, Prec context, std::string& out) {
   switch (e.kind) {
     case ast::Expr::Kind::Or:
     case ast::Expr::Kind::And: {
@@ -37,14 +37,14 @@ void cond(const ast::Expr& e, Prec context, std::string& out) {
       if (paren) out += '(';
       for (std::size_t i = 0; i < e.children.size(); ++i) {
         if (i) out += is_or ? " or " : " and ";
-        cond(e.children[i], mine, out);
+        write_condition(e.children[i], mine, out);
       }
       if (paren) out += ')';
       return;
     }
     case ast::Expr::Kind::Not:
       out += "not ";
-      if (!e.children.empty()) cond(e.children[0], kNot, out);
+      if (!e.children.empty()) write_condition(e.children[0], kNot, out);
       return;
     case ast::Expr::Kind::Test:
       out += e.attr;
@@ -109,7 +109,7 @@ std::string list_text(const std::vector<ast::Value>& values) {
 
 std::string condition_text(const ast::Expr& e) {
   std::string out;
-  cond(e, kOr, out);
+  write_condition(e, kOr, out);
   return out;
 }
 
