@@ -45,6 +45,14 @@ std::optional<std::string> pending_of(const json& body) {
 
 }  // namespace
 
+std::optional<std::string> aws_error_code(std::string_view raw) {
+  raw = trim(raw.substr(0, raw.find(':')));
+  if (const std::size_t hash = raw.rfind('#'); hash != std::string_view::npos)
+    raw.remove_prefix(hash + 1);
+  if (raw.empty()) return std::nullopt;
+  return std::string(raw);
+}
+
 void read_google_details(const json& details, BodyInfo& info) {
   if (!details.is_array()) return;
   for (const auto& d : details) {
@@ -92,6 +100,15 @@ BodyInfo read_body(const json& body) {
       break;
     }
   }
+  // Square: "errors": [{"category", "code", "detail", "field"}] (Square API reference,
+  // "Handling errors"): the first error's code and category are the body's types, its detail
+  // the message.
+  if (const auto it = body.find("errors"); it != body.end() && it->is_array() && !it->empty())
+    if (const std::string* category = str(it->front(), "category")) {
+      if (const std::string* code = str(it->front(), "code")) info.types.push_back(*code);
+      info.types.push_back(*category);
+      if (const std::string* d = str(it->front(), "detail"); d && !info.message) info.message = *d;
+    }
   if (const auto it = body.find("errors"); it != body.end() && it->is_array() && !info.field) {
     for (const auto& p : *it) {
       std::optional<std::string> field;
@@ -130,13 +147,20 @@ BodyInfo read_body(const json& body) {
           }
     } else if (it->is_string() && !is_marker(*it)) {  // OAuth 2.0 (RFC 6749 section 5.2)
       info.types.push_back(it->get<std::string>());
+      info.oauth_error = it->get<std::string>();
       if (const std::string* d = str(body, "error_description"))
         info.message = *d;
       else if (!info.message)
         info.message = it->get<std::string>();
     }
   }
-  if (const std::string* m = str(body, "message"); m && !info.message) info.message = *m;
+  // AWS JSON protocols: {"__type": "...#ThrottlingException", "message" or "Message"}; the
+  // REST JSON protocols' `code` or `Code` (botocore parsers.py).
+  for (const char* key : {"__type", "Code"})
+    if (const std::string* t = str(body, key); t && !info.aws_code)
+      if ((info.aws_code = aws_error_code(*t))) info.types.push_back(*info.aws_code);
+  for (const char* key : {"message", "Message"})
+    if (const std::string* m = str(body, key); m && !info.message) info.message = *m;
   if (const std::string* c = str(body, "code"); c && !info.envelope) info.types.push_back(*c);
   return info;
 }

@@ -29,10 +29,20 @@ struct BodyInfo {
   std::optional<std::int64_t> retry_delay_ms;  // google.rpc.RetryInfo
   Headers headers;  // header fields a proxy relays in the body (OpenRouter error.metadata.headers)
   const json* envelope = nullptr;  // the body is itself an envelope
+  // OAuth 2.0's error code: a top-level `error` string (RFC 6749 section 5.2).
+  std::optional<std::string> oauth_error;
+  // An AWS error code from `__type` (JSON protocols) or `Code`, as aws_error_code() cleans it.
+  std::optional<std::string> aws_code;
   // A long-running operation the body says is not done yet, as the body wrote it
   // (`done false`, `status "in_progress"`); see pending_of().
   std::optional<std::string> pending;
 };
+
+/// An AWS error code as botocore reads it (parsers.py, commit 8c0427aa): the part before the
+/// first ':' (x-amzn-ErrorType appends a URL), then after the last '#' (a namespace:
+/// "com.amazonaws.dynamodb.v20120810#ProvisionedThroughputExceededException"). nullopt when
+/// nothing is left.
+std::optional<std::string> aws_error_code(std::string_view raw);
 
 /// google.rpc details (RetryInfo, BadRequest, ErrorInfo), in a Google JSON error or gRPC.
 void read_google_details(const json& details, BodyInfo& info);
