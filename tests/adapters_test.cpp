@@ -1171,6 +1171,69 @@ TEST_CASE("adapters: the body outranks the status where the provider documents i
   }
 }
 
+TEST_CASE("adapters: AIP-193 error details tell a per-day quota from a per-minute limit",
+          "[adapters]") {
+  // Gemini's 429 RESOURCE_EXHAUSTED: the same status, message and RetryInfo for the free tier's
+  // per-day and per-minute quotas; only QuotaFailure's quotaId says which one is spent.
+  auto body = [](const std::string& quota_id) {
+    return R"({"error":{"code":429,"message":"You exceeded your current quota","status":"RESOURCE_EXHAUSTED","details":[
+      {"@type":"type.googleapis.com/google.rpc.QuotaFailure","violations":[{
+        "quotaMetric":"generativelanguage.googleapis.com/generate_content_free_tier_requests",
+        "quotaId":")" +
+           quota_id +
+           R"(","quotaDimensions":{"location":"global","model":"gemini-2.0-flash"},"quotaValue":"200"}]},
+      {"@type":"type.googleapis.com/google.rpc.RetryInfo","retryDelay":"43s"}]}})";
+  };
+  auto r = recourse::from_http(429, {}, body("GenerateRequestsPerDayPerProjectPerModel-FreeTier"),
+                               std::nullopt);
+  INFO(describe(r));
+  CHECK(r.envelope.code == "QUOTA_EXCEEDED");
+  CHECK(r.envelope.retryable == false);
+  CHECK(r.envelope.retry_after_ms == std::optional<std::int64_t>(43000));  // kept, on display
+  CHECK(r.mapping == "http 429 body: per-day quota");
+  r = recourse::from_http(429, {}, body("GenerateRequestsPerMinutePerProjectPerModel-FreeTier"),
+                          std::nullopt);
+  CHECK(r.envelope.code == "RATE_LIMITED");
+  CHECK(r.envelope.retryable == true);
+  CHECK(r.envelope.retry_after_ms == std::optional<std::int64_t>(43000));
+  // Cloud APIs: ErrorInfo RATE_LIMIT_EXCEEDED with the quota in its metadata.
+  const std::string info =
+      R"({"error":{"code":429,"status":"RESOURCE_EXHAUSTED","message":"m","details":[
+      {"@type":"type.googleapis.com/google.rpc.ErrorInfo","reason":"RATE_LIMIT_EXCEEDED","domain":"googleapis.com",
+       "metadata":{"quota_limit":"ReadRequestsPerDayPerProject","quota_limit_value":"300","service":"sheets.googleapis.com"}}]}})";
+  CHECK(recourse::from_http(429, {}, info, std::nullopt).envelope.code == "QUOTA_EXCEEDED");
+  std::string minute = info;
+  minute.replace(minute.find("PerDay"), 6, "PerMinute");
+  CHECK(recourse::from_http(429, {}, minute, std::nullopt).envelope.code == "RATE_LIMITED");
+  // Several violations: the longest window decides; a quota name without a window says nothing.
+  r = recourse::from_http(
+      429, {}, R"({"error":{"details":[{"@type":"type.googleapis.com/google.rpc.QuotaFailure",
+      "violations":[{"quotaId":"RequestsPerMinute"},{"quotaId":"tokens_per_day"},{"quotaId":"x"}]}]}})",
+      std::nullopt);
+  CHECK(r.envelope.code == "QUOTA_EXCEEDED");
+  r = recourse::from_http(
+      429, {}, R"({"error":{"details":[{"@type":"type.googleapis.com/google.rpc.QuotaFailure",
+      "violations":[{"quotaId":"Requests"},{"quotaId":7},{"subject":"project:1"}]},{"@type":"type.googleapis.com/google.rpc.QuotaFailure","violations":"x"}]}})",
+      std::nullopt);
+  CHECK(r.envelope.code == "RATE_LIMITED");
+  SECTION("the same details over gRPC") {
+    const std::string raw_grpc =
+        R"({"protocol":"grpc","status":"RESOURCE_EXHAUSTED","message":"quota","details":[
+        {"@type":"type.googleapis.com/google.rpc.QuotaFailure","violations":[{"quotaId":"GenerateRequestsPerDayPerProjectPerModel-FreeTier"}]}]})";
+    auto g = raw(Protocol::Grpc, raw_grpc);
+    CHECK(g.envelope.code == "QUOTA_EXCEEDED");
+    CHECK(g.envelope.retryable == false);
+    CHECK(g.mapping == "grpc RESOURCE_EXHAUSTED details: per-day quota");
+    std::string per_minute = raw_grpc;
+    per_minute.replace(per_minute.find("PerDay"), 6, "PerMinute");
+    CHECK(raw(Protocol::Grpc, per_minute).envelope.code == "RATE_LIMITED");
+    // A policy's override of the status still wins.
+    AdapterOptions o;
+    o.mappings = {{Protocol::Grpc, "RESOURCE_EXHAUSTED", "TIMEOUT"}};
+    CHECK(raw(Protocol::Grpc, raw_grpc, std::nullopt, o).envelope.code == "TIMEOUT");
+  }
+}
+
 TEST_CASE("adapters: OAuth 2.0 and bearer-token errors (RFC 6749 5.2, RFC 6750 3.1)",
           "[adapters]") {
   struct Row {

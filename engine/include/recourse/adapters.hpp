@@ -77,6 +77,8 @@
 //       VALIDATION, false (not on a 401 or 403); temporarily_unavailable -> TRANSIENT, true
 //     an AWS code (__type, Code, x-amzn-ErrorType) on botocore's standard-mode throttling
 //       list -> RATE_LIMITED, true; RequestTimeout(Exception) -> TIMEOUT, true
+//     4xx whose google.rpc details (AIP-193 QuotaFailure quotaId or quotaMetric, ErrorInfo
+//       metadata quota_limit) name a per-day or per-month quota       -> QUOTA_EXCEEDED, false
 //     problem type ...http-problem-types#quota-exceeded                -> QUOTA_EXCEEDED, false
 //     problem type ...#abnormal-usage-detected                         -> PERMISSION, false
 //     problem type ...#temporary-reduced-capacity                      -> RATE_LIMITED, true
@@ -100,6 +102,7 @@
 //   NOT_FOUND 5, UNIMPLEMENTED 12 NOT_FOUND false
 //   INTERNAL 13, DATA_LOSS 15, CANCELLED 1 UNKNOWN false      UNKNOWN 2 UNKNOWN -
 //   OK 0, or anything else: UNKNOWN - with a warning
+//   RESOURCE_EXHAUSTED whose details name a per-day or per-month quota: QUOTA_EXCEEDED false
 //   grpc-retry-pushback-ms: a non-negative integer is retryAfterMs; a negative or malformed one
 //   means "do not retry" (gRFC A6): retryable false, with a warning.
 //

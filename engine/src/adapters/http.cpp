@@ -430,6 +430,8 @@ bool body_signals(Builder& b, int status, const Headers& headers, BodyInfo& info
   } else if (client_error && has_type(info, {"insufficient_quota", "billing_hard_limit_reached",
                                              "billing_not_active"})) {
     b.set_code("QUOTA_EXCEEDED", false, label + " body: quota or billing exhausted");
+  } else if (client_error && long_quota(info)) {
+    b.set_code("QUOTA_EXCEEDED", false, label + " body: per-" + *info.quota_window + " quota");
   } else if (has_type(info, {"context_length_exceeded"}) ||
              ((status == 400 || status == 413 || status == 422) &&
               says_context_overflow(message))) {
