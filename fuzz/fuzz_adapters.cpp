@@ -14,9 +14,11 @@
 //
 // Properties: never crash, throw or leak; unknown or garbled input never reads as TRANSIENT (a
 // TRANSIENT code comes only from a documented row: HTTP 500/502/503/529, a 413 with
-// Retry-After, an overloaded_error body, a connection-level transport error, gRPC UNAVAILABLE,
-// or an envelope the server sent that says TRANSIENT, an event stream's error event among the
-// bodies); PENDING comes only from a 2xx or an envelope; a garbled row is UNKNOWN; the envelope
+// Retry-After, an overloaded_error body, an OAuth server_error or temporarily_unavailable, a
+// connection-level transport error, gRPC UNAVAILABLE, or an envelope the server sent that says
+// TRANSIENT, an event stream's error event among the bodies); PENDING comes only from a 2xx, an
+// envelope or OAuth's authorization_pending; an MCP tool's text never gives a retryable code or
+// retryable true; a garbled row is UNKNOWN; the envelope
 // keeps the reader's caps (no empty code, field or traceId; strings within their limits; no
 // negative retryAfterMs) and round-trips through to_json/read_envelope; the model text stays
 // within its limit and valid UTF-8; every decision on the envelope is valid.
@@ -77,6 +79,8 @@ bool transient_row(std::string_view mapping) {
          mapping == "http 529" ||
          (starts(mapping, "http ") && ends(mapping, " body: overloaded")) ||
          mapping == "http 413 with Retry-After (temporary)" ||
+         (starts(mapping, "http 4") && (ends(mapping, " oauth server_error") ||
+                                        ends(mapping, " oauth temporarily_unavailable"))) ||
          mapping == "transport connection error" || mapping == "grpc UNAVAILABLE";
 }
 
@@ -162,7 +166,15 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     FUZZ_CHECK(transient_row(r.mapping) || ends(r.mapping, " envelope"), where);
   // A pending result is a 2xx's (docs/adapters.md, "Pending"), or the server's own envelope.
   if (e.code == "PENDING")
-    FUZZ_CHECK(starts(r.mapping, "http 2") || ends(r.mapping, " envelope"), where);
+    FUZZ_CHECK(starts(r.mapping, "http 2") || ends(r.mapping, " envelope") ||
+                   ends(r.mapping, " oauth authorization_pending"),
+               where);
+  // A tool's text (a JSON error object in an isError result) only lowers the risk: never a code
+  // a policy retries by itself, never retryable true.
+  if (starts(r.mapping, "mcp isError text"))
+    FUZZ_CHECK(e.code != "TRANSIENT" && e.code != "RATE_LIMITED" && e.code != "TIMEOUT" &&
+                   e.code != "PENDING" && e.retryable != std::optional<bool>(true),
+               where);
   if (r.mapping.find("garbled") != std::string::npos) FUZZ_CHECK(e.code == "UNKNOWN", where);
   // The reader's caps.
   const recourse::ReaderLimits& l = options.limits;

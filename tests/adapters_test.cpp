@@ -1171,6 +1171,223 @@ TEST_CASE("adapters: the body outranks the status where the provider documents i
   }
 }
 
+TEST_CASE("adapters: AIP-193 error details tell a per-day quota from a per-minute limit",
+          "[adapters]") {
+  // Gemini's 429 RESOURCE_EXHAUSTED: the same status, message and RetryInfo for the free tier's
+  // per-day and per-minute quotas; only QuotaFailure's quotaId says which one is spent.
+  auto body = [](const std::string& quota_id) {
+    return R"({"error":{"code":429,"message":"You exceeded your current quota","status":"RESOURCE_EXHAUSTED","details":[
+      {"@type":"type.googleapis.com/google.rpc.QuotaFailure","violations":[{
+        "quotaMetric":"generativelanguage.googleapis.com/generate_content_free_tier_requests",
+        "quotaId":")" +
+           quota_id +
+           R"(","quotaDimensions":{"location":"global","model":"gemini-2.0-flash"},"quotaValue":"200"}]},
+      {"@type":"type.googleapis.com/google.rpc.RetryInfo","retryDelay":"43s"}]}})";
+  };
+  auto r = recourse::from_http(429, {}, body("GenerateRequestsPerDayPerProjectPerModel-FreeTier"),
+                               std::nullopt);
+  INFO(describe(r));
+  CHECK(r.envelope.code == "QUOTA_EXCEEDED");
+  CHECK(r.envelope.retryable == false);
+  CHECK(r.envelope.retry_after_ms == std::optional<std::int64_t>(43000));  // kept, on display
+  CHECK(r.mapping == "http 429 body: per-day quota");
+  r = recourse::from_http(429, {}, body("GenerateRequestsPerMinutePerProjectPerModel-FreeTier"),
+                          std::nullopt);
+  CHECK(r.envelope.code == "RATE_LIMITED");
+  CHECK(r.envelope.retryable == true);
+  CHECK(r.envelope.retry_after_ms == std::optional<std::int64_t>(43000));
+  // Cloud APIs: ErrorInfo RATE_LIMIT_EXCEEDED with the quota in its metadata.
+  const std::string info =
+      R"({"error":{"code":429,"status":"RESOURCE_EXHAUSTED","message":"m","details":[
+      {"@type":"type.googleapis.com/google.rpc.ErrorInfo","reason":"RATE_LIMIT_EXCEEDED","domain":"googleapis.com",
+       "metadata":{"quota_limit":"ReadRequestsPerDayPerProject","quota_limit_value":"300","service":"sheets.googleapis.com"}}]}})";
+  CHECK(recourse::from_http(429, {}, info, std::nullopt).envelope.code == "QUOTA_EXCEEDED");
+  std::string minute = info;
+  minute.replace(minute.find("PerDay"), 6, "PerMinute");
+  CHECK(recourse::from_http(429, {}, minute, std::nullopt).envelope.code == "RATE_LIMITED");
+  // Several violations: the longest window decides; a quota name without a window says nothing.
+  r = recourse::from_http(
+      429, {}, R"({"error":{"details":[{"@type":"type.googleapis.com/google.rpc.QuotaFailure",
+      "violations":[{"quotaId":"RequestsPerMinute"},{"quotaId":"tokens_per_day"},{"quotaId":"x"}]}]}})",
+      std::nullopt);
+  CHECK(r.envelope.code == "QUOTA_EXCEEDED");
+  r = recourse::from_http(
+      429, {}, R"({"error":{"details":[{"@type":"type.googleapis.com/google.rpc.QuotaFailure",
+      "violations":[{"quotaId":"Requests"},{"quotaId":7},{"subject":"project:1"}]},{"@type":"type.googleapis.com/google.rpc.QuotaFailure","violations":"x"}]}})",
+      std::nullopt);
+  CHECK(r.envelope.code == "RATE_LIMITED");
+  SECTION("the same details over gRPC") {
+    const std::string raw_grpc =
+        R"({"protocol":"grpc","status":"RESOURCE_EXHAUSTED","message":"quota","details":[
+        {"@type":"type.googleapis.com/google.rpc.QuotaFailure","violations":[{"quotaId":"GenerateRequestsPerDayPerProjectPerModel-FreeTier"}]}]})";
+    auto g = raw(Protocol::Grpc, raw_grpc);
+    CHECK(g.envelope.code == "QUOTA_EXCEEDED");
+    CHECK(g.envelope.retryable == false);
+    CHECK(g.mapping == "grpc RESOURCE_EXHAUSTED details: per-day quota");
+    std::string per_minute = raw_grpc;
+    per_minute.replace(per_minute.find("PerDay"), 6, "PerMinute");
+    CHECK(raw(Protocol::Grpc, per_minute).envelope.code == "RATE_LIMITED");
+    // A policy's override of the status still wins.
+    AdapterOptions o;
+    o.mappings = {{Protocol::Grpc, "RESOURCE_EXHAUSTED", "TIMEOUT"}};
+    CHECK(raw(Protocol::Grpc, raw_grpc, std::nullopt, o).envelope.code == "TIMEOUT");
+  }
+}
+
+TEST_CASE("adapters: OAuth 2.0 and bearer-token errors (RFC 6749 5.2, RFC 6750 3.1)",
+          "[adapters]") {
+  struct Row {
+    const char* error;
+    int status;
+    const char* code;
+    std::optional<bool> retryable;
+  };
+  // Each code at the status its RFC sends it with (RFC 6749 section 5.2: 400, or 401 for
+  // invalid_client; RFC 6750 section 3.1: 400, 401, 403; RFC 8628 section 3.5: 400).
+  const std::vector<Row> rows = {
+      {"invalid_request", 400, "VALIDATION", false},
+      {"unsupported_grant_type", 400, "VALIDATION", false},
+      {"unsupported_response_type", 400, "VALIDATION", false},
+      {"invalid_client", 401, "PERMISSION", false},
+      {"invalid_client", 400, "PERMISSION", false},
+      {"invalid_grant", 400, "PERMISSION", false},  // expired or revoked: ask for authorization
+      {"unauthorized_client", 400, "PERMISSION", false},
+      {"invalid_scope", 400, "PERMISSION", false},
+      {"access_denied", 400, "PERMISSION", false},
+      {"invalid_token", 401, "PERMISSION", false},
+      {"invalid_token", 400, "PERMISSION", false},
+      {"insufficient_scope", 403, "PERMISSION", false},
+      {"expired_token", 400, "PERMISSION", false},
+      {"temporarily_unavailable", 400, "TRANSIENT", true},
+      {"server_error", 400, "TRANSIENT", true},
+      {"authorization_pending", 400, "PENDING", true},
+      {"slow_down", 400, "RATE_LIMITED", true},
+      {"invalid_request", 401, "PERMISSION", false},  // never a repair on a 401
+  };
+  for (const Row& row : rows) {
+    DYNAMIC_SECTION(row.error << " " << row.status) {
+      const std::string body =
+          std::string(R"({"error":")") + row.error + R"(","error_description":"d"})";
+      const auto r = recourse::from_http(row.status, {}, body, std::nullopt);
+      INFO(describe(r));
+      CHECK(r.envelope.code == std::optional<std::string>(row.code));
+      CHECK(r.envelope.retryable == row.retryable);
+      CHECK(r.envelope.message == "d");
+      // The same code in the challenge, with no body (RFC 6750 section 3), quoted or a token.
+      for (const std::string challenge :
+           {std::string(R"(Bearer realm="example", error=")") + row.error +
+                R"(", error_description="The access token expired")",
+            std::string("Bearer error=") + row.error + ", scope=\"a\""}) {
+        INFO(challenge);
+        const auto h =
+            recourse::from_http(row.status, {{"WWW-Authenticate", challenge}}, "", std::nullopt);
+        CHECK(h.envelope.code == std::optional<std::string>(row.code));
+        CHECK(h.envelope.retryable == row.retryable);
+      }
+    }
+  }
+  SECTION("the body's code wins over the challenge's; other parameters are not the error") {
+    auto r = recourse::from_http(400, {{"WWW-Authenticate", R"(Bearer error="invalid_request")"}},
+                                 R"({"error":"invalid_grant"})", std::nullopt);
+    CHECK(r.envelope.code == "PERMISSION");
+    r = recourse::from_http(
+        400, {{"WWW-Authenticate", R"(Bearer error_description="invalid_grant", xerror="x")"}}, "",
+        std::nullopt);
+    CHECK(r.envelope.code == "VALIDATION");
+    CHECK(r.mapping == "http 400");
+    // A code no RFC defines is only a type, for overrides.
+    r = recourse::from_http(400, {}, R"({"error":"Bad Request"})", std::nullopt);
+    CHECK(r.mapping == "http 400");
+    // A 5xx is the status table's, whatever the body says.
+    CHECK(
+        recourse::from_http(503, {}, R"({"error":"invalid_grant"})", std::nullopt).envelope.code ==
+        "TRANSIENT");
+  }
+}
+
+TEST_CASE("adapters: AWS error shapes and botocore's standard retry lists", "[adapters]") {
+  SECTION("the code as botocore cleans it") {
+    for (
+        const char* body :
+        {R"({"__type":"com.amazonaws.dynamodb.v20120810#ProvisionedThroughputExceededException","message":"m"})",
+         R"({"__type":"ThrottlingException","Message":"m"})",
+         R"({"Code":"SlowDown","Message":"m"})"}) {
+      INFO(body);
+      const auto r = recourse::from_http(400, {}, body, std::nullopt);
+      CHECK(r.envelope.code == "RATE_LIMITED");
+      CHECK(r.envelope.retryable == true);
+      CHECK(r.envelope.message == "m");
+    }
+    const auto h = recourse::from_http(
+        400, {{"x-amzn-ErrorType", "ThrottlingException:http://internal.amazon.com/coral/"}}, "{}",
+        std::nullopt);
+    CHECK(h.envelope.code == "RATE_LIMITED");
+    CHECK(h.mapping == "http 400 aws throttling ThrottlingException");
+  }
+  SECTION("every throttling and transient code of botocore/retries/standard.py") {
+    for (const char* code :
+         {"Throttling", "ThrottlingException", "ThrottledException", "RequestThrottledException",
+          "TooManyRequestsException", "ProvisionedThroughputExceededException",
+          "TransactionInProgressException", "RequestLimitExceeded", "BandwidthLimitExceeded",
+          "LimitExceededException", "RequestThrottled", "SlowDown", "PriorRequestNotComplete",
+          "EC2ThrottledException"}) {
+      INFO(code);
+      const auto r = recourse::from_http(400, {}, std::string(R"({"__type":")") + code + R"("})",
+                                         std::nullopt);
+      CHECK(r.envelope.code == "RATE_LIMITED");
+      CHECK(r.envelope.retryable == true);
+    }
+    for (const char* code : {"RequestTimeout", "RequestTimeoutException"}) {
+      const auto r = recourse::from_http(400, {}, std::string(R"({"__type":")") + code + R"("})",
+                                         std::nullopt);
+      CHECK(r.envelope.code == "TIMEOUT");
+      CHECK(r.envelope.retryable == true);
+    }
+  }
+  SECTION("other codes keep the status; the code is a type for overrides; exact case") {
+    auto r = recourse::from_http(400, {}, R"({"__type":"ValidationException","message":"x"})",
+                                 std::nullopt);
+    CHECK(r.envelope.code == "VALIDATION");
+    CHECK(recourse::from_http(400, {}, R"({"__type":"throttlingexception"})", std::nullopt)
+              .envelope.code == "VALIDATION");
+    AdapterOptions o;
+    o.mappings = {{Protocol::Http, "ConditionalCheckFailedException", "CONFLICT"}};
+    r = recourse::from_http(400, {}, R"({"__type":"x#ConditionalCheckFailedException"})",
+                            std::nullopt, o);
+    CHECK(r.envelope.code == "CONFLICT");
+    // Nothing left after cleaning: no code.
+    CHECK(recourse::from_http(400, {}, R"({"__type":"ns#"})", std::nullopt).mapping == "http 400");
+  }
+}
+
+TEST_CASE("adapters: idempotency keys reused with another request", "[adapters]") {
+  // Stripe: 400 idempotency_error; Square: IDEMPOTENCY_KEY_REUSED. Both name the key as the
+  // argument to repair; Stripe's 409 idempotency_key_in_use stays a retryable CONFLICT with no
+  // field (resend the same key).
+  for (
+      const char* body :
+      {R"({"error":{"type":"idempotency_error","message":"Keys for idempotent requests can only be used with the same parameters they were first used with."}})",
+       R"({"errors":[{"category":"INVALID_REQUEST_ERROR","code":"IDEMPOTENCY_KEY_REUSED","detail":"reused"}]})"}) {
+    INFO(body);
+    const auto r = recourse::from_http(400, {}, body, std::nullopt);
+    CHECK(r.envelope.code == "VALIDATION");
+    CHECK(r.envelope.retryable == false);
+    CHECK(r.envelope.field == "idempotency_key");
+    CHECK(r.mapping == "http 400 body: idempotency key reused with another request");
+  }
+  const auto square = recourse::from_http(
+      400, {},
+      R"({"errors":[{"category":"INVALID_REQUEST_ERROR","code":"IDEMPOTENCY_KEY_REUSED","detail":"reused"}]})",
+      std::nullopt);
+  CHECK(square.envelope.message == "reused");
+  const auto in_use = recourse::from_http(
+      409, {}, R"({"error":{"type":"invalid_request_error","code":"idempotency_key_in_use"}})",
+      std::nullopt);
+  CHECK(in_use.envelope.code == "CONFLICT");
+  CHECK(in_use.envelope.retryable == true);
+  CHECK_FALSE(in_use.envelope.field.has_value());
+}
+
 TEST_CASE("adapters: problem details (RFC 9457) and provider fields", "[adapters]") {
   SECTION("RFC 7807 section 3 (obsoleted by 9457): invalid-params, invalid_params (erratum 6178)") {
     const auto r = recourse::from_http(400, {{"Content-Type", "application/problem+json"}}, R"({
@@ -1394,6 +1611,8 @@ TEST_CASE("adapters: JSON-RPC and MCP protocol errors", "[adapters]") {
       {-32601, "NOT_FOUND", false},      {-32602, "VALIDATION", false},
       {-32603, "UNKNOWN", std::nullopt}, {-32002, "NOT_FOUND", false},
       {-32000, "UNKNOWN", std::nullopt}, {42, "UNKNOWN", std::nullopt},
+      {-32042, "PERMISSION", false},     {-32001, "TIMEOUT", std::nullopt},
+      {-32020, "UNKNOWN", std::nullopt},
   };
   for (const Row& row : rows) {
     DYNAMIC_SECTION("code " << row.code) {
@@ -1416,6 +1635,43 @@ TEST_CASE("adapters: JSON-RPC and MCP protocol errors", "[adapters]") {
     CHECK(r.envelope.code == "VALIDATION");
     CHECK(r.envelope.field == "city");
     CHECK(r.envelope.suggestion == "required");
+  }
+  SECTION("MCP 2025-11-25 and 2026-07-28: -32602 for an unknown tool or a missing resource") {
+    // The specs' own examples (server/tools "Unknown tool: invalid_tool_name"; 2026-07-28
+    // server/resources "Resource not found" with data {uri}), the TypeScript SDK's messages
+    // (server/mcp.ts) and ResourceNotFoundError (data exactly {uri}), the Python SDK's.
+    for (
+        const char* error :
+        {R"({"code":-32602,"message":"Unknown tool: invalid_tool_name"})",
+         R"({"code":-32602,"message":"Resource not found","data":{"uri":"file:///nonexistent.txt"}})",
+         R"({"code":-32602,"message":"Tool get_weather not found"})",
+         R"({"code":-32602,"message":"Tool get_weather disabled"})",
+         R"({"code":-32602,"message":"Resource file:///a.txt not found"})",
+         R"({"code":-32602,"message":"Unknown resource: file:///a.txt"})",
+         R"({"code":-32602,"message":"x","data":{"uri":"file:///a.txt"}})",
+         R"({"code":-32002,"message":"Resource not found","data":{"uri":"file:///a.txt"}})"}) {
+      INFO(error);
+      const auto r = raw(Protocol::JsonRpc, error);
+      CHECK(r.envelope.code == "NOT_FOUND");
+      CHECK(r.envelope.retryable == false);
+      CHECK(recourse::to_json(
+                recourse::from_mcp(std::string(R"({"error":)") + error + "}").envelope) ==
+            recourse::to_json(r.envelope));
+    }
+    // Other invalid params stay VALIDATION, even with a uri among other data (the TypeScript
+    // SDK's narrowing: `{uri, reason}` is the server's own invalid params).
+    for (const char* error :
+         {R"({"code":-32602,"message":"Invalid arguments for tool get_weather"})",
+          R"({"code":-32602,"message":"x","data":{"uri":"http://a","reason":"uri must be https"}})",
+          R"({"code":-32602,"message":"city not found in argument list: use one of ..."})"}) {
+      INFO(error);
+      CHECK(raw(Protocol::JsonRpc, error).envelope.code == "VALIDATION");
+    }
+    // -32001: the SDKs' request timeout (python-sdk REQUEST_TIMEOUT); a 2025 TypeScript server's
+    // "Session not found" overloads it.
+    CHECK(
+        raw(Protocol::JsonRpc, R"({"code":-32001,"message":"Session not found"})").envelope.code ==
+        "NOT_FOUND");
   }
   SECTION("a code that is not an integer") {
     const auto r = raw(Protocol::JsonRpc, R"({"error":{"code":"-32601","message":"x"}})");
@@ -1474,6 +1730,46 @@ TEST_CASE("adapters: MCP tool-execution errors (CallToolResult isError)", "[adap
         R"({"result":{"content":[{"type":"text","text":"x"}],"structuredContent":{"rows":3},"isError":true}})");
     CHECK(s.envelope.code == "UNKNOWN");
   }
+  SECTION("text content that is a JSON error object is read as it, only to lower the risk") {
+    auto tool_error = [](const std::string& text) {
+      return recourse::from_mcp(nlohmann::json{
+          {"result", {{"content", {{{"type", "text"}, {"text", text}}}}, {"isError", true}}}}
+                                    .dump());
+    };
+    // A Google error body relayed as text: its status and message.
+    auto r =
+        tool_error(R"({"error":{"code":404,"message":"table t not found","status":"NOT_FOUND"}})");
+    INFO(describe(r));
+    CHECK(r.envelope.code == "NOT_FOUND");
+    CHECK(r.envelope.retryable == false);
+    CHECK(r.envelope.message == "table t not found");
+    CHECK(r.mapping == "mcp isError text: json http 404");
+    // An envelope relayed as text, with its field for repair.
+    r = tool_error(
+        R"({"code":"VALIDATION","field":"date","message":"bad date","retryable":false})");
+    CHECK(r.envelope.code == "VALIDATION");
+    CHECK(r.envelope.field == "date");
+    CHECK(r.envelope.retryable == false);
+    // Never a retry: a retryable code, retryable true or a custom code stay UNKNOWN, unsaid.
+    for (const char* text :
+         {R"({"code":"RATE_LIMITED","retryable":true,"message":"slow down"})",
+          R"({"code":"VALIDATION","retryable":true})", R"({"error":{"code":503,"message":"down"}})",
+          R"({"code":"TABLE_GONE","retryable":false})", R"({"status":429})"}) {
+      INFO(text);
+      r = tool_error(text);
+      const bool validation = r.envelope.code == std::optional<std::string>("VALIDATION");
+      CHECK((r.envelope.code == std::optional<std::string>("UNKNOWN") || validation));
+      CHECK(r.envelope.retryable != std::optional<bool>(true));
+    }
+    CHECK(tool_error(R"({"code":"VALIDATION","retryable":true})").envelope.code == "VALIDATION");
+    CHECK_FALSE(
+        tool_error(R"({"code":"VALIDATION","retryable":true})").envelope.retryable.has_value());
+    // A JSON object with no error reading keeps the credential rule on the text.
+    CHECK(tool_error(R"({"detail":"401 token expired"})").envelope.code == "PERMISSION");
+    // Not JSON, or JSON that is not an object: as before.
+    CHECK(tool_error(R"({"code":"NOT_FOUND")").envelope.code == "UNKNOWN");
+    CHECK(tool_error(R"(["NOT_FOUND"])").envelope.code == "UNKNOWN");
+  }
   SECTION("isError not true: a warning, still UNKNOWN") {
     for (const char* flag : {"false", R"("true")", "null"}) {
       const auto r =
@@ -1491,7 +1787,7 @@ TEST_CASE("adapters: MCP tool-execution errors (CallToolResult isError)", "[adap
         Protocol::Mcp,
         R"({"httpStatus":401,"headers":{"WWW-Authenticate":"Bearer error=\"invalid_token\""}})");
     CHECK(r.envelope.code == "PERMISSION");
-    CHECK(r.mapping == "mcp transport: http 401");
+    CHECK(r.mapping == "mcp transport: http 401 oauth invalid_token");  // RFC 6750 section 3.1
     const auto ok = raw(
         Protocol::Mcp,
         R"({"httpStatus":200,"result":{"content":[{"type":"text","text":"x"}],"isError":true}})");
@@ -1717,14 +2013,14 @@ TEST_CASE("adapters: per-tool overrides", "[adapters]") {
   o.mappings = {{Protocol::Http, "409", "BOOKING_TAKEN"},
                 {Protocol::Http, "403", "FORBIDDEN"},
                 {Protocol::Grpc, "ALREADY_EXISTS", "BOOKING_TAKEN"},
-                {Protocol::JsonRpc, "-32001", "TIMEOUT"}};
+                {Protocol::JsonRpc, "-32010", "TIMEOUT"}};
   auto r = recourse::from_http(409, {}, "", std::nullopt, o);
   CHECK(r.envelope.code == "BOOKING_TAKEN");
   CHECK(r.envelope.retryable == false);  // the protocol's, not the override's
   CHECK(r.mapping == "override http 409");
   CHECK(recourse::from_grpc("6", "", {}, o).envelope.code == "BOOKING_TAKEN");
-  CHECK(recourse::from_jsonrpc(-32001, "", "", o).envelope.code == "TIMEOUT");
-  CHECK(recourse::from_mcp(R"({"error":{"code":-32001,"message":"Request timed out"}})", o)
+  CHECK(recourse::from_jsonrpc(-32010, "", "", o).envelope.code == "TIMEOUT");
+  CHECK(recourse::from_mcp(R"({"error":{"code":-32010,"message":"Request timed out"}})", o)
             .envelope.code == "TIMEOUT");
   CHECK(recourse::from_http(403, {}, "", std::nullopt, o).envelope.code == "FORBIDDEN");
   // A body's documented reclassification still outranks a status override.

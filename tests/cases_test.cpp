@@ -56,6 +56,7 @@ const std::vector<Tested> kTested = {
     {"lb-502-html-no-envelope", {"retryable"}, ""},
     {"identical-failing-tool-call-loop", {}, "repeats"},
     {"stream-partial-output-replayed", {}, ""},  // the emitted output is a committed effect
+    {"idempotency-key-reused-after-body-change", {"traceId"}, ""},
 };
 
 // A case whose expected answer needs a feature not built yet.
@@ -73,7 +74,6 @@ const std::vector<Pending> kPending = {
     {"validation-loop-shifting-args", "25", "run budgets over repairs with shifting arguments"},
     {"retry-stacking-over-exhausted-client", "25",
      "a run budget that counts a lower layer's retries"},
-    {"idempotency-key-reused-after-body-change", "22", "a key bound to the request body"},
 };
 
 // A case decided from its `raw` form through recourse's adapter: every case whose raw is not
@@ -107,6 +107,8 @@ const std::vector<RawTested> kRawTested = {
     // A 200 whose stream broke: the raw form records the client's exception, no HTTP failure
     // and no event stream, so the adapter reads UNKNOWN and the policy stops.
     {"stream-partial-output-replayed", "UNKNOWN", {}, ""},
+    // Square's IDEMPOTENCY_KEY_REUSED after the body changed: VALIDATION naming the key.
+    {"idempotency-key-reused-after-body-change", "VALIDATION", {}, ""},
 };
 
 // The cases of every file, in order.
@@ -239,6 +241,12 @@ void check_expected(const json& expected, const Decision& d, const recourse::Env
       // own test, "cases: stream-partial-output-replayed".
     } else if (key == "idempotencyKeyMustEqualFirstAttempt") {
       if (value.get<bool>()) CHECK(d.idempotency_key != recourse::KeyDirective::New);
+    } else if (key == "idempotencyKeyDirective") {
+      CHECK(recourse::to_string(d.idempotency_key) == value.get<std::string>());
+    } else if (key == "sameKeyResend") {
+      // A resend with the failed call's key is a retry that reuses it.
+      CHECK((d.route == Route::Retry && d.idempotency_key == recourse::KeyDirective::Reuse) ==
+            value.get<bool>());
     } else {
       FAIL("expected.limits." << key << " is not asserted by this test; add it");
     }
@@ -611,4 +619,47 @@ TEST_CASE("cases: ratelimit-reset-in-body-metadata: a per-day reset stops, a pas
   const Decision past = bundle().decide(r.envelope, ctx);
   CHECK(past.route == Route::Retry);
   CHECK(past.delay_ms < 42000);
+}
+
+TEST_CASE("cases: idempotency-key-reused-after-body-change: a new key only when nothing is unknown",
+          "[cases][adapters]") {
+  // Attempt 2 reused attempt 1's key with a changed body: Square rejects it. Nothing was
+  // processed (attempt 1 was rate limited), so the repair with a new key goes ahead. Had
+  // attempt 1's outcome been unknown (a timeout), a new key could apply the batch twice: the
+  // unknown-outcome gate refuses the repair. Attempt 1 itself (a 429) is retried with its key.
+  const json cases = load_cases();
+  json c = find_case(cases, "idempotency-key-reused-after-body-change");
+  const recourse::Context ctx = context_of(c);
+  const recourse::AdapterResult r = adapted(c, raw_form(c), ctx);
+  CHECK(r.envelope.field == std::optional<std::string>("idempotency_key"));
+  CHECK(r.envelope.retryable == std::optional<bool>(false));
+  CHECK(r.mapping == "http 400 body: idempotency key reused with another request");
+  const Decision repaired = bundle().decide(r.envelope, ctx);
+  INFO(describe(repaired));
+  CHECK(repaired.route == Route::Repair);
+  CHECK(repaired.idempotency_key == recourse::KeyDirective::New);
+  c["context"]["sideEffect"] = "unknown";
+  const Decision unknown = bundle().decide(r.envelope, context_of(c));
+  INFO(describe(unknown));
+  CHECK(unknown.route != Route::Repair);
+  CHECK(unknown.rule == "gate:unknown_outcome");
+  // Stripe's reused key with other parameters reads the same.
+  const recourse::AdapterResult stripe = recourse::from_http(
+      400, {},
+      R"({"error":{"type":"idempotency_error","message":"Keys for idempotent requests can only be used with the same parameters they were first used with."}})",
+      std::nullopt);
+  CHECK(stripe.envelope.code == std::optional<std::string>("VALIDATION"));
+  CHECK(stripe.envelope.field == std::optional<std::string>("idempotency_key"));
+  CHECK(bundle().decide(stripe.envelope, ctx).route == Route::Repair);
+  // Attempt 1: the 429 is retried, and the retry reuses the key.
+  json first = c;
+  first["context"]["sideEffect"] = "none";
+  first["context"]["attempt"] = 1;
+  first["context"].erase("history");
+  const recourse::Context first_ctx = context_of(first);
+  const Decision retried =
+      bundle().decide(adapted(first, raw_form(first), first_ctx).envelope, first_ctx);
+  INFO(describe(retried));
+  CHECK(retried.route == Route::Retry);
+  CHECK(retried.idempotency_key == recourse::KeyDirective::Reuse);
 }

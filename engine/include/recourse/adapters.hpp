@@ -69,6 +69,16 @@
 //                                                                      -> RATE_LIMITED, true;
 //       a "secondary rate limit" waits at least secondary_rate_limit_min_ms (60 s)
 //     409 with code idempotency_key_in_use (Stripe: resend the same key) -> CONFLICT, true
+//     4xx with type idempotency_error (Stripe) or code IDEMPOTENCY_KEY_REUSED (Square)
+//                                                 -> VALIDATION, false, field idempotency_key
+//     4xx with an OAuth 2.0 error (the body's `error` string, else WWW-Authenticate's error
+//       parameter; RFC 6749 5.2, RFC 6750 3.1, RFC 8628 3.5): invalid_grant, invalid_token,
+//       invalid_client, insufficient_scope ... -> PERMISSION, false; invalid_request ->
+//       VALIDATION, false (not on a 401 or 403); temporarily_unavailable -> TRANSIENT, true
+//     an AWS code (__type, Code, x-amzn-ErrorType) on botocore's standard-mode throttling
+//       list -> RATE_LIMITED, true; RequestTimeout(Exception) -> TIMEOUT, true
+//     4xx whose google.rpc details (AIP-193 QuotaFailure quotaId or quotaMetric, ErrorInfo
+//       metadata quota_limit) name a per-day or per-month quota       -> QUOTA_EXCEEDED, false
 //     problem type ...http-problem-types#quota-exceeded                -> QUOTA_EXCEEDED, false
 //     problem type ...#abnormal-usage-detected                         -> PERMISSION, false
 //     problem type ...#temporary-reduced-capacity                      -> RATE_LIMITED, true
@@ -92,19 +102,29 @@
 //   NOT_FOUND 5, UNIMPLEMENTED 12 NOT_FOUND false
 //   INTERNAL 13, DATA_LOSS 15, CANCELLED 1 UNKNOWN false      UNKNOWN 2 UNKNOWN -
 //   OK 0, or anything else: UNKNOWN - with a warning
+//   RESOURCE_EXHAUSTED whose details name a per-day or per-month quota: QUOTA_EXCEEDED false
 //   grpc-retry-pushback-ms: a non-negative integer is retryAfterMs; a negative or malformed one
 //   means "do not retry" (gRFC A6): retryable false, with a warning.
 //
-// JSON-RPC 2.0 (section 5.1) and MCP protocol errors
+// JSON-RPC 2.0 (section 5.1) and MCP protocol errors (revisions 2025-11-25, 2026-07-28)
 //   -32700 Parse error, -32600 Invalid Request, -32602 Invalid params  VALIDATION false
-//   -32601 Method not found (an unknown tool)                          NOT_FOUND false
-//   -32002 Resource not found (MCP resources)                          NOT_FOUND false
+//   -32602 naming an unknown tool or a missing resource ("Unknown tool: x", data exactly {uri})
+//                                                                      NOT_FOUND false
+//   -32601 Method not found                                            NOT_FOUND false
+//   -32002 Resource not found (MCP resources up to 2025-11-25)         NOT_FOUND false
+//   -32042 URL elicitation required (2025-11-25)                       PERMISSION false
+//   -32001 the SDKs' request timeout                                   TIMEOUT -
+//     ("Session not found", a 2025 TypeScript server's, is NOT_FOUND false)
 //   -32603 Internal error, any other code                              UNKNOWN -
 //
 // MCP tool-execution errors (CallToolResult with isError true; the spec keeps them apart from
-// protocol errors): structuredContent carrying an envelope is that envelope; otherwise UNKNOWN
-// with the text content as the message. Text alone never unlocks a riskier route: the only
-// reclassification is UNKNOWN -> PERMISSION when the text reports an expired or invalid
+// protocol errors): structuredContent carrying an envelope is that envelope; text content that
+// is itself a JSON error object (an envelope, or an error body) gives its message, field and
+// suggestion, and its code only when that code is a built-in one no policy retries by itself
+// (VALIDATION, PERMISSION, NOT_FOUND, CONFLICT, QUOTA_EXCEEDED, CONTEXT_OVERFLOW) with
+// retryable only when false; otherwise UNKNOWN with the text content as the message. Text
+// never unlocks a riskier route: the other reclassification is UNKNOWN -> PERMISSION when the
+// text reports an expired or invalid
 // credential (a 401, "unauthorized", "invalid_token", "token expired"), because authorize is
 // the safer, human-gated route. A transport-level HTTP status that is not 2xx goes through the
 // HTTP table (a 401 with WWW-Authenticate is PERMISSION). Tool annotations (idempotentHint,

@@ -1,6 +1,9 @@
 // Adapters, provider bodies; see body.hpp.
 #include "adapters/body.hpp"
 
+#include <iterator>
+#include <utility>
+
 #include "adapters/builder.hpp"
 #include "adapters/text.hpp"
 
@@ -45,6 +48,44 @@ std::optional<std::string> pending_of(const json& body) {
 
 }  // namespace
 
+std::optional<std::string> aws_error_code(std::string_view raw) {
+  raw = trim(raw.substr(0, raw.find(':')));
+  if (const std::size_t hash = raw.rfind('#'); hash != std::string_view::npos)
+    raw.remove_prefix(hash + 1);
+  if (raw.empty()) return std::nullopt;
+  return std::string(raw);
+}
+
+std::optional<std::string> quota_window(std::string_view name) {
+  std::string squeezed;
+  for (char c : lower(name))
+    if (c != '_' && c != '-') squeezed += c;
+  // Longest first; "per100seconds" is Google's older per-minute-class window.
+  for (auto [word, window] : {std::pair<std::string_view, std::string_view>{"permonth", "month"},
+                              {"perday", "day"},
+                              {"perhour", "hour"},
+                              {"perminute", "minute"},
+                              {"per100seconds", "minute"},
+                              {"persecond", "minute"}})
+    if (has(squeezed, word)) return std::string(window);
+  return std::nullopt;
+}
+
+namespace {
+
+// Keeps the longer of two windows.
+void keep_window(std::optional<std::string>& into, std::optional<std::string> window) {
+  constexpr std::string_view kOrder[] = {"minute", "hour", "day", "month"};
+  auto rank = [&](const std::optional<std::string>& w) {
+    for (std::size_t i = 0; i < std::size(kOrder); ++i)
+      if (w == kOrder[i]) return static_cast<int>(i);
+    return -1;
+  };
+  if (rank(window) > rank(into)) into = std::move(window);
+}
+
+}  // namespace
+
 void read_google_details(const json& details, BodyInfo& info) {
   if (!details.is_array()) return;
   for (const auto& d : details) {
@@ -63,6 +104,16 @@ void read_google_details(const json& details, BodyInfo& info) {
       }
     } else if (has(*type, "google.rpc.ErrorInfo")) {
       if (const std::string* reason = str(d, "reason")) info.types.push_back(*reason);
+      if (const auto md = d.find("metadata"); md != d.end() && md->is_object())
+        for (const char* key : {"quota_limit", "quota_id", "quota_metric"})
+          if (const std::string* q = str(*md, key))
+            keep_window(info.quota_window, quota_window(*q));
+    } else if (has(*type, "google.rpc.QuotaFailure")) {
+      const auto it = d.find("violations");
+      if (it == d.end() || !it->is_array()) continue;
+      for (const auto& v : *it)
+        for (const char* key : {"quotaId", "quotaMetric"})
+          if (const std::string* q = str(v, key)) keep_window(info.quota_window, quota_window(*q));
     }
   }
 }
@@ -92,6 +143,15 @@ BodyInfo read_body(const json& body) {
       break;
     }
   }
+  // Square: "errors": [{"category", "code", "detail", "field"}] (Square API reference,
+  // "Handling errors"): the first error's code and category are the body's types, its detail
+  // the message.
+  if (const auto it = body.find("errors"); it != body.end() && it->is_array() && !it->empty())
+    if (const std::string* category = str(it->front(), "category")) {
+      if (const std::string* code = str(it->front(), "code")) info.types.push_back(*code);
+      info.types.push_back(*category);
+      if (const std::string* d = str(it->front(), "detail"); d && !info.message) info.message = *d;
+    }
   if (const auto it = body.find("errors"); it != body.end() && it->is_array() && !info.field) {
     for (const auto& p : *it) {
       std::optional<std::string> field;
@@ -130,15 +190,26 @@ BodyInfo read_body(const json& body) {
           }
     } else if (it->is_string() && !is_marker(*it)) {  // OAuth 2.0 (RFC 6749 section 5.2)
       info.types.push_back(it->get<std::string>());
+      info.oauth_error = it->get<std::string>();
       if (const std::string* d = str(body, "error_description"))
         info.message = *d;
       else if (!info.message)
         info.message = it->get<std::string>();
     }
   }
-  if (const std::string* m = str(body, "message"); m && !info.message) info.message = *m;
+  // AWS JSON protocols: {"__type": "...#ThrottlingException", "message" or "Message"}; the
+  // REST JSON protocols' `code` or `Code` (botocore parsers.py).
+  for (const char* key : {"__type", "Code"})
+    if (const std::string* t = str(body, key); t && !info.aws_code)
+      if ((info.aws_code = aws_error_code(*t))) info.types.push_back(*info.aws_code);
+  for (const char* key : {"message", "Message"})
+    if (const std::string* m = str(body, key); m && !info.message) info.message = *m;
   if (const std::string* c = str(body, "code"); c && !info.envelope) info.types.push_back(*c);
   return info;
+}
+
+bool long_quota(const BodyInfo& info) {
+  return info.quota_window == "day" || info.quota_window == "month";
 }
 
 bool has_type(const BodyInfo& info, std::initializer_list<std::string_view> wanted) {

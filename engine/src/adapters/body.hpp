@@ -3,7 +3,8 @@
 //
 // Input: a body's DOM (json.hpp; markers read as absent, silently). Output: BodyInfo: a message,
 // the error types and codes that body rules and overrides match, field and suggestion for
-// repair, a google.rpc.RetryInfo delay, and whether the body is itself an envelope. Sources:
+// repair, a google.rpc.RetryInfo delay and quota window (AIP-193), and whether the body is
+// itself an envelope. Sources:
 // RFC 9457 (problem details; RFC 7807 section 3 and erratum 6178 for invalid-params), RFC 6901
 // (JSON pointers), RFC 6749 section 5.2 (OAuth errors), google/rpc/error_details.proto, and the
 // OpenAI, Anthropic, Google, GitHub and Stripe error formats (docs/adapters.md, "Bodies").
@@ -27,15 +28,42 @@ struct BodyInfo {
   std::vector<std::string> types;  // error types and codes, problem type, Google status/reason
   std::optional<std::string> field, suggestion;
   std::optional<std::int64_t> retry_delay_ms;  // google.rpc.RetryInfo
+  // The longest quota window google.rpc details name (QuotaFailure quotaId or quotaMetric,
+  // ErrorInfo metadata quota_limit, quota_id or quota_metric): "minute", "hour", "day" or
+  // "month"; see quota_window().
+  std::optional<std::string> quota_window;
   Headers headers;  // header fields a proxy relays in the body (OpenRouter error.metadata.headers)
   const json* envelope = nullptr;  // the body is itself an envelope
+  // OAuth 2.0's error code: a top-level `error` string (RFC 6749 section 5.2).
+  std::optional<std::string> oauth_error;
+  // An AWS error code from `__type` (JSON protocols) or `Code`, as aws_error_code() cleans it.
+  std::optional<std::string> aws_code;
   // A long-running operation the body says is not done yet, as the body wrote it
   // (`done false`, `status "in_progress"`); see pending_of().
   std::optional<std::string> pending;
 };
 
-/// google.rpc details (RetryInfo, BadRequest, ErrorInfo), in a Google JSON error or gRPC.
+/// An AWS error code as botocore reads it (parsers.py, commit 8c0427aa): the part before the
+/// first ':' (x-amzn-ErrorType appends a URL), then after the last '#' (a namespace:
+/// "com.amazonaws.dynamodb.v20120810#ProvisionedThroughputExceededException"). nullopt when
+/// nothing is left.
+std::optional<std::string> aws_error_code(std::string_view raw);
+
+/// The window a Google quota's name says ("GenerateRequestsPerDayPerProjectPerModel-FreeTier"
+/// is "day", "ReadRequestsPerMinutePerProject" "minute", "Per100Seconds" "minute"), compared
+/// ASCII case-insensitively with '_' and '-' ignored; the longest when several are named;
+/// nullopt when none is.
+std::optional<std::string> quota_window(std::string_view name);
+
+/// google.rpc details (AIP-193: RetryInfo, BadRequest, ErrorInfo, QuotaFailure), in a Google
+/// JSON error or gRPC: the retry delay, the first field violation (field, description), the
+/// ErrorInfo reason as a type, and the longest quota window the QuotaFailure violations and
+/// the ErrorInfo metadata name.
 void read_google_details(const json& details, BodyInfo& info);
+
+/// True when the details name a quota of a day or longer (quota_window): a limit that no
+/// retry within the call can wait out, read as QUOTA_EXCEEDED rather than RATE_LIMITED.
+bool long_quota(const BodyInfo& info);
 
 /// Problem details (RFC 9457), OpenAI, Anthropic, Google, GitHub, Stripe and OAuth error JSON.
 BodyInfo read_body(const json& body);

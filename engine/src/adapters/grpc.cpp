@@ -87,6 +87,13 @@ void grpc(Builder& b, std::optional<std::string> status, std::string_view messag
   if (!message.empty()) e.message = valid_utf8(message);
   BodyInfo info;
   if (details) read_google_details(*details, info);
+  // AIP-193: RESOURCE_EXHAUSTED whose QuotaFailure or ErrorInfo names a per-day quota is spent
+  // for the day, not a rate limit to retry (an override of the status still wins).
+  if (index && std::string_view(kGrpcStatus[*index].name) == "RESOURCE_EXHAUSTED" &&
+      long_quota(info) && !b.mapping_for(Protocol::Grpc, kGrpcStatus[*index].name) &&
+      !b.mapping_for(Protocol::Grpc, std::to_string(*index)))
+    b.set_code("QUOTA_EXCEEDED", false,
+               "grpc RESOURCE_EXHAUSTED details: per-" + *info.quota_window + " quota");
   e.field = info.field;
   e.suggestion = info.suggestion;
   e.retry_after_ms = info.retry_delay_ms;

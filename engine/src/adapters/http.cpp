@@ -6,7 +6,9 @@
 // Input: a status, header fields, and the body as a DOM (json.hpp) or as text; a transport
 // error's text. Output: the Builder's envelope (protocols.hpp). The tables are in
 // recourse/adapters.hpp and docs/adapters.md, "HTTP".
+#include <algorithm>
 #include <cctype>
+#include <iterator>
 
 #include "adapters/body.hpp"
 #include "adapters/http_date.hpp"
@@ -101,6 +103,60 @@ constexpr StatusRow kHttpStatus[] = {
     {529, "TRANSIENT", 1, "Overloaded"},
 };
 
+// The field an idempotency key reused with another request names: the argument to repair is
+// the key itself (a new one, bound to the new body; docs/adapters.md, "Idempotency keys").
+constexpr std::string_view kIdempotencyKeyField = "idempotency_key";
+
+// OAuth 2.0 error codes, from a body's `error` string or a challenge's `error` parameter. An
+// expired, revoked or invalid grant, client or token asks for authorization (PERMISSION), never
+// a repair; a malformed request is VALIDATION. RFC 6749 section 5.2 (token endpoint) and
+// 4.1.2.1 (authorization endpoint), RFC 6750 section 3.1 (bearer tokens), RFC 8628 section 3.5
+// (device authorization grant).
+struct OAuthRow {
+  const char* error;
+  const char* code;
+  int retryable;  // 1 true, 0 false
+};
+constexpr OAuthRow kOAuthErrors[] = {
+    {"invalid_request", "VALIDATION", 0},            // 6749 5.2, 6750 3.1
+    {"unsupported_grant_type", "VALIDATION", 0},     // 6749 5.2
+    {"unsupported_response_type", "VALIDATION", 0},  // 6749 4.1.2.1
+    {"invalid_client", "PERMISSION", 0},             // 6749 5.2: client authentication failed
+    {"invalid_grant", "PERMISSION", 0},              // 6749 5.2: expired, revoked, invalid grant
+    {"unauthorized_client", "PERMISSION", 0},        // 6749 5.2
+    {"invalid_scope", "PERMISSION", 0},              // 6749 5.2: may exceed what was granted
+    {"access_denied", "PERMISSION", 0},              // 6749 4.1.2.1, 8628 3.5
+    {"invalid_token", "PERMISSION", 0},              // 6750 3.1: expired, revoked, malformed
+    {"insufficient_scope", "PERMISSION", 0},         // 6750 3.1
+    {"expired_token", "PERMISSION", 0},              // 8628 3.5: the device code expired
+    {"server_error", "TRANSIENT", 1},                // 6749 4.1.2.1: a 500 by redirect
+    {"temporarily_unavailable", "TRANSIENT", 1},     // 6749 4.1.2.1: a 503 by redirect
+    {"authorization_pending", "PENDING", 1},         // 8628 3.5: the user has not acted yet
+    {"slow_down", "RATE_LIMITED", 1},                // 8628 3.5: poll less often
+};
+
+// botocore's standard retry mode (botocore/retries/standard.py at commit d41c584b):
+// ThrottledRetryableChecker._THROTTLED_ERROR_CODES and
+// TransientRetryableChecker._TRANSIENT_ERROR_CODES. PriorRequestNotComplete is on both lists;
+// it reads as throttling, the first.
+constexpr std::string_view kAwsThrottling[] = {
+    "Throttling",
+    "ThrottlingException",
+    "ThrottledException",
+    "RequestThrottledException",
+    "TooManyRequestsException",
+    "ProvisionedThroughputExceededException",
+    "TransactionInProgressException",
+    "RequestLimitExceeded",
+    "BandwidthLimitExceeded",
+    "LimitExceededException",
+    "RequestThrottled",
+    "SlowDown",
+    "PriorRequestNotComplete",
+    "EC2ThrottledException",
+};
+constexpr std::string_view kAwsTransient[] = {"RequestTimeout", "RequestTimeoutException"};
+
 // One header field's value, OWS trimmed: nullopt when it is absent, or when it appears more
 // than once (a `duplicate` warning on `field`: neither value is read).
 std::optional<std::string> single(Builder& b, const Headers& headers, std::string_view name,
@@ -121,6 +177,30 @@ std::optional<std::string> combined(const Headers& headers, std::string_view nam
   for (const auto& [k, v] : headers)
     if (iequals(k, name)) out = out ? *out + ", " + v : v;
   return out;
+}
+
+// The `error` auth-param of a WWW-Authenticate challenge (RFC 6750 section 3: `Bearer
+// realm="x", error="invalid_token"`; RFC 9110 section 11.2: a token or a quoted string), the
+// first one the field's lines carry; nullopt when none does. `error_description` and
+// `error_uri` are other parameters, not this one.
+std::optional<std::string> challenge_error(const Headers& headers) {
+  const std::optional<std::string> field = combined(headers, "WWW-Authenticate");
+  if (!field) return std::nullopt;
+  const std::string l = lower(*field);
+  for (std::size_t at = l.find("error"); at != std::string::npos; at = l.find("error", at + 1)) {
+    const bool starts = at == 0 || l[at - 1] == ' ' || l[at - 1] == ',' || l[at - 1] == '\t';
+    std::size_t i = at + 5;
+    while (i < l.size() && (l[i] == ' ' || l[i] == '\t')) ++i;
+    if (!starts || i >= l.size() || l[i] != '=') continue;
+    ++i;
+    while (i < l.size() && (l[i] == ' ' || l[i] == '\t')) ++i;
+    const bool quoted = i < l.size() && l[i] == '"';
+    const std::size_t from = i + (quoted ? 1 : 0);
+    const std::size_t to = quoted ? l.find('"', from) : l.find_first_of(" ,\t", from);
+    const std::string value = field->substr(from, to == std::string::npos ? to : to - from);
+    if (!value.empty()) return value;
+  }
+  return std::nullopt;
 }
 
 void malformed_hint(Builder& b, std::string_view name, std::string_view value, const char* why) {
@@ -306,14 +386,29 @@ const StatusRow* status_row(Builder& b, int status, const std::string& label) {
   return row;
 }
 
+// The OAuth row of the response's OAuth error code (kOAuthErrors), or nullptr.
+const OAuthRow* oauth_row(const BodyInfo& info) {
+  if (!info.oauth_error) return nullptr;
+  for (const OAuthRow& row : kOAuthErrors)
+    if (*info.oauth_error == row.error) return &row;
+  return nullptr;
+}
+
+// True when `code` is one of `list`, exactly (AWS codes are case-sensitive).
+template <std::size_t N>
+bool listed(const std::string_view (&list)[N], std::string_view code) {
+  return std::find(std::begin(list), std::end(list), code) != std::end(list);
+}
+
 // The body outranks the status where the provider documents it; a 2xx that says the work is
 // not done yet (a valid Retry-After, RFC 9110 section 10.2.3, which any response may carry; or a
 // long-running operation's status in the body) is PENDING; else a policy's override of the
-// status. `retry_after` is Retry-After's valid value. Returns whether the body says GitHub's
-// secondary rate limit.
-bool body_signals(Builder& b, int status, const Headers& headers, const BodyInfo& info,
+// status. `retry_after` is Retry-After's valid value. A reused idempotency key names the key
+// as `info.field`. Returns whether the body says GitHub's secondary rate limit.
+bool body_signals(Builder& b, int status, const Headers& headers, BodyInfo& info,
                   std::optional<std::int64_t> retry_after, const std::string& label) {
   const bool client_error = status >= 400 && status < 500;
+  const bool authorization = status == 401 || status == 403;  // never turned into a repair
   const bool retry_after_given = header(headers, "Retry-After").present;
   const Remaining remaining = remaining_of(headers, "X-RateLimit-Remaining");
   const std::string message = info.message.value_or("");
@@ -335,6 +430,8 @@ bool body_signals(Builder& b, int status, const Headers& headers, const BodyInfo
   } else if (client_error && has_type(info, {"insufficient_quota", "billing_hard_limit_reached",
                                              "billing_not_active"})) {
     b.set_code("QUOTA_EXCEEDED", false, label + " body: quota or billing exhausted");
+  } else if (client_error && long_quota(info)) {
+    b.set_code("QUOTA_EXCEEDED", false, label + " body: per-" + *info.quota_window + " quota");
   } else if (has_type(info, {"context_length_exceeded"}) ||
              ((status == 400 || status == 413 || status == 422) &&
               says_context_overflow(message))) {
@@ -343,6 +440,14 @@ bool body_signals(Builder& b, int status, const Headers& headers, const BodyInfo
     b.set_code("TRANSIENT", true, label + " body: overloaded");
   } else if (client_error && has_type(info, {"rate_limit_error", "rate_limit_exceeded"})) {
     b.set_code("RATE_LIMITED", true, label + " body: rate limit");
+  } else if (const OAuthRow* oauth = oauth_row(info);
+             oauth && client_error &&
+             !(authorization && oauth->code == std::string_view("VALIDATION"))) {
+    b.set_code(oauth->code, oauth->retryable == 1, label + " oauth " + oauth->error);
+  } else if (info.aws_code && listed(kAwsThrottling, *info.aws_code)) {
+    b.set_code("RATE_LIMITED", true, label + " aws throttling " + *info.aws_code);
+  } else if (info.aws_code && listed(kAwsTransient, *info.aws_code)) {
+    b.set_code("TIMEOUT", true, label + " aws transient " + *info.aws_code);
   } else if (status == 403 &&
              (says_rate_limit(message) || remaining.exhausted || retry_after_given)) {
     secondary = has(lower(message), "secondary rate limit");
@@ -350,6 +455,9 @@ bool body_signals(Builder& b, int status, const Headers& headers, const BodyInfo
                label + (secondary ? " body: secondary rate limit" : " rate limit"));
   } else if (status == 409 && has_type(info, {"idempotency_key_in_use"})) {
     b.set_code("CONFLICT", true, label + " body: idempotency key in use");
+  } else if (client_error && has_type(info, {"idempotency_error", "IDEMPOTENCY_KEY_REUSED"})) {
+    b.set_code("VALIDATION", false, label + " body: idempotency key reused with another request");
+    info.field = std::string(kIdempotencyKeyField);
   } else if (status == 413 && retry_after_given) {
     b.set_code("TRANSIENT", true, label + " with Retry-After (temporary)");
   } else if (status >= 200 && status < 300 && b.e().code != "PENDING" &&
@@ -442,12 +550,8 @@ std::optional<std::string> authenticate_hint(const Headers& headers,
   const std::string_view v = trim(challenge.value);
   std::string scheme(v.substr(0, std::min(v.find(' '), v.size())));
   std::string hint = "authenticate (" + valid_utf8(scheme.substr(0, limits.auth_scheme_bytes));
-  const std::size_t at = v.find("error=\"");
-  if (at != std::string_view::npos) {
-    const std::string_view rest = v.substr(at + 7);
-    hint +=
-        ", error " + valid_utf8(rest.substr(0, std::min(rest.find('"'), limits.auth_error_bytes)));
-  }
+  if (const auto error = challenge_error(headers))
+    hint += ", error " + valid_utf8(error->substr(0, limits.auth_error_bytes));
   return hint + ")";
 }
 
@@ -474,6 +578,13 @@ void http(Builder& b, int status, const Headers& headers, const json* body_json,
 
   BodyInfo info;
   if (body_json) info = read_body(*body_json);
+  // The codes header fields carry, when the body has none: x-amzn-ErrorType (AWS REST
+  // protocols; botocore parsers.py) and a 4xx challenge's error (RFC 6750 section 3).
+  if (!info.aws_code)
+    if (const auto t = single(b, headers, "x-amzn-ErrorType", "code"))
+      if ((info.aws_code = aws_error_code(*t))) info.types.push_back(*info.aws_code);
+  if (!info.oauth_error && status >= 400 && status < 500)
+    if ((info.oauth_error = challenge_error(headers))) info.types.push_back(*info.oauth_error);
   const std::optional<std::int64_t> retry_after = retry_after_ms(b, headers, clock);
   const bool secondary = body_signals(b, status, headers, info, retry_after, label);
   type_override(b, info);

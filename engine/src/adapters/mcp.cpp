@@ -3,9 +3,13 @@
 //
 // Input: a JSON-RPC error's code, message and data, or an MCP reply's DOM (json.hpp). Output:
 // the Builder's envelope (protocols.hpp). Sources: JSON-RPC 2.0 section 5.1 (error codes); the
-// MCP specification, revision 2025-06-18: server/tools (CallToolResult, content,
-// structuredContent, tool annotations), server/resources (-32002 resource not found) and
-// basic/transports (streamable HTTP). The tables are in docs/adapters.md, "JSON-RPC and MCP".
+// MCP specification, revisions 2025-06-18, 2025-11-25 and 2026-07-28: server/tools
+// (CallToolResult, content, structuredContent, tool annotations; an unknown tool is -32602),
+// server/resources (a missing resource is -32002 up to 2025-11-25, -32602 with data {uri} in
+// 2026-07-28), client/elicitation (-32042, 2025-11-25), basic (the error code ranges, 2026-07-28)
+// and basic/transports (streamable HTTP); the SDKs' -32001 request timeout (python-sdk
+// mcp_types/jsonrpc.py REQUEST_TIMEOUT) and "Session not found" (typescript-sdk
+// server/streamableHttp.ts). The tables are in docs/adapters.md, "JSON-RPC and MCP".
 #include <algorithm>
 
 #include "adapters/body.hpp"
@@ -28,6 +32,77 @@ bool says_credential_problem(std::string_view text) {
   return false;
 }
 
+// -32602 Invalid params that says an unknown tool or a missing resource (MCP 2025-11-25 and
+// 2026-07-28 server/tools, "Unknown tool: name"; 2026-07-28 server/resources, data {uri};
+// typescript-sdk: "Tool name not found", "Tool name disabled", "Resource uri not found", and a
+// data of exactly {uri: string} is a ResourceNotFoundError, types/errors.ts; python-sdk:
+// "Unknown resource: uri"). The reading only ever turns a repair into a stop.
+bool says_not_found(const std::optional<std::string>& message, const json* data) {
+  if (data && data->is_object() && data->size() == 1 && str(*data, "uri")) return true;
+  if (!message) return false;
+  const std::string m = lower(trim(*message));
+  for (std::string_view prefix : {"unknown tool", "unknown resource", "resource not found"})
+    if (m.rfind(prefix, 0) == 0) return true;
+  auto ends = [&](std::string_view suffix) {
+    return m.size() >= suffix.size() &&
+           m.compare(m.size() - suffix.size(), suffix.size(), suffix) == 0;
+  };
+  return (m.rfind("tool ", 0) == 0 || m.rfind("resource ", 0) == 0) &&
+         (ends(" not found") || ends(" disabled"));
+}
+
+// The built-in codes a tool's own text may set: none that a policy retries on its own
+// (TRANSIENT, RATE_LIMITED, TIMEOUT, PENDING) and no custom code a rule could retry.
+bool lowers_risk(const std::optional<std::string>& code) {
+  for (std::string_view c :
+       {"VALIDATION", "PERMISSION", "NOT_FOUND", "CONFLICT", "QUOTA_EXCEEDED", "CONTEXT_OVERFLOW"})
+    if (code == c) return true;
+  return false;
+}
+
+// A tool execution error whose text content is itself a JSON error object: an envelope, or a
+// provider's error body (read_body(); with an integer HTTP status in `status`, `statusCode` or
+// Google's `error.code`, read by http() as that response). Kept only where it lowers the risk
+// (lowers_risk(); `retryable` only when false): the text is the server's, never trusted to
+// unlock a retry. Returns whether it set the code.
+bool text_error(Builder& b, std::string_view text) {
+  if (trim(text).empty() || trim(text).front() != '{') return false;
+  const ReaderLimits& limits = b.options().limits;
+  const Parsed parsed = parse_json(text, limits.max_bytes, limits);
+  if (!parsed.ok || !parsed.value.is_object()) return false;
+  const json& object = parsed.value;
+  AdapterResult inner;
+  Builder ib(inner, b.options());
+  if (carries_envelope(object)) {
+    ib.overlay(object, "mcp isError text");
+  } else {
+    std::optional<std::int64_t> status;
+    const auto error = object.find("error");
+    for (const json* v :
+         {ib.member(object, "status", "code"), ib.member(object, "statusCode", "code"),
+          error != object.end() ? ib.member(*error, "code", "code") : nullptr})
+      if (v && v->is_number_integer() && !status) status = v->get<std::int64_t>();
+    if (status && *status >= 400 && *status <= 599) {
+      http(ib, static_cast<int>(*status), {}, &object, "", std::nullopt);
+    } else {
+      const BodyInfo info = read_body(object);
+      inner.envelope.message = info.message;
+      inner.envelope.field = info.field;
+      inner.envelope.suggestion = info.suggestion;
+    }
+  }
+  Envelope& e = b.e();
+  const Envelope& in = inner.envelope;
+  if (in.message) e.message = in.message;
+  if (in.field) e.field = in.field;
+  if (in.suggestion) e.suggestion = in.suggestion;
+  e.warnings.insert(e.warnings.end(), in.warnings.begin(), in.warnings.end());
+  if (!lowers_risk(in.code)) return false;
+  b.set_code(*in.code, in.retryable == std::optional<bool>(false) ? in.retryable : std::nullopt,
+             "mcp isError text: json " + inner.mapping);
+  return true;
+}
+
 }  // namespace
 
 void jsonrpc(Builder& b, std::optional<std::int64_t> code, std::optional<std::string> message,
@@ -38,13 +113,21 @@ void jsonrpc(Builder& b, std::optional<std::int64_t> code, std::optional<std::st
     b.warn("malformed", "code", prefix + " error has no integer code; read as UNKNOWN");
     b.set_code("UNKNOWN", std::nullopt, prefix + " garbled code");
   } else {
-    // JSON-RPC 2.0 section 5.1; -32002 from the MCP resources spec.
+    // JSON-RPC 2.0 section 5.1; the MCP codes of the file comment (docs/adapters.md).
     const std::int64_t c = *code;
     const std::string l = prefix + " " + std::to_string(c);
-    if (c == -32700 || c == -32600 || c == -32602)
+    if (c == -32602 && says_not_found(message, data))
+      b.set_code("NOT_FOUND", false, l + " (not found)");
+    else if (c == -32700 || c == -32600 || c == -32602)
       b.set_code("VALIDATION", false, l);
     else if (c == -32601 || c == -32002)
       b.set_code("NOT_FOUND", false, l);
+    else if (c == -32042)
+      b.set_code("PERMISSION", false, l);
+    else if (c == -32001 && message && iequals(trim(*message), "session not found"))
+      b.set_code("NOT_FOUND", false, l + " (session not found)");
+    else if (c == -32001)
+      b.set_code("TIMEOUT", std::nullopt, l);
     else
       b.set_code("UNKNOWN", std::nullopt, l);
     if (const CodeMapping* m = b.mapping_for(Protocol::JsonRpc, std::to_string(c)))
@@ -141,6 +224,7 @@ void mcp(Builder& b, const json& reply, std::optional<std::int64_t> now_ms) {
     if (!b.e().message && !text.empty()) b.e().message = text;
     return;
   }
+  if (text_error(b, text)) return;
   if (says_credential_problem(text)) b.set_code_only("PERMISSION", "mcp isError text: credential");
 }
 

@@ -6,8 +6,9 @@
 //             9110 section 10.2.3) and rate-limit resets, the HTTP adapter, transport errors
 //   sse.cpp   the error event of a text/event-stream body (HTML Living Standard, section 9.2.6)
 //   grpc.cpp  the status table (grpc/doc/statuscodes.md) and grpc-retry-pushback-ms (gRFC A6)
-//   mcp.cpp   JSON-RPC 2.0 errors (section 5.1) and MCP replies (specification revision
-//             2025-06-18: CallToolResult, structuredContent, tool annotations, streamable HTTP)
+//   mcp.cpp   JSON-RPC 2.0 errors (section 5.1) and MCP replies (specification revisions
+//             2025-06-18, 2025-11-25, 2026-07-28: error codes, CallToolResult,
+//             structuredContent, tool annotations, streamable HTTP)
 //
 // Input: the typed values, or members of a raw form's DOM (json.hpp). Output: the Builder's
 // envelope, mapping label and warnings; nothing throws but allocation.
