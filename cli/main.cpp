@@ -160,7 +160,7 @@ int main(int argc, char** argv) {
   common(fuzz);
   compiles(fuzz);
   fuzz->add_option("paths", o.paths, "policy files or directories")->required();
-  fuzz->add_option("--seconds", o.seconds, "time to spend per run (without --sequences)")
+  fuzz->add_option("--seconds", o.seconds, "time to spend on each policy (without --sequences)")
       ->check(CLI::Range(0.0, 86400.0));
   fuzz->add_option("--sequences", o.sequences, "sequences per policy (0: until --seconds)")
       ->check(CLI::Range(std::uint64_t{0}, std::uint64_t{1} << 40));
