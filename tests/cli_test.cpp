@@ -545,3 +545,63 @@ TEST_CASE("cli: replay counts an operation's calls per tool", "[cli][state]") {
   CHECK(out["summary"]["successes"] == 6);
   std::remove(path.c_str());
 }
+
+TEST_CASE("cli: every option takes one value per flag, before or after the positionals",
+          "[cli][options]") {
+  // A list option that took every value up to the next flag swallowed the positionals after it:
+  // `replay --policy DIR trace.jsonl --format json` failed with "trace is required".
+  const std::string src = test::source_dir();
+  const std::string env =
+      temp_file("options-envelope.json", R"({"code":"RATE_LIMITED","retryable":true})");
+  const std::string ctx =
+      temp_file("options-context.json", R"({"tool":"search.query","sideEffect":"none"})");
+  const std::string raw = temp_file("options-raw.json", R"({"status":503,"headers":{}})");
+  const std::string before =
+      temp_file("options-before.recourse",
+                "policy \"p\" {\n  limits { attempts = 3 }\n"
+                "  rule t when code == TRANSIENT -> retry\n  default -> stop\n}\n");
+  const std::string sqlite = temp_file("options-ledger.db", "");
+  std::filesystem::remove(sqlite);  // a new store: no entries
+  const struct {
+    std::string command, options, positionals;
+    int status;
+    bool same_output = true;  // bench measures time: its output varies
+  } documented[] = {
+      {"check", "--format json --strict", examples(), 0},
+      {"compile", "--dump", examples() + "/payments.create.recourse", 0},
+      {"replay", "--policy " + examples() + " --format json", src + "/rules/traces/sample.jsonl",
+       0},
+      {"replay", "-p " + examples() + " --from auto", src + "/rules/traces/raw.jsonl", 0},
+      {"envelope", "--from http --now 1700000000000", raw, 0},
+      {"test", "--format json", examples(), 0},
+      {"fmt", "--check", examples(), 0},
+      {"fuzz", "--sequences 20 --seed 3 --max-length 4", src + "/examples/fuzz", 1},
+      {"diff", "--format json --name p", before + " " + before, 0},
+      {"bench", "--seconds 0.01 --json", examples() + "/search.query.recourse", 0, false},
+      {"simulate", "--runs 2 --ops 20 --format json -p " + src + "/rules/bench/generic.recourse",
+       src + "/rules/bench/code-only.recourse @retryable", 0},
+      {"ledger", "--state sqlite:" + sqlite + " --limit 5", "op-1", 0},
+  };
+  for (const auto& c : documented) {
+    const auto first = test::run(cmd(c.command + " " + c.options + " " + c.positionals + " 2>&1"));
+    const auto last = test::run(cmd(c.command + " " + c.positionals + " " + c.options + " 2>&1"));
+    INFO(c.command << " " << c.options << " | " << c.positionals << "\n"
+                   << first.out << "\n---\n"
+                   << last.out);
+    CHECK(first.status == c.status);
+    CHECK(last.status == c.status);
+    if (c.same_output) CHECK(first.out == last.out);
+  }
+  std::filesystem::remove(sqlite);
+
+  // A flag repeats for more values; it never takes two.
+  const auto repeated =
+      test::run(cmd("decide -p " + examples() + "/payments.create.recourse -p " + examples() +
+                    "/search.query.recourse -e " + env + " -c " + ctx));
+  REQUIRE(repeated.status == 0);
+  CHECK(nlohmann::json::parse(repeated.out)["policy"] == "search.query");
+  const auto two = test::run(cmd("decide -p " + examples() + "/payments.create.recourse " +
+                                 examples() + "/search.query.recourse -e " + env + " 2>&1"));
+  CHECK(two.status == 2);
+  CHECK_THAT(two.out, Catch::Contains("search.query.recourse"));
+}
