@@ -185,8 +185,8 @@ class Analyzer {
                    "keep it as a safety net, or remove it");
           else
             report(Severity::Warning, "W101", spec.pos,
-                   fmt::format("rule '{}' is never reached: {} decide every input it matches",
-                               spec.name, names),
+                   fmt::format("rule '{}' is never reached: {} decide{} every input it matches",
+                               spec.name, names, count == 1 ? "s" : ""),
                    "reorder the rules, narrow the earlier ones, or remove this one");
         }
         first = end;
