@@ -1,6 +1,7 @@
 // The `recourse` command: exit codes (0 ok, 1 errors, 2 usage), output formats, and each
 // subcommand on the bundled policies and trace.
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <filesystem>
@@ -604,4 +605,85 @@ TEST_CASE("cli: every option takes one value per flag, before or after the posit
                                  examples() + "/search.query.recourse -e " + env + " 2>&1"));
   CHECK(two.status == 2);
   CHECK_THAT(two.out, Catch::Contains("search.query.recourse"));
+}
+
+TEST_CASE("cli: a diagnostic's counterexample is data that `recourse decide` reproduces",
+          "[cli][witness]") {
+  // The input a finding shows was only prose in its help ("counterexample: envelope {...}
+  // context {...}"); --format json carries it as `envelope`, `context` and `route`.
+  const std::string dir = std::string(std::getenv("TMPDIR") ? std::getenv("TMPDIR") : "/tmp") +
+                          "/recourse-cli-witness-" + std::to_string(getpid());
+  std::filesystem::create_directories(dir);
+  const struct {
+    std::string name, body, code;
+  } policies[] = {
+      {"asserted",
+       "  rule r when code == PERMISSION -> retry\n  default -> stop\n"
+       "  assert never retry when code == PERMISSION\n",
+       "E120"},
+      {"permanent", "  rule r when attempt <= 2 -> retry\n  default -> stop\n", "W103"},
+      {"shadowed",
+       "  rule a when code == TIMEOUT -> escalate\n"
+       "  rule b when code == TIMEOUT and retryable -> stop\n  default -> stop\n",
+       "W101"},
+      {"overlap",
+       "  hit unique\n  rule a when code == TIMEOUT -> escalate\n"
+       "  rule b when retryable -> stop\n  default -> authorize\n",
+       "E106"},
+      {"tested",
+       "  rule r when code == TIMEOUT -> retry\n  default -> stop\n"
+       "  test \"a timeout stops\" { envelope {\"code\": \"TIMEOUT\"} expect stop }\n",
+       "E130"},
+  };
+  for (const auto& p : policies) {
+    INFO(p.name);
+    const std::string file = dir + "/" + p.name + ".recourse";
+    std::ofstream(file, std::ios::binary) << "policy \"" << p.name << "\" {\n" << p.body << "}\n";
+    const auto r =
+        test::run(cmd((p.code == "E130" ? "test --format json " : "check --format json ") + file));
+    INFO(r.out);
+    const auto records = nlohmann::json::parse(r.out);
+    const nlohmann::json* found = nullptr;
+    for (const auto& d : records)
+      if (d["code"] == p.code) found = &d;
+    REQUIRE(found);
+    const nlohmann::json& d = *found;
+    REQUIRE(d.contains("envelope"));
+    REQUIRE(d["envelope"].is_object());
+    REQUIRE(d["context"].is_object());
+    // The same input as the text shows.
+    if (p.code != "E130") {
+      const std::string help = d["help"].get<std::string>();
+      const auto envelope = help.find("envelope ") + 9, context = help.find(" context ");
+      REQUIRE(context != std::string::npos);
+      CHECK(nlohmann::json::parse(help.substr(envelope, context - envelope)) == d["envelope"]);
+      std::size_t end = 0;
+      const std::string rest = help.substr(context + 9);
+      for (int depth = 0; end < rest.size(); ++end) {
+        depth += rest[end] == '{' ? 1 : rest[end] == '}' ? -1 : 0;
+        if (depth == 0) break;
+      }
+      CHECK(nlohmann::json::parse(rest.substr(0, end + 1)) == d["context"]);
+    }
+    const auto decided = test::run(cmd(
+        "decide -p " + file + " -e " + temp_file("witness-envelope.json", d["envelope"].dump()) +
+        " -c " + temp_file("witness-context.json", d["context"].dump())));
+    REQUIRE(decided.status == 0);
+    CHECK(nlohmann::json::parse(decided.out)["route"] == d["route"]);
+  }
+  // A diagnostic without an input has none of the three.
+  const auto plain = test::run(
+      cmd("check --format json " +
+          temp_file("witness-none.recourse",
+                    "policy \"p\" {\n  rule r when retryable -> retry\n  default -> stop\n}\n")));
+  std::size_t without = 0;
+  for (const auto& d : nlohmann::json::parse(plain.out)) {
+    if (d["code"] != "W104") continue;
+    ++without;
+    CHECK_FALSE(d.contains("envelope"));
+    CHECK_FALSE(d.contains("context"));
+    CHECK_FALSE(d.contains("route"));
+  }
+  CHECK(without == 1);
+  std::filesystem::remove_all(dir);
 }
