@@ -47,7 +47,7 @@ struct Options {
   std::size_t max_trace_bytes = kMaxTraceBytes;     // replay --max-trace-bytes
   std::size_t max_line_bytes = kMaxTraceLineBytes;  // replay --max-line-bytes
   // fuzz
-  double seconds = 10;          // time limit per run (without --sequences)
+  double seconds = 10;          // time limit per policy (without --sequences)
   std::uint64_t sequences = 0;  // sequences per policy (0: until --seconds)
   std::uint64_t seed = 1;
   std::size_t max_length = 16;      // failed calls per sequence (the sequence length limit)

@@ -154,6 +154,11 @@ struct Violation {
   std::vector<std::string> trace;
 };
 
+// The properties every sequence is checked against besides the policy's own `assert sequence`
+// bounds (the names Fuzzer reports them under).
+constexpr std::size_t kBuiltinProperties = 7;  // retry_after_commit, attempts, server_hint,
+                                               // min_delay, delay_cap, deadline, deterministic
+
 bool calls_again(const Decision& d) {
   return d.route == Route::Retry || d.route == Route::Repair;
 }
@@ -319,14 +324,16 @@ Diagnostic diagnostic(const Violation& v, const Policy& policy, const Options& o
 int run_fuzz(const Options& o) {
   auto bundle = load(o.policies.empty() ? o.paths : o.policies, o);
   if (!bundle) return 1;
-  const auto start = std::chrono::steady_clock::now();
   const auto budget = std::chrono::milliseconds(static_cast<std::int64_t>(o.seconds * 1000));
   if (!o.tool.empty() && !bundle->find(o.tool))
     return std::cerr << fmt::format("error: --tool: no policy \"{}\" in the bundle\n", o.tool), 1;
   json records = json::array();
   std::size_t total = 0;
+  bool unchecked = false;  // a policy got no sequence
   for (const Policy& policy : bundle->policies()) {
     if (!o.tool.empty() && policy.name() != o.tool) continue;
+    // Each policy has the whole time limit: a shared one would be spent on the first.
+    const auto start = std::chrono::steady_clock::now();
     Fuzzer fuzzer(*bundle, policy, o);
     std::vector<Violation> violations;
     std::uint64_t sequences = 0;
@@ -372,12 +379,19 @@ int run_fuzz(const Options& o) {
       for (const auto& line : v.trace) std::cout << "    " << line << "\n";
     }
     if (o.format == Format::Text)
-      std::cout << fmt::format("{}: {} sequences, {} decisions, {} propert{} broken\n",
-                               policy.name(), sequences, fuzzer.decisions(), violations.size(),
-                               violations.size() == 1 ? "y" : "ies");
+      std::cout << fmt::format("{}: {} sequences, {} decisions, {} properties checked, {} broken\n",
+                               policy.name(), sequences, fuzzer.decisions(),
+                               kBuiltinProperties + policy.info().bounds.size(), violations.size());
+    if (sequences == 0) {
+      unchecked = true;
+      std::cerr << fmt::format(
+          "warning: policy \"{}\" got no sequence in {}s: nothing was checked (raise --seconds "
+          "or give --sequences)\n",
+          policy.name(), o.seconds);
+    }
   }
   if (o.format == Format::Json) std::cout << records.dump(2) << "\n";
-  return total ? 1 : 0;
+  return total || unchecked ? 1 : 0;
 }
 
 }  // namespace recourse::cli

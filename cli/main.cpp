@@ -8,6 +8,20 @@
 #include "cli.hpp"
 #include "simulate.hpp"
 
+namespace {
+
+// Every option of every subcommand takes one value per flag and repeats for more (`-p a -p b`),
+// as OPA's `-d` does: a list option that went on taking values swallowed the positionals after
+// it (`replay --policy DIR trace.jsonl` read the trace as a policy). A fixed count, such as
+// --mix's four, is kept.
+void one_value_per_flag(CLI::App& app) {
+  for (CLI::App* command : app.get_subcommands({}))
+    for (CLI::Option* option : command->get_options())
+      if (!option->get_positional()) option->allow_extra_args(false);
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
   using recourse::cli::Format;
   recourse::cli::Options o;
@@ -160,7 +174,7 @@ int main(int argc, char** argv) {
   common(fuzz);
   compiles(fuzz);
   fuzz->add_option("paths", o.paths, "policy files or directories")->required();
-  fuzz->add_option("--seconds", o.seconds, "time to spend per run (without --sequences)")
+  fuzz->add_option("--seconds", o.seconds, "time to spend on each policy (without --sequences)")
       ->check(CLI::Range(0.0, 86400.0));
   fuzz->add_option("--sequences", o.sequences, "sequences per policy (0: until --seconds)")
       ->check(CLI::Range(std::uint64_t{0}, std::uint64_t{1} << 40));
@@ -183,6 +197,7 @@ int main(int argc, char** argv) {
       app.add_subcommand("bench", "nanoseconds per decision over inputs across the domain");
   recourse::cli::add_bench_options(*bench, bench_options);
 
+  one_value_per_flag(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -25,7 +25,7 @@ constexpr double kTolAttemptsPerOp = 0.02;
 constexpr double kTolCountShare = 0.10;
 
 struct Args {
-  std::vector<std::string> policies, compare;
+  std::vector<std::string> policies, strategies;  // --policy flags, then the positionals
   std::string preset = "seed";
   std::string plot;
   Scenario given;  // the values of the flags given on the command line
@@ -470,9 +470,9 @@ void add_simulate_options(CLI::App& c, Options& options) {
                "keep the workflows' counters in memory, sqlite:PATH or redis://HOST:PORT")
       ->type_name("SPEC");
   c.add_option("--policy,-p", a.policies,
-               "policy files: [generic:|code:|full:]PATH, or @retry-all / @retryable");
-  c.add_option("--compare", a.compare,
-               "several strategies, run on the same operations and rolls, side by side");
+               "a strategy: [generic:|code:|full:]PATH, or @retry-all / @retryable (repeatable)");
+  c.add_option("strategies", a.strategies,
+               "more strategies, run on the same operations and rolls, side by side");
   c.add_option("--scenario", a.preset, "preset the flags below start from: seed or hostile")
       ->check(CLI::IsMember({"seed", "hostile"}));
   c.add_option("--plot", a.plot, "also write grouped bars per metric to this SVG file");
@@ -529,8 +529,9 @@ int run_simulate(const Options& o) {
     return std::cerr << "error: --runs x --ops is limited to 10,000,000 operations\n", 2;
 
   std::vector<std::string> specs = a.policies;
-  specs.insert(specs.end(), a.compare.begin(), a.compare.end());
-  if (specs.empty()) return std::cerr << "error: simulate needs --policy or --compare\n", 2;
+  specs.insert(specs.end(), a.strategies.begin(), a.strategies.end());
+  if (specs.empty())
+    return std::cerr << "error: simulate needs a strategy (--policy or a positional)\n", 2;
   std::shared_ptr<Store> store;
   if (!o.state.empty() && !(store = open_state(o.state))) return 1;
   std::vector<Row> rows;

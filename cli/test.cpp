@@ -34,6 +34,7 @@ Diagnostic failure(const TestResult& t) {
   for (const auto& m : t.mismatches) what += (what.empty() ? "" : "; ") + m;
   d.message = fmt::format("test \"{}\" of policy \"{}\" failed: {}", t.name, t.policy, what);
   d.help = fmt::format("expected: {}; actual: {}", t.expected, t.actual);
+  d.witness = t.input;
   return d;
 }
 

@@ -8,8 +8,11 @@
 // columns by lines.hpp (PEGTL's own counting knows one kind of line break and counts bytes).
 #include "parse.hpp"
 
+#include <cctype>
+#include <string>
 #include <tao/pegtl.hpp>
 #include <tao/pegtl/contrib/parse_tree.hpp>
+#include <vector>
 
 #include "grammar.hpp"
 #include "lines.hpp"
@@ -331,6 +334,24 @@ struct TreeReader {
   }
 };
 
+// The offset of the innermost '{' of `text` that no '}' closes (strings and comments skipped),
+// or npos when every '{' is closed.
+std::size_t unclosed_brace(std::string_view text) {
+  std::vector<std::size_t> open;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    if (text[i] == '"') {
+      for (++i; i < text.size() && text[i] != '"'; ++i) i += text[i] == '\\';
+    } else if (text[i] == '#') {
+      while (i + 1 < text.size() && !line_break(text, i + 1)) ++i;
+    } else if (text[i] == '{') {
+      open.push_back(i);
+    } else if (text[i] == '}' && !open.empty()) {
+      open.pop_back();
+    }
+  }
+  return open.empty() ? std::string_view::npos : open.back();
+}
+
 }  // namespace
 
 std::optional<ast::File> parse(std::string_view path, std::string_view text, std::size_t max_depth,
@@ -347,8 +368,19 @@ std::optional<ast::File> parse(std::string_view path, std::string_view text, std
   try {
     root = pt::parse<file, Node, selector, tao::pegtl::nothing, control>(in, depth);
   } catch (const tao::pegtl::parse_error& e) {
-    return fail("E001", e.positions().front(), "syntax error: expected " + std::string(e.message()),
-                "");
+    tao::pegtl::position at = e.positions().front();
+    std::string help;
+    if (at.byte == text.size()) {
+      // At the end of the text: on its last non-blank line, where a caret can show, and naming
+      // the brace a missing '}' leaves open.
+      while (at.byte > 0 && std::isspace(static_cast<unsigned char>(text[at.byte - 1]))) --at.byte;
+      if (const std::size_t brace = unclosed_brace(text); brace != std::string_view::npos) {
+        const ast::Pos opened = lines.pos(brace, source);
+        help = "the '{' opened at line " + std::to_string(opened.line) + ", column " +
+               std::to_string(opened.column) + " is never closed";
+      }
+    }
+    return fail("E001", at, "syntax error: expected " + std::string(e.message()), help);
   } catch (const TooDeep& e) {
     return fail("E092", e.pos,
                 "condition nested more than " + std::to_string(max_depth) + " levels deep",

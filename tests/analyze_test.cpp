@@ -137,7 +137,17 @@ TEST_CASE("analyze: rules that can never be reached, with the rules that shadow 
   REQUIRE(d.size() == 1);
   CHECK(d[0].code == "W101");
   CHECK(d[0].line == 4);
-  CHECK(d[0].message == "rule 'c' is never reached: 'a' decide every input it matches");
+  CHECK(d[0].message == "rule 'c' is never reached: 'a' decides every input it matches");
+  // Two shadowing rules agree with the plural.
+  const auto two = test::diagnostics(
+      "policy \"p\" {\n"
+      "  rule a when code == TRANSIENT -> escalate\n"
+      "  rule b when code == TIMEOUT -> stop\n"
+      "  rule c when code in [TRANSIENT, TIMEOUT] -> retry\n"
+      "  default -> stop\n"
+      "}\n");
+  REQUIRE(two.size() == 1);
+  CHECK(two[0].message == "rule 'c' is never reached: 'a', 'b' decide every input it matches");
   auto all = test::diagnostics("policy \"p\" {\n  rule a -> stop\n  default -> escalate\n}\n");
   REQUIRE(all.size() == 1);
   CHECK(all[0].code == "W105");

@@ -256,7 +256,7 @@ TEST_CASE("extends: own rules first, settings key by key, the base's assertions 
     CHECK(d->file == "base.recourse");
     CHECK(d->line == 4);
     CHECK(d->message ==
-          "rule 'transient' is never reached: 'everything' decide every input it matches (in "
+          "rule 'transient' is never reached: 'everything' decides every input it matches (in "
           "policy \"child\", which extends this one)");
   }
   SECTION("a rule defined in both is an error at the base's copy") {

@@ -129,6 +129,10 @@ TEST_CASE("check: type errors (E012)", "[check]") {
 TEST_CASE("check: routes (E013, E014)", "[check]") {
   expect_one(in_policy("  rule r when retryable -> retyr\n  default -> stop"),
              {"E013", 2, 28, "unknown route 'retyr'", "did you mean 'retry'?"});
+  // With no route near, the help lists them: an unknown route always has help.
+  expect_one(in_policy("  default -> frobnicate"),
+             {"E013", 2, 14, "unknown route 'frobnicate'",
+              "a route is one of retry, repair, authorize, replace, degrade, escalate, stop"});
   expect_one(in_policy("  default -> replace"),
              {"E014", 2, 14, "replace needs the tool to call instead", nullptr});
   expect_one(in_policy("  default -> stop \"a\" \"b\""),
@@ -372,7 +376,7 @@ TEST_CASE("check: a line ends at LF, CR LF or a lone CR, in positions and source
                  "syntax error: expected a policy item (tool, limits, breaker, "
                  "throttle, backoff, codes, rule, default, assert, waive, map, hit, "
                  "test) or '}'",
-                 nullptr});
+                 "the '{' opened at line 4, column 12 is never closed"});
   CHECK(d[0].offset == 13 + 28);
   CHECK(d[0].source_line == "policy \"p\" { default -> stop");
 }

@@ -1,6 +1,7 @@
 // The `recourse` command: exit codes (0 ok, 1 errors, 2 usage), output formats, and each
 // subcommand on the bundled policies and trace.
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <filesystem>
@@ -544,4 +545,145 @@ TEST_CASE("cli: replay counts an operation's calls per tool", "[cli][state]") {
   CHECK(calls == expected);
   CHECK(out["summary"]["successes"] == 6);
   std::remove(path.c_str());
+}
+
+TEST_CASE("cli: every option takes one value per flag, before or after the positionals",
+          "[cli][options]") {
+  // A list option that took every value up to the next flag swallowed the positionals after it:
+  // `replay --policy DIR trace.jsonl --format json` failed with "trace is required".
+  const std::string src = test::source_dir();
+  const std::string env =
+      temp_file("options-envelope.json", R"({"code":"RATE_LIMITED","retryable":true})");
+  const std::string ctx =
+      temp_file("options-context.json", R"({"tool":"search.query","sideEffect":"none"})");
+  const std::string raw = temp_file("options-raw.json", R"({"status":503,"headers":{}})");
+  const std::string before =
+      temp_file("options-before.recourse",
+                "policy \"p\" {\n  limits { attempts = 3 }\n"
+                "  rule t when code == TRANSIENT -> retry\n  default -> stop\n}\n");
+  const std::string sqlite = temp_file("options-ledger.db", "");
+  std::filesystem::remove(sqlite);  // a new store: no entries
+  const struct {
+    std::string command, options, positionals;
+    int status;
+    bool same_output = true;  // bench measures time: its output varies
+  } documented[] = {
+      {"check", "--format json --strict", examples(), 0},
+      {"compile", "--dump", examples() + "/payments.create.recourse", 0},
+      {"replay", "--policy " + examples() + " --format json", src + "/rules/traces/sample.jsonl",
+       0},
+      {"replay", "-p " + examples() + " --from auto", src + "/rules/traces/raw.jsonl", 0},
+      {"envelope", "--from http --now 1700000000000", raw, 0},
+      {"test", "--format json", examples(), 0},
+      {"fmt", "--check", examples(), 0},
+      {"fuzz", "--sequences 20 --seed 3 --max-length 4", src + "/examples/fuzz", 1},
+      {"diff", "--format json --name p", before + " " + before, 0},
+      {"bench", "--seconds 0.01 --json", examples() + "/search.query.recourse", 0, false},
+      {"simulate", "--runs 2 --ops 20 --format json -p " + src + "/rules/bench/generic.recourse",
+       src + "/rules/bench/code-only.recourse @retryable", 0},
+      {"ledger", "--state sqlite:" + sqlite + " --limit 5", "op-1", 0},
+  };
+  for (const auto& c : documented) {
+    const auto first = test::run(cmd(c.command + " " + c.options + " " + c.positionals + " 2>&1"));
+    const auto last = test::run(cmd(c.command + " " + c.positionals + " " + c.options + " 2>&1"));
+    INFO(c.command << " " << c.options << " | " << c.positionals << "\n"
+                   << first.out << "\n---\n"
+                   << last.out);
+    CHECK(first.status == c.status);
+    CHECK(last.status == c.status);
+    if (c.same_output) CHECK(first.out == last.out);
+  }
+  std::filesystem::remove(sqlite);
+
+  // A flag repeats for more values; it never takes two.
+  const auto repeated =
+      test::run(cmd("decide -p " + examples() + "/payments.create.recourse -p " + examples() +
+                    "/search.query.recourse -e " + env + " -c " + ctx));
+  REQUIRE(repeated.status == 0);
+  CHECK(nlohmann::json::parse(repeated.out)["policy"] == "search.query");
+  const auto two = test::run(cmd("decide -p " + examples() + "/payments.create.recourse " +
+                                 examples() + "/search.query.recourse -e " + env + " 2>&1"));
+  CHECK(two.status == 2);
+  CHECK_THAT(two.out, Catch::Contains("search.query.recourse"));
+}
+
+TEST_CASE("cli: a diagnostic's counterexample is data that `recourse decide` reproduces",
+          "[cli][witness]") {
+  // The input a finding shows was only prose in its help ("counterexample: envelope {...}
+  // context {...}"); --format json carries it as `envelope`, `context` and `route`.
+  const std::string dir = std::string(std::getenv("TMPDIR") ? std::getenv("TMPDIR") : "/tmp") +
+                          "/recourse-cli-witness-" + std::to_string(getpid());
+  std::filesystem::create_directories(dir);
+  const struct {
+    std::string name, body, code;
+  } policies[] = {
+      {"asserted",
+       "  rule r when code == PERMISSION -> retry\n  default -> stop\n"
+       "  assert never retry when code == PERMISSION\n",
+       "E120"},
+      {"permanent", "  rule r when attempt <= 2 -> retry\n  default -> stop\n", "W103"},
+      {"shadowed",
+       "  rule a when code == TIMEOUT -> escalate\n"
+       "  rule b when code == TIMEOUT and retryable -> stop\n  default -> stop\n",
+       "W101"},
+      {"overlap",
+       "  hit unique\n  rule a when code == TIMEOUT -> escalate\n"
+       "  rule b when retryable -> stop\n  default -> authorize\n",
+       "E106"},
+      {"tested",
+       "  rule r when code == TIMEOUT -> retry\n  default -> stop\n"
+       "  test \"a timeout stops\" { envelope {\"code\": \"TIMEOUT\"} expect stop }\n",
+       "E130"},
+  };
+  for (const auto& p : policies) {
+    INFO(p.name);
+    const std::string file = dir + "/" + p.name + ".recourse";
+    std::ofstream(file, std::ios::binary) << "policy \"" << p.name << "\" {\n" << p.body << "}\n";
+    const auto r =
+        test::run(cmd((p.code == "E130" ? "test --format json " : "check --format json ") + file));
+    INFO(r.out);
+    const auto records = nlohmann::json::parse(r.out);
+    const nlohmann::json* found = nullptr;
+    for (const auto& d : records)
+      if (d["code"] == p.code) found = &d;
+    REQUIRE(found);
+    const nlohmann::json& d = *found;
+    REQUIRE(d.contains("envelope"));
+    REQUIRE(d["envelope"].is_object());
+    REQUIRE(d["context"].is_object());
+    // The same input as the text shows.
+    if (p.code != "E130") {
+      const std::string help = d["help"].get<std::string>();
+      const auto envelope = help.find("envelope ") + 9, context = help.find(" context ");
+      REQUIRE(context != std::string::npos);
+      CHECK(nlohmann::json::parse(help.substr(envelope, context - envelope)) == d["envelope"]);
+      std::size_t end = 0;
+      const std::string rest = help.substr(context + 9);
+      for (int depth = 0; end < rest.size(); ++end) {
+        depth += rest[end] == '{' ? 1 : rest[end] == '}' ? -1 : 0;
+        if (depth == 0) break;
+      }
+      CHECK(nlohmann::json::parse(rest.substr(0, end + 1)) == d["context"]);
+    }
+    const auto decided = test::run(cmd(
+        "decide -p " + file + " -e " + temp_file("witness-envelope.json", d["envelope"].dump()) +
+        " -c " + temp_file("witness-context.json", d["context"].dump())));
+    REQUIRE(decided.status == 0);
+    CHECK(nlohmann::json::parse(decided.out)["route"] == d["route"]);
+  }
+  // A diagnostic without an input has none of the three.
+  const auto plain = test::run(
+      cmd("check --format json " +
+          temp_file("witness-none.recourse",
+                    "policy \"p\" {\n  rule r when retryable -> retry\n  default -> stop\n}\n")));
+  std::size_t without = 0;
+  for (const auto& d : nlohmann::json::parse(plain.out)) {
+    if (d["code"] != "W104") continue;
+    ++without;
+    CHECK_FALSE(d.contains("envelope"));
+    CHECK_FALSE(d.contains("context"));
+    CHECK_FALSE(d.contains("route"));
+  }
+  CHECK(without == 1);
+  std::filesystem::remove_all(dir);
 }

@@ -32,9 +32,46 @@ TEST_CASE("recourse fuzz: the bundled policies keep every property", "[fuzz-comm
         test::run(test::cli() + " fuzz --sequences 400 " + test::source_dir() + dir + " 2>&1");
     INFO(r.out);
     CHECK(r.status == 0);
-    CHECK(r.out.find("0 properties broken") != std::string::npos);
+    CHECK(r.out.find(", 0 broken") != std::string::npos);
     CHECK(r.out.find("E140") == std::string::npos);
   }
+}
+
+TEST_CASE("recourse fuzz: --seconds is each policy's, and an unattacked policy is no pass",
+          "[fuzz-command]") {
+  // A shared time limit was spent on the first policy: the others reported 0 sequences and
+  // "0 properties broken", exit 0.
+  const std::string dir = test::source_dir() + "/rules/examples";
+  const auto r = test::run(test::cli() + " fuzz " + dir + " --seconds 0.2 2>&1");
+  INFO(r.out);
+  CHECK(r.status == 0);
+  std::istringstream lines(r.out);
+  std::string line;
+  std::size_t summaries = 0;
+  while (std::getline(lines, line)) {
+    const auto at = line.find(" sequences, ");
+    if (at == std::string::npos) continue;
+    ++summaries;
+    const auto name = line.find(": ");
+    CHECK(std::stoull(line.substr(name + 2, at - name - 2)) > 0);
+    CHECK(line.find(" decisions, 7 properties checked, 0 broken") != std::string::npos);
+  }
+  CHECK(summaries == 6);  // rules/examples: six files of one policy each
+  CHECK(r.out.find("warning") == std::string::npos);
+
+  // Declared bounds are properties checked too.
+  const auto bounds =
+      test::run(test::cli() + " fuzz --sequences 10 " + test::source_dir() + "/examples/fuzz 2>&1");
+  CHECK(bounds.out.find("calendar.book: 10 sequences, ") != std::string::npos);
+  CHECK(bounds.out.find(" decisions, 9 properties checked, ") != std::string::npos);
+
+  const std::string none = test::cli() + " fuzz " + dir + " --tool payments.create --seconds 0";
+  const auto out = test::run(none + " 2>/dev/null");
+  CHECK(out.status == 1);
+  CHECK(out.out == "payments.create: 0 sequences, 0 decisions, 7 properties checked, 0 broken\n");
+  CHECK(test::run(none + " 2>&1 >/dev/null").out ==
+        "warning: policy \"payments.create\" got no sequence in 0s: nothing was checked (raise "
+        "--seconds or give --sequences)\n");
 }
 
 TEST_CASE("recourse fuzz: declared bounds broken, with a trace that replays", "[fuzz-command]") {

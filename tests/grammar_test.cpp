@@ -116,6 +116,22 @@ TEST_CASE("grammar: syntax errors carry position and the expected token", "[gram
     auto d = syntax_error("policy \"p\" { rule default -> stop }");
     CHECK(d.message == "syntax error: expected a rule name (a name that is not a keyword)");
   }
+  SECTION("a missing '}' at the end of the file") {
+    // The end of a file that ends in a line break is a line of its own, with no text for a caret;
+    // the error is at the end of the last line instead, and names the brace left open.
+    auto d = syntax_error(
+        "policy \"p\" {\n  rule r when code == TIMEOUT -> retry\n  default -> stop\n\n");
+    CHECK(d.line == 3);
+    CHECK(d.column == 18);
+    CHECK(d.source_line == "  default -> stop");
+    CHECK(d.help == "the '{' opened at line 1, column 12 is never closed");
+    CHECK_THAT(recourse::to_text(d), Catch::Contains("  default -> stop\n                   ^\n"));
+    // The innermost brace left open, past the braces of strings, comments and JSON.
+    auto test =
+        syntax_error("policy \"p\" { # {\n  test \"t {\" {\n    envelope {\"code\": \"X\"}\n");
+    CHECK(test.line == 3);
+    CHECK(test.help == "the '{' opened at line 2, column 14 is never closed");
+  }
   SECTION("garbage after the last policy") {
     auto d = syntax_error("policy \"p\" { default -> stop }\n}");
     CHECK(d.line == 2);

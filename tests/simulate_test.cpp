@@ -36,7 +36,7 @@ std::map<std::string, json> by_name(const json& out) {
 }
 
 std::string seed_trio() {
-  return "--compare " + bench("generic") + " " + bench("code-only") + " " + bench("actionable");
+  return bench("generic") + " " + bench("code-only") + " " + bench("actionable");
 }
 
 struct Published {
@@ -184,8 +184,8 @@ TEST_CASE(
     "simulate: under hostile servers, hardened keeps resolution and cuts waste and "
     "violations",
     "[simulate]") {
-  const json out = run_json("--scenario hostile --compare " + bench("actionable") + " " +
-                            bench("hardened") + " @retry-all @retryable");
+  const json out = run_json("--scenario hostile " + bench("actionable") + " " + bench("hardened") +
+                            " @retry-all @retryable");
   CHECK(out["comparedWithPublished"] == false);
   CHECK(out["assumptions"]["recoveries"] == 3);
   CHECK(out["assumptions"]["all-retryable"] == 0.2);
@@ -217,8 +217,8 @@ TEST_CASE(
 
   // Multi-attempt: with more recovery attempts allowed than the policies' budgets, the budgets
   // decide (the scenario's cap refuses nothing).
-  const json more = run_json("--scenario hostile --recoveries 10 --compare " + bench("hardened") +
-                             " " + bench("actionable"));
+  const json more = run_json("--scenario hostile --recoveries 10 " + bench("hardened") + " " +
+                             bench("actionable"));
   REQUIRE(more["strategies"].size() == 2);
   for (const auto& s : more["strategies"]) {
     CHECK(s["refusedByRecoveryCap"] == 0);

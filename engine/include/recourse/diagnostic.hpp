@@ -1,13 +1,14 @@
 // Diagnostics: the one record every stage and every command reports problems in.
 //
 // A diagnostic is data, never an exception: {severity, code, file, line, column, offset, message,
-// help}.
+// help}, and the witness (envelope, context, route) when it shows a concrete input.
 // Codes are stable (E0xx syntax and checking, W0xx warnings); tests assert on them. Rendering as
 // `file:line:col: error[E012]: message`, the source line and a caret, or as JSON, is done by
 // to_text() and to_json() so the CLI, editors and CI all see the same record.
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -17,6 +18,15 @@ namespace recourse {
 /// How bad a diagnostic is. Errors stop a policy from compiling; warnings do not (unless the
 /// caller asks for strictness, as `recourse check --strict` does).
 enum class Severity : std::uint8_t { Error, Warning, Note };
+
+/// A concrete input a diagnostic is about (a counterexample, an example): the envelope and the
+/// context as the JSON objects `recourse decide --envelope --context` reads, and the route that
+/// decision takes ("retry", "stop", ...).
+struct Witness {
+  std::string envelope;  ///< a JSON object (docs/schema/envelope.schema.json)
+  std::string context;   ///< a JSON object (docs/schema/context.schema.json)
+  std::string route;     ///< the route the input decides
+};
 
 /// One problem found in a policy, an envelope or a context.
 struct Diagnostic {
@@ -29,6 +39,7 @@ struct Diagnostic {
   std::string message;       ///< one sentence, no trailing period
   std::string help;          ///< how to fix it, or empty
   std::string source_line;   ///< the text of `line` (no line break), for the caret; may be empty
+  std::optional<Witness> witness;  ///< the input the message is about, when it shows one
 };
 
 /// "error", "warning" or "note".
@@ -40,7 +51,8 @@ const char* to_string(Severity severity) noexcept;
 std::string to_text(const Diagnostic& diagnostic);
 
 /// Renders the list as a JSON array of {severity, code, file, line, column, offset, message,
-/// help}. Editors that count UTF-16 code units (LSP) convert from `offset`, the byte offset.
+/// help}, plus `envelope` and `context` (objects) and `route` when the diagnostic has a witness.
+/// Editors that count UTF-16 code units (LSP) convert from `offset`, the byte offset.
 std::string to_json(const std::vector<Diagnostic>& diagnostics);
 
 /// `text` as a JSON string literal: quotes, backslashes and control characters escaped, bytes

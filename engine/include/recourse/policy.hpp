@@ -148,6 +148,7 @@ struct TestResult {
   std::string actual;  ///< the decision in the same words, e.g. `retry rule transient delay 400ms`
   std::vector<std::string> mismatches;  ///< one line per expectation not met
   std::string decision_json;            ///< the decision as to_json() writes it
+  Witness input;  ///< the envelope as read and the context the test decides, and the route taken
 };
 
 /// A bound declared with `assert sequence METRIC [CODE] <= LIMIT` over the failures of one

@@ -55,13 +55,16 @@ class Analyzer {
   }
 
  private:
+  // Reports a finding; `example`, when given, is its witness (the input the help shows).
   void report(Severity severity, const char* code, ast::Pos pos, std::string message,
-              std::string help) {
+              std::string help, const std::optional<Input>& example = std::nullopt) {
     // An item inherited through `extends` is reported in its base's file: name the policy whose
     // table it is about.
     if (pos.source != p_.spec.pos.source)
       message += fmt::format(" (in policy \"{}\", which extends this one)", p_.spec.name);
-    detail::report(out_, sources_, pos, severity, code, std::move(message), std::move(help));
+    Diagnostic& d =
+        detail::report(out_, sources_, pos, severity, code, std::move(message), std::move(help));
+    if (example) d.witness = witness_of(*example);
   }
 
   // The first input of `x` reaching row `r`, realized; or nullopt. Throws Open. Most questions
@@ -102,10 +105,11 @@ class Analyzer {
             report(Severity::Error, invariant_code(a.invariant), act.pos,
                    fmt::format("invariant {} broken: {} ({})", a.invariant, what, a.text),
                    example(hit->second) + "; waive it only with `waive " + a.invariant +
-                       " \"reason\"`");
+                       " \"reason\"`",
+                   hit->second);
           } else {
             report(Severity::Error, "E120", a.pos, fmt::format("assertion failed: {}", what),
-                   example(hit->second));
+                   example(hit->second), hit->second);
           }
           return;  // one counterexample per assertion
         }
@@ -154,7 +158,8 @@ class Analyzer {
                    "policy '" + p_.spec.name +
                        "' has no default route, and its rules leave inputs undecided",
                    (in ? "e.g. " + input_json(*in) + "; " : std::string()) +
-                       "add `default -> stop` (or another route) as its last line");
+                       "add `default -> stop` (or another route) as its last line",
+                   in);
           }
           first = end;
           continue;
@@ -183,11 +188,16 @@ class Analyzer {
             report(Severity::Warning, "W105", spec.pos,
                    "the default is never reached: the rules decide every input",
                    "keep it as a safety net, or remove it");
-          else
+          else {
+            // An input of this rule that an earlier one decides.
+            const auto in = realize(p_, t_.rows[first].cube);
             report(Severity::Warning, "W101", spec.pos,
-                   fmt::format("rule '{}' is never reached: {} decide every input it matches",
-                               spec.name, names),
-                   "reorder the rules, narrow the earlier ones, or remove this one");
+                   fmt::format("rule '{}' is never reached: {} decide{} every input it matches",
+                               spec.name, names, count == 1 ? "s" : ""),
+                   (in ? "e.g. " + input_json(*in) + "; " : std::string()) +
+                       "reorder the rules, narrow the earlier ones, or remove this one",
+                   in);
+          }
         }
         first = end;
       }
@@ -261,7 +271,7 @@ class Analyzer {
                 "rules '{}' ({}) and '{}' ({}) both match some inputs, and `hit unique` forbids it",
                 first.name, to_string(first.action.route), second.name,
                 to_string(second.action.route)),
-            in ? "e.g. " + input_json(*in) : std::string("narrow one of them"));
+            in ? "e.g. " + input_json(*in) : std::string("narrow one of them"), in);
       }
   }
 
@@ -295,7 +305,8 @@ class Analyzer {
                fmt::format(
                    "rule '{}' can retry a permanent failure (VALIDATION, PERMISSION or NOT_FOUND)",
                    act.label),
-               hit->second ? "e.g. " + input_json(*hit->second) : std::string("constrain code"));
+               hit->second ? "e.g. " + input_json(*hit->second) : std::string("constrain code"),
+               hit->second);
         reported_.insert(act.rule);
       } catch (const Open&) {
       }

@@ -140,13 +140,20 @@ std::optional<Input> realize(const Compiled& p, const Cube& cube) {
     const RowAction& a = t.actions[t.rows[row].action];
     Decision d;
     finish(p, a.action, a.label, a.exhausted, row, point, e, c, d);
-    if (d.route == a.action.route) return in;
+    if (d.route != a.action.route) continue;
+    in.route = d.route;
+    return in;
   }
   return std::nullopt;
 }
 
 std::string input_json(const Input& in) {
-  return "envelope " + to_json(in.envelope) + " context " + context_json(in.context, true);
+  const Witness w = witness_of(in);
+  return "envelope " + w.envelope + " context " + w.context;
+}
+
+Witness witness_of(const Input& in) {
+  return {to_json(in.envelope), context_json(in.context, true), std::string(to_string(in.route))};
 }
 
 }  // namespace recourse::detail

@@ -4,14 +4,16 @@
 #include <optional>
 #include <string>
 
+#include "recourse/diagnostic.hpp"
 #include "table/compiled.hpp"
 
 namespace recourse::detail {
 
-/// A concrete envelope and context.
+/// A concrete envelope and context, and the route they decide.
 struct Input {
   Envelope envelope;
   Context context;
+  Route route = Route::Stop;
 };
 
 /// An input whose attributes fall in `cube` and whose decision by `policy` keeps the route of
@@ -21,5 +23,8 @@ std::optional<Input> realize(const Compiled& policy, const Cube& cube);
 
 /// `envelope {...} context {...}`, ready for `recourse decide`.
 std::string input_json(const Input& input);
+
+/// The input as a diagnostic's witness: the same JSON texts input_json() prints, and its route.
+Witness witness_of(const Input& input);
 
 }  // namespace recourse::detail

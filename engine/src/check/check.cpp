@@ -287,7 +287,7 @@ std::optional<Action> Checker::action(const ast::Route& r) {
   Action a;
   auto it = std::find(kRoutes.begin(), kRoutes.end(), r.kind);
   if (it == kRoutes.end()) {
-    error("E013", r.pos, "unknown route '" + r.kind + "'", did_you_mean(r.kind, kRoutes));
+    error("E013", r.pos, "unknown route '" + r.kind + "'", route_help(r.kind));
     return std::nullopt;
   }
   a.route = static_cast<Route>(it - kRoutes.begin());

@@ -66,6 +66,14 @@ class Checker {
     const auto n = nearest(name, candidates);
     return n.empty() ? std::string() : "did you mean '" + std::string(n) + "'?";
   }
+  // The help of E013 (unknown route): the nearest route when one is near, else every route.
+  static std::string route_help(std::string_view name) {
+    const std::string suggestion = did_you_mean(name, kRoutes);
+    if (!suggestion.empty()) return suggestion;
+    std::string routes;
+    for (const auto& r : kRoutes) routes += (routes.empty() ? "" : ", ") + std::string(r);
+    return "a route is one of " + routes;
+  }
   // `help`, then "; did you mean 'X'?" when a candidate is near `name`: no suggestion rather than
   // an empty one.
   template <typename Range>

@@ -94,8 +94,7 @@ void Checker::tests(const ast::Policy& p, PolicySpec& spec) {
     std::string expected = e.route.text;
     const auto route = std::find(kRoutes.begin(), kRoutes.end(), e.route.text);
     if (route == kRoutes.end())
-      error("E013", e.route.pos, "unknown route '" + e.route.text + "'",
-            did_you_mean(e.route.text, kRoutes));
+      error("E013", e.route.pos, "unknown route '" + e.route.text + "'", route_help(e.route.text));
     else
       test.route = static_cast<Route>(route - kRoutes.begin());
     if (e.repeated) error("E029", *e.repeated, "this clause is given twice in the expectation");
@@ -244,7 +243,7 @@ void Checker::assertions(const ast::Policy& p, PolicySpec& spec) {
     for (const auto& r : a.routes) {
       auto it = std::find(kRoutes.begin(), kRoutes.end(), r.text);
       if (r.kind != Kind::Ident || it == kRoutes.end()) {
-        error("E013", r.pos, "unknown route '" + r.text + "'", did_you_mean(r.text, kRoutes));
+        error("E013", r.pos, "unknown route '" + r.text + "'", route_help(r.text));
         ok = false;
         continue;
       }

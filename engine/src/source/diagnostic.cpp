@@ -38,15 +38,22 @@ std::string to_text(const Diagnostic& d) {
 
 std::string to_json(const std::vector<Diagnostic>& diagnostics) {
   nlohmann::json out = nlohmann::json::array();
-  for (const auto& d : diagnostics)
-    out.push_back({{"severity", to_string(d.severity)},
-                   {"code", d.code},
-                   {"file", d.file},
-                   {"line", d.line},
-                   {"column", d.column},
-                   {"offset", d.offset},
-                   {"message", d.message},
-                   {"help", d.help}});
+  for (const auto& d : diagnostics) {
+    nlohmann::json r = {{"severity", to_string(d.severity)},
+                        {"code", d.code},
+                        {"file", d.file},
+                        {"line", d.line},
+                        {"column", d.column},
+                        {"offset", d.offset},
+                        {"message", d.message},
+                        {"help", d.help}};
+    if (d.witness) {  // the same input as the help's text, as data
+      r["envelope"] = nlohmann::json::parse(d.witness->envelope);
+      r["context"] = nlohmann::json::parse(d.witness->context);
+      r["route"] = d.witness->route;
+    }
+    out.push_back(std::move(r));
+  }
   return out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 

@@ -4,6 +4,7 @@
 
 #include "recourse/policy.hpp"
 #include "table/compiled.hpp"
+#include "wire/context.hpp"
 
 namespace recourse {
 namespace {
@@ -81,6 +82,8 @@ std::vector<TestResult> Policy::run_tests() const {
     r.mismatches = mismatches(t, d);
     r.passed = r.mismatches.empty();
     r.decision_json = to_json(d, read.envelope);
+    r.input = {to_json(read.envelope), detail::context_json(t.context, true),
+               std::string(to_string(d.route))};
     results.push_back(std::move(r));
   }
   return results;
