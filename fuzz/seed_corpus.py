@@ -7,8 +7,9 @@ seed libFuzzer, which grows its own corpus elsewhere (scripts/fuzz.sh). Run from
 
     python3 fuzz/seed_corpus.py            # rewrite fuzz/corpus/ (regression inputs are kept)
 
-Files whose name starts with "regression-" are crash reproducers kept by hand; they are never
-deleted.
+Only the files this script writes, "seed-" and 16 hex digits of their content's SHA-1, are
+rewritten. Every other file is kept by hand and never deleted: "regression-" crash reproducers
+and hand-made inputs such as the adapters' "seed-wire-*".
 """
 import glob
 import hashlib
@@ -19,6 +20,11 @@ import re
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CORPUS = os.path.join(ROOT, "fuzz", "corpus")
+GENERATED = re.compile(r"seed-[0-9a-f]{16}")
+
+
+def generated(name):
+    return GENERATED.fullmatch(name) is not None
 
 
 def write(target, data, limit):
@@ -28,7 +34,7 @@ def write(target, data, limit):
     os.makedirs(d, exist_ok=True)
     name = "seed-" + hashlib.sha1(data).hexdigest()[:16]
     path = os.path.join(d, name)
-    if len([f for f in os.listdir(d) if f.startswith("seed-")]) >= limit and not os.path.exists(path):
+    if len([f for f in os.listdir(d) if generated(f)]) >= limit and not os.path.exists(path):
         return
     with open(path, "wb") as f:
         f.write(data)
@@ -38,7 +44,7 @@ def clear(target):
     d = os.path.join(CORPUS, target)
     os.makedirs(d, exist_ok=True)
     for f in os.listdir(d):
-        if f.startswith("seed-"):
+        if generated(f):
             os.remove(os.path.join(d, f))
 
 
