@@ -1274,7 +1274,7 @@ TEST_CASE("adapters: OAuth 2.0 and bearer-token errors (RFC 6749 5.2, RFC 6750 3
       CHECK(r.envelope.retryable == row.retryable);
       CHECK(r.envelope.message == "d");
       // The same code in the challenge, with no body (RFC 6750 section 3), quoted or a token.
-      for (const std::string challenge :
+      for (const std::string& challenge :
            {std::string(R"(Bearer realm="example", error=")") + row.error +
                 R"(", error_description="The access token expired")",
             std::string("Bearer error=") + row.error + ", scope=\"a\""}) {

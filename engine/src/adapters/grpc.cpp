@@ -69,6 +69,7 @@ void grpc(Builder& b, std::optional<std::string> status, std::string_view messag
           const Headers& metadata, const json* details) {
   Envelope& e = b.e();
   const auto index = status ? grpc_status(*status) : std::nullopt;
+  bool exhausted = false;  // RESOURCE_EXHAUSTED, not overridden by the policy's `map`
   if (!index) {
     b.warn("malformed", "code",
            (status ? "gRPC status " + excerpt(*status) + " is not a status code"
@@ -79,19 +80,17 @@ void grpc(Builder& b, std::optional<std::string> status, std::string_view messag
     const GrpcRow& row = kGrpcStatus[*index];
     b.set_code(row.code, tri(row.retryable), std::string("grpc ") + row.name);
     if (*index == 0) b.warn("malformed", "code", "gRPC status OK is not an error; read as UNKNOWN");
-    if (const CodeMapping* m = b.mapping_for(Protocol::Grpc, row.name))
-      b.set_code_only(m->code, "override grpc " + m->key);
-    else if (const CodeMapping* n = b.mapping_for(Protocol::Grpc, std::to_string(*index)))
-      b.set_code_only(n->code, "override grpc " + n->key);
+    const CodeMapping* m = b.mapping_for(Protocol::Grpc, row.name);
+    if (!m) m = b.mapping_for(Protocol::Grpc, std::to_string(*index));
+    if (m) b.set_code_only(m->code, "override grpc " + m->key);
+    exhausted = !m && std::string_view(row.name) == "RESOURCE_EXHAUSTED";
   }
   if (!message.empty()) e.message = valid_utf8(message);
   BodyInfo info;
   if (details) read_google_details(*details, info);
   // AIP-193: RESOURCE_EXHAUSTED whose QuotaFailure or ErrorInfo names a per-day quota is spent
   // for the day, not a rate limit to retry (an override of the status still wins).
-  if (index && std::string_view(kGrpcStatus[*index].name) == "RESOURCE_EXHAUSTED" &&
-      long_quota(info) && !b.mapping_for(Protocol::Grpc, kGrpcStatus[*index].name) &&
-      !b.mapping_for(Protocol::Grpc, std::to_string(*index)))
+  if (exhausted && long_quota(info))
     b.set_code("QUOTA_EXCEEDED", false,
                "grpc RESOURCE_EXHAUSTED details: per-" + *info.quota_window + " quota");
   e.field = info.field;

@@ -9,12 +9,13 @@
 
 namespace recourse {
 
-namespace {
+namespace detail {
 
-std::atomic<std::uint64_t> next_engine_id{1};
+// Named, not file-local: Engine::Impl holds them, and GCC warns of a class whose fields have
+// file-local types (-Wsubobject-linkage) where a unity build includes this file.
 
 // A thread's counts for one engine. Written by its thread, read by counters(); both lock it.
-struct Shard {
+struct EngineShard {
   std::mutex mutex;
   std::uint64_t decisions = 0;
   std::array<std::uint64_t, 7> routes{};  // by Route
@@ -23,11 +24,20 @@ struct Shard {
 };
 
 // One immutable snapshot: what a decision needs.
-struct State {
+struct EngineState {
   Bundle bundle;
   DecisionLog log;
   std::uint64_t generation = 0;
 };
+
+}  // namespace detail
+
+namespace {
+
+using Shard = detail::EngineShard;
+using State = detail::EngineState;
+
+std::atomic<std::uint64_t> next_engine_id{1};
 
 // The thread's cached snapshot of one engine. Engine ids are never reused, so a slot of an
 // engine that is gone is never matched again (its `shard` is never dereferenced).
