@@ -26,8 +26,7 @@ constexpr std::size_t kSizes[] = {10, 100, 1000, 10000};
 namespace {
 
 const detail::Compiled& compiled(const Policy& policy) {
-  static const Context context;  // the compiled form's only public handle is a decision's
-  return *policy.decide(Envelope{}, context).keep_alive;
+  return detail::compiled(policy);
 }
 
 // Runs `step(i)` on input i, cycling through the case's inputs.
@@ -47,14 +46,7 @@ void decide(benchmark::State& state, const Case& c) {
   });
 }
 
-// decide_unpinned(): the same decision with no shared write (no reference count).
-void decide_unpinned(benchmark::State& state, const Case& c) {
-  cycle(state, [&](std::size_t i) {
-    benchmark::DoNotOptimize(c.policy->decide_unpinned(c.envelopes[i], c.contexts[i]));
-  });
-}
-
-// Engine::decide(): the host's path with hot reload (thread snapshot, per-thread pin).
+// Engine::decide(): the host's path with hot reload (a thread's snapshot).
 void engine_decide(benchmark::State& state, const Case& c) {
   static std::mutex mutex;
   static std::map<const Case*, std::unique_ptr<Engine>> engines;
@@ -151,8 +143,8 @@ void json_to_decision(benchmark::State& state) {
   state.SetLabel(fmt::format("{} bytes on average", bytes / texts.size()));
   std::size_t i = 0;
   for (auto _ : state) {
-    const EnvelopeResult r = read_envelope(texts[i]);
-    benchmark::DoNotOptimize(c.policy->decide(r.envelope, c.contexts[i]));
+    const Result<Envelope> r = read_envelope(texts[i]);
+    benchmark::DoNotOptimize(c.policy->decide(*r, c.contexts[i]));
     i = (i + 1) % texts.size();
   }
   state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations()));
@@ -194,9 +186,9 @@ void compile_checked(benchmark::State& state, std::size_t rules) {
   const std::vector<Source> sources{{"gen.recourse", generate(rules, 8).text}};
   std::size_t warnings = 0;
   for (auto _ : state) {
-    const CompileResult r = compile(sources);
+    const Result<Bundle> r = compile(sources);
     if (!r.ok()) state.SkipWithError("does not compile");
-    warnings = r.diagnostics.size();
+    warnings = r.diagnostics().size();
   }
   state.counters["diagnostics"] = static_cast<double>(warnings);
 }
@@ -210,8 +202,6 @@ void register_all() {
   RegisterBenchmark("match/seed", [](benchmark::State& s) { match(s, seed_case()); });
   RegisterBenchmark("json_to_decision/seed", json_to_decision);
   RegisterBenchmark("decide/peer", [](benchmark::State& s) { decide(s, peer_case()); });
-  RegisterBenchmark("decide_unpinned/peer",
-                    [](benchmark::State& s) { decide_unpinned(s, peer_case()); });
   RegisterBenchmark("ifchain/peer", peer_if_chain);
   RegisterBenchmark("lookup/peer", peer_lookup);
   RegisterBenchmark("route/peer", [](benchmark::State& s) { route(s, peer_case()); });
@@ -238,16 +228,9 @@ void register_all() {
       compile_checked(s, n);
     })->Unit(benchmark::kMillisecond);
   }
-  RegisterBenchmark("decide_unpinned/seed",
-                    [](benchmark::State& s) { decide_unpinned(s, seed_case()); });
   for (std::size_t n : {std::size_t{10}, std::size_t{1000}}) {
     RegisterBenchmark(("threads/decide/gen/" + std::to_string(n)).c_str(),
                       [n](benchmark::State& s) { decide(s, generated_case(n)); })
-        ->Threads(1)
-        ->Threads(2)
-        ->UseRealTime();
-    RegisterBenchmark(("threads/decide_unpinned/gen/" + std::to_string(n)).c_str(),
-                      [n](benchmark::State& s) { decide_unpinned(s, generated_case(n)); })
         ->Threads(1)
         ->Threads(2)
         ->UseRealTime();

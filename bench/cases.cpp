@@ -25,12 +25,12 @@ void disagree(const Case& c, std::size_t i, const char* what) {
 }
 
 Bundle compile_or_die(const std::vector<Source>& sources) {
-  CompileResult r = compile(sources);
+  Result<Bundle> r = compile(sources);
   if (!r.ok()) {
-    for (const auto& d : r.diagnostics) std::cerr << to_text(d) << "\n";
+    for (const auto& d : r.diagnostics()) std::cerr << to_text(d) << "\n";
     std::abort();
   }
-  return std::move(*r.bundle);
+  return std::move(*r);
 }
 
 std::string read_file(const std::string& path) {
@@ -249,7 +249,7 @@ const Case& seed_case() {
       if (seed_if_chain(e, x) != d.route) disagree(*c, i, "if-chain");
       const SeedDecision f = seed_full_chain(e, x);
       if (f.route != d.route || f.rule != d.rule || f.reason != d.reason ||
-          f.delay_ms != d.delay_ms || f.jitter_ms != d.jitter_draw ||
+          f.delay_ms != d.delay_ms || f.jitter_ms != d.jitter_ms ||
           f.attempts_left != d.attempts.before || f.attempts_after != d.attempts.after ||
           f.repairs_left != d.repairs.before || f.repairs_after != d.repairs.after)
         disagree(*c, i, "full if-chain");
@@ -268,7 +268,7 @@ const Case& example_case(const std::string& file) {
     fill_inputs(*c, std::string(c->policy->name()));
     for (std::size_t i = 0; i < kInputs; ++i) {  // the table against the reference interpreter
       const Decision d = c->policy->decide(c->envelopes[i], c->contexts[i]);
-      const Decision r = c->policy->interpret(c->envelopes[i], c->contexts[i]);
+      const Decision r = recourse::interpret(*c->policy, c->envelopes[i], c->contexts[i]);
       if (d.route != r.route || d.rule != r.rule || d.delay_ms != r.delay_ms)
         disagree(*c, i, "interpreter");
     }

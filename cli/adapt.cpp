@@ -10,8 +10,8 @@
 
 namespace recourse::cli {
 
-AdapterResult adapt(const std::string& from, std::string_view raw, const Context* context,
-                    const Bundle* bundle, std::optional<std::int64_t> now) {
+Result<Adapted> adapt(const std::string& from, std::string_view raw, const Context* context,
+                      const Bundle* bundle, std::optional<std::int64_t> now) {
   AdapterOptions options;
   if (context && bundle)
     if (const Policy* policy = bundle->find(context->tool)) options.mappings = policy->mappings();
@@ -19,21 +19,27 @@ AdapterResult adapt(const std::string& from, std::string_view raw, const Context
   std::optional<Protocol> protocol;
   if (!from.empty()) {
     protocol = protocol_of(from);
-    if (!protocol) {
-      AdapterResult r;
-      r.error = fmt::format("unknown protocol \"{}\" (http, grpc, mcp or jsonrpc)", from);
-      return r;
-    }
+    if (!protocol)
+      return Result<Adapted>::failure(error_diagnostic(
+          "N001", fmt::format("unknown protocol \"{}\" (http, grpc, mcp or jsonrpc)", from)));
   }
   return from_raw(protocol, raw, now, options);
 }
 
-AdapterResult read_failure(const std::string& from, std::string_view text, const Context& context,
-                           const Bundle& bundle) {
+namespace {
+
+// `r`, its failure's message prefixed with `what`.
+Result<Adapted> named(Result<Adapted> r, const char* what) {
+  if (r.ok()) return r;
+  return Result<Adapted>::failure(error_diagnostic("N001", what + r.message()));
+}
+
+}  // namespace
+
+Result<Adapted> read_failure(const std::string& from, std::string_view text, const Context& context,
+                             const Bundle& bundle) {
   auto adapted = [&](const std::string& protocol) {
-    AdapterResult r = adapt(protocol, text, &context, &bundle, std::nullopt);
-    if (!r.ok) r.error = "raw form: " + r.error;
-    return r;
+    return named(adapt(protocol, text, &context, &bundle, std::nullopt), "raw form: ");
   };
   if (!from.empty() && from != "auto") return adapted(from);
   // The shape is asked only of what may be a raw form: with --from auto first, otherwise of an
@@ -41,10 +47,11 @@ AdapterResult read_failure(const std::string& from, std::string_view text, const
   if (from == "auto")
     if (const std::optional<Protocol> shape = raw_form_protocol(text))
       return adapted(to_string(*shape));
-  AdapterResult r;
-  static_cast<EnvelopeResult&>(r) = read_envelope(text);
-  if (!r.ok) r.error = "envelope: " + r.error;
-  if (r.ok && !r.envelope.code && from.empty())
+  Result<Envelope> read = read_envelope(text);
+  if (!read.ok())
+    return Result<Adapted>::failure(error_diagnostic("N001", "envelope: " + read.message()));
+  Adapted r{std::move(*read), {}, std::nullopt};
+  if (!r.envelope.code && from.empty())
     if (const std::optional<Protocol> shape = raw_form_protocol(text))
       r.envelope.warnings.push_back(
           {"raw_form", "code",
@@ -69,15 +76,17 @@ int run_envelope(const Options& o) {
   if (!o.context.empty()) {
     auto ctx_text = read_text(o.context, kMaxContextBytes, error);
     if (!ctx_text) return std::cerr << "error: " << error << "\n", 1;
-    ContextResult c = read_context(*ctx_text);
-    if (!c.ok) {
-      print_diagnostics(c.errors, o.format, std::cerr);
+    Result<Context> c = read_context(*ctx_text);
+    if (!c.ok()) {
+      print_diagnostics(c.diagnostics(), o.format, std::cerr);
       return 1;
     }
-    context = std::move(c.context);
+    context = std::move(*c);
   }
-  const AdapterResult r = adapt(o.from, *text, &context, bundle ? &*bundle : nullptr, o.now);
-  if (!r.ok) return std::cerr << "error: raw form: " << r.error << "\n", 1;
+  const Result<Adapted> adapted =
+      adapt(o.from, *text, &context, bundle ? &*bundle : nullptr, o.now);
+  if (!adapted.ok()) return std::cerr << "error: raw form: " << adapted.message() << "\n", 1;
+  const Adapted& r = *adapted;
   if (o.format == Format::Json) {
     auto warnings = nlohmann::ordered_json::array();
     for (const auto& w : r.envelope.warnings)

@@ -1,5 +1,5 @@
 // `recourse bench` (see bench.hpp): compile, draw inputs across each policy's domain, then time
-// decide_unpinned() in rounds over those inputs until the time is up.
+// decide() in rounds over those inputs until the time is up.
 #include "bench.hpp"
 
 #include <fmt/format.h>
@@ -10,7 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli.hpp"
-#include "recourse/sample.hpp"
+#include "recourse/tooling.hpp"
 
 namespace recourse::cli {
 
@@ -50,7 +50,7 @@ int run_bench(const BenchOptions& o) {
     auto elapsed = Clock::duration::zero();
     while (elapsed < budget) {
       for (const Sample& s : samples)
-        sink += static_cast<std::uint64_t>(policy.decide_unpinned(s.envelope, s.context).route);
+        sink += static_cast<std::uint64_t>(policy.decide(s.envelope, s.context).route);
       decisions += samples.size();
       elapsed = Clock::now() - start;
     }

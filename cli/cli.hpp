@@ -143,15 +143,15 @@ class DecisionLogFile {
 /// Reads a raw form through its adapter: `from` names the protocol (empty: the form's own
 /// "protocol" member). The policy for `context->tool` in `bundle` supplies its `map` overrides;
 /// the clock is `now`, else the context's nowMs.
-AdapterResult adapt(const std::string& from, std::string_view raw, const Context* context,
-                    const Bundle* bundle, std::optional<std::int64_t> now);
+Result<Adapted> adapt(const std::string& from, std::string_view raw, const Context* context,
+                      const Bundle* bundle, std::optional<std::int64_t> now);
 /// Reads a failure given to decide, explain or a replay line's "envelope" as `from` says. Empty:
 /// an envelope, with a `raw_form` warning (on `code`) when it has no code and looks like a raw
 /// form (raw_form_protocol()), which reading it as an envelope turns into UNKNOWN. "auto": a raw
 /// form through its adapter when it looks like one, else an envelope. A protocol: a raw form of
-/// it (adapt()). An error starts with "envelope: " or "raw form: ".
-AdapterResult read_failure(const std::string& from, std::string_view text, const Context& context,
-                           const Bundle& bundle);
+/// it (adapt()). The failure's message starts with "envelope: " or "raw form: ".
+Result<Adapted> read_failure(const std::string& from, std::string_view text, const Context& context,
+                             const Bundle& bundle);
 int run_envelope(const Options& options);
 
 // commands.cpp

@@ -26,46 +26,46 @@ bool read_inputs(const Options& o, const Bundle& bundle, Envelope& envelope, Con
   auto text = read_text(o.envelope, kMaxEnvelopeFileBytes, error);
   if (!text) return fail(error), false;
   // An envelope needs no context, and its errors come first; a raw form's adapter needs it.
-  AdapterResult r;
-  if (o.from.empty() && !(r = read_failure(o.from, *text, context, bundle)).ok)
-    return fail(r.error), false;
+  std::optional<Result<Adapted>> r;
+  if (o.from.empty() && !(r = read_failure(o.from, *text, context, bundle))->ok())
+    return fail(r->message()), false;
   if (o.context.empty()) {
     std::cerr << "warning: no --context: deciding for tool \"\" (the \"*\" policy), attempt 1, "
                  "side effect unknown\n";
   } else {
     auto ctx_text = read_text(o.context, kMaxContextBytes, error);
     if (!ctx_text) return fail(error), false;
-    ContextResult c = read_context(*ctx_text);
-    if (!c.ok) {
-      print_diagnostics(c.errors, o.format, std::cerr);
+    Result<Context> c = read_context(*ctx_text);
+    if (!c.ok()) {
+      print_diagnostics(c.diagnostics(), o.format, std::cerr);
       return false;
     }
-    context = std::move(c.context);
+    context = std::move(*c);
   }
-  if (!o.from.empty() && !(r = read_failure(o.from, *text, context, bundle)).ok)
-    return fail(r.error), false;
-  envelope = std::move(r.envelope);
+  if (!o.from.empty() && !(r = read_failure(o.from, *text, context, bundle))->ok())
+    return fail(r->message()), false;
+  envelope = std::move((*r)->envelope);
   return true;
 }
 
 }  // namespace
 
 int run_check(const Options& o) {
-  CompileResult r = compile_paths(o.paths, o.compile);
-  print_diagnostics(r.diagnostics, o.format, std::cout);
-  const bool failed = !r.ok() || has_errors(r.diagnostics, o.strict);
+  const Result<Bundle> r = compile_paths(o.paths, o.compile);
+  print_diagnostics(r.diagnostics(), o.format, std::cout);
+  const bool failed = !r.ok() || has_errors(r.diagnostics(), o.strict);
   if (o.format == Format::Text) {
     std::size_t errors = 0, warnings = 0;
-    for (const auto& d : r.diagnostics)
+    for (const auto& d : r.diagnostics())
       (d.severity == Severity::Error ? errors : warnings) += d.severity != Severity::Note;
     auto count = [](std::size_t n, const char* one, const char* many) {
       return fmt::format("{} {}", n, n == 1 ? one : many);
     };
-    std::cout << fmt::format(
-        "{}: {}, {}\n",
-        r.ok() ? count(r.bundle->policies().size(), "policy", "policies") + " checked"
-               : std::string("nothing compiled"),
-        count(errors, "error", "errors"), count(warnings, "warning", "warnings"));
+    std::cout << fmt::format("{}: {}, {}\n",
+                             r.ok() ? count(r->policies().size(), "policy", "policies") + " checked"
+                                    : std::string("nothing compiled"),
+                             count(errors, "error", "errors"),
+                             count(warnings, "warning", "warnings"));
   }
   return failed ? 1 : 0;
 }
@@ -100,7 +100,7 @@ int run_decide(const Options& o, bool explain) {
   const Policy* policy = bundle->find(context.tool);
   if (!policy)
     return fail(fmt::format("no policy for tool \"{}\" and no \"*\" policy", context.tool));
-  const Explanation x = policy->explain(envelope, context);
+  const Explanation x = recourse::explain(*policy, envelope, context);
   if (o.format == Format::Json) {
     json rules = json::array();
     for (const auto& r : x.rules) {
@@ -155,9 +155,12 @@ int run_diff(const Options& o) {
   if (!before) return fail(error);
   auto after = read_text(o.after, o.compile.max_source_bytes, error);
   if (!after) return fail(error);
-  const DiffResult r = diff({o.before, *before}, {o.after, *after}, o.name, o.compile);
-  if (!r.diagnostics.empty()) print_diagnostics(r.diagnostics, o.format, std::cerr);
-  if (!r.ok) return 1;
+  const Result<PolicyDiff> compared =
+      diff({o.before, *before}, {o.after, *after}, o.name, o.compile);
+  if (!compared.diagnostics().empty())
+    print_diagnostics(compared.diagnostics(), o.format, std::cerr);
+  if (!compared.ok()) return 1;
+  const PolicyDiff& r = *compared;
   auto action = [](Route route, const std::string& target) {
     return target.empty() ? std::string(to_string(route))
                           : fmt::format("{} \"{}\"", to_string(route), target);

@@ -79,10 +79,9 @@ int run_fmt(const Options& o) {
       status = 1;
       continue;
     }
-    std::vector<Diagnostic> diagnostics;
-    const auto formatted = format(*text, diagnostics, stdio ? "<stdin>" : path, limits);
-    if (!formatted) {
-      print_diagnostics(diagnostics, Format::Text, std::cerr);
+    const Result<std::string> formatted = format(*text, stdio ? "<stdin>" : path, limits);
+    if (!formatted.ok()) {
+      print_diagnostics(formatted.diagnostics(), Format::Text, std::cerr);
       status = 1;
       continue;
     }

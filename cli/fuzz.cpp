@@ -166,7 +166,7 @@ bool calls_again(const Decision& d) {
 class Fuzzer {
  public:
   Fuzzer(const Bundle& bundle, const Policy& policy, const Options& o)
-      : bundle_(bundle), info_(policy.info()), o_(o) {
+      : bundle_(bundle), info_(info(policy)), o_(o) {
     tool_ = policy.name() == "*" ? "fuzz.any_tool" : std::string(policy.name());
   }
 
@@ -381,7 +381,7 @@ int run_fuzz(const Options& o) {
     if (o.format == Format::Text)
       std::cout << fmt::format("{}: {} sequences, {} decisions, {} properties checked, {} broken\n",
                                policy.name(), sequences, fuzzer.decisions(),
-                               kBuiltinProperties + policy.info().bounds.size(), violations.size());
+                               kBuiltinProperties + info(policy).bounds.size(), violations.size());
     if (sequences == 0) {
       unchecked = true;
       std::cerr << fmt::format(

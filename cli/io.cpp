@@ -28,8 +28,10 @@ std::optional<std::string> read_text(const std::string& path, std::size_t max_by
     char chunk[1 << 16];
     while (text->size() <= max_bytes && std::cin.read(chunk, sizeof chunk).gcount() > 0)
       text->append(chunk, static_cast<std::size_t>(std::cin.gcount()));
-  } else if (!(text = read_regular_file(path, max_bytes, error))) {
-    error = fmt::format("{} {}", path, error);
+  } else if (Result<FileText> file = read_regular_file(path, max_bytes); file.ok()) {
+    text = std::move(file->text);
+  } else {
+    error = fmt::format("{} {}", path, file.message());
     return std::nullopt;
   }
   if (text->size() > max_bytes) {
@@ -50,12 +52,12 @@ bool LineReader::open(const std::string& path) {
     fd_ = STDIN_FILENO;
     return true;
   }
-  std::string why;
-  fd_ = open_regular_file(path, why);
-  if (fd_ < 0) {
-    error_ = fmt::format("{} {}", path, why);
+  const recourse::Result<OpenFile> file = open_regular_file(path);
+  if (!file.ok()) {
+    error_ = fmt::format("{} {}", path, file.message());
     return false;
   }
+  fd_ = file->fd;
   owned_ = true;
   struct stat st {};
   if (::fstat(fd_, &st) == 0 && static_cast<std::uint64_t>(st.st_size) > max_total_) {
@@ -265,10 +267,10 @@ std::optional<Bundle> load(const std::vector<std::string>& paths, const Options&
                            bool analyze) {
   CompileOptions compile = options.compile;
   compile.analyze = analyze;
-  CompileResult r = compile_paths(paths, compile);
-  if (!r.diagnostics.empty()) print_diagnostics(r.diagnostics, options.format, std::cerr);
-  if (!r.ok() || has_errors(r.diagnostics, options.strict)) return std::nullopt;
-  return std::move(r.bundle);
+  Result<Bundle> r = compile_paths(paths, compile);
+  if (!r.diagnostics().empty()) print_diagnostics(r.diagnostics(), options.format, std::cerr);
+  if (!r.ok() || has_errors(r.diagnostics(), options.strict)) return std::nullopt;
+  return std::move(*r);
 }
 
 }  // namespace recourse::cli

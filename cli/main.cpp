@@ -212,8 +212,8 @@ int main(int argc, char** argv) {
   };
   const auto commands = app.get_subcommands();
   if (std::any_of(commands.begin(), commands.end(), given)) {
-    const recourse::StoreSpec spec = recourse::read_store_spec(o.state);
-    if (!spec.error.empty()) return std::cerr << "error: --state: " << spec.error << "\n", 2;
+    const auto spec = recourse::read_store_spec(o.state);
+    if (!spec.ok()) return std::cerr << "error: --state: " << spec.message() << "\n", 2;
   }
   try {
     if (*check) return recourse::cli::run_check(o);

@@ -17,10 +17,14 @@ std::int64_t wall_ms() {
 }
 
 std::shared_ptr<Store> open_state(const std::string& spec) {
-  StoreResult r = open_store(spec);
-  for (const auto& w : r.warnings) std::cerr << "warning: " << w << "\n";
-  if (!r.store) std::cerr << "error: --state: " << r.error << "\n";
-  return r.store;
+  Result<std::shared_ptr<Store>> r = open_store(spec);
+  for (const auto& d : r.diagnostics())
+    if (d.severity == Severity::Warning) std::cerr << "warning: " << d.message << "\n";
+  if (!r.ok()) {
+    std::cerr << "error: --state: " << r.message() << "\n";
+    return nullptr;
+  }
+  return std::move(*r);
 }
 
 void before_decision(Workflow* workflow, Health& health, const Policy& policy, Context& c,

@@ -44,18 +44,18 @@ int run_test(const Options& o) {
   std::vector<Diagnostic> report;
   std::size_t passed = 0, failed = 0, broken = 0;
   for (const std::string& file : policy_files(o.paths)) {
-    CompileResult r = compile_paths({file}, o.compile);
+    const Result<Bundle> r = compile_paths({file}, o.compile);
     if (o.format == Format::Text) {
-      print_diagnostics(r.diagnostics, o.format, std::cout);
+      print_diagnostics(r.diagnostics(), o.format, std::cout);
     } else {
-      report.insert(report.end(), r.diagnostics.begin(), r.diagnostics.end());
+      report.insert(report.end(), r.diagnostics().begin(), r.diagnostics().end());
     }
-    if (!r.ok() || has_errors(r.diagnostics, o.strict)) {
+    if (!r.ok() || has_errors(r.diagnostics(), o.strict)) {
       ++broken;
       continue;
     }
-    for (const Policy& policy : r.bundle->policies()) {
-      for (const TestResult& t : policy.run_tests()) {
+    for (const Policy& policy : r->policies()) {
+      for (const TestResult& t : run_tests(policy)) {
         if (t.file != file) continue;  // a base's tests run with the base's own file
         (t.passed ? passed : failed) += 1;
         if (!t.passed) report.push_back(failure(t));

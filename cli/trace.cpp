@@ -70,22 +70,22 @@ std::optional<TraceLine> parse_trace_line(const std::string& text, const std::st
     if (given.empty()) filled.pop_back();  // no member follows
     ctx.insert(1, filled);                 // after the '{'
   }
-  ContextResult c = read_context(ctx);
-  if (!c.ok) {
-    for (const auto& d : c.errors)
+  Result<Context> c = read_context(ctx);
+  if (!c.ok()) {
+    for (const auto& d : c.diagnostics())
       std::cerr << fmt::format("{}: error[{}]: {}\n", where, d.code, d.message);
     return std::nullopt;
   }
-  line.context = std::move(c.context);
+  line.context = std::move(*c);
   line.now_ms = line.context.now_ms.value_or(0);
   // "raw": {"protocol": "http", ...}: its adapter, with the tool's `map` overrides; "envelope":
   // as --from says.
   if (raw_member || envelope) {
-    AdapterResult r = raw_member
-                          ? adapt("", raw_text(raw_member), &line.context, &bundle, std::nullopt)
-                          : read_failure(from, raw_text(envelope), line.context, bundle);
-    line.envelope = std::move(r.envelope);
-    line.envelope_ok = r.ok;
+    Result<Adapted> r = raw_member
+                            ? adapt("", raw_text(raw_member), &line.context, &bundle, std::nullopt)
+                            : read_failure(from, raw_text(envelope), line.context, bundle);
+    line.envelope_ok = r.ok();
+    if (r.ok()) line.envelope = std::move(r->envelope);
   }
   return line;
 }

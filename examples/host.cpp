@@ -17,10 +17,10 @@ static bool create_payment(int call, std::string& error_json) {
 
 int main(int argc, char** argv) {
   const std::string rules = argc > 1 ? argv[1] : "rules/examples";
-  recourse::CompileResult compiled = recourse::compile_paths({rules});
-  for (const auto& d : compiled.diagnostics) std::cerr << recourse::to_text(d);
+  recourse::Result<recourse::Bundle> compiled = recourse::compile_paths({rules});
+  for (const auto& d : compiled.diagnostics()) std::cerr << recourse::to_text(d);
   if (!compiled.ok()) return 1;
-  const recourse::Bundle& bundle = *compiled.bundle;
+  const recourse::Bundle& bundle = *compiled;
 
   recourse::Context context;
   context.tool = "payments.create";
@@ -32,10 +32,10 @@ int main(int argc, char** argv) {
       std::cout << "payment created on call " << context.attempt << "\n";
       return 0;
     }
-    const recourse::EnvelopeResult read = recourse::read_envelope(error_json);
-    const recourse::Decision d = bundle.decide(read.envelope, context);
-    std::cout << "call " << context.attempt << " failed: " << recourse::to_json(d, read.envelope)
-              << "\n";
+    const recourse::Result<recourse::Envelope> read = recourse::read_envelope(error_json);
+    if (!read.ok()) return std::cerr << "unreadable error: " << read.message() << "\n", 1;
+    const recourse::Decision d = bundle.decide(*read, context);
+    std::cout << "call " << context.attempt << " failed: " << recourse::to_json(d, *read) << "\n";
     switch (d.route) {
       case recourse::Route::Retry:
         std::this_thread::sleep_for(std::chrono::milliseconds(d.delay_ms));

@@ -78,12 +78,9 @@ class Source {
   std::uint64_t state_;
 };
 
-/// The compiled form behind a policy (Decision::keep_alive is its only public handle).
-inline std::shared_ptr<const recourse::detail::Compiled> compiled_of(const recourse::Policy& p) {
-  recourse::Context c;
-  c.tool = std::string(p.name());
-  c.side_effect = recourse::SideEffect::None;
-  return p.decide(recourse::Envelope{}, c).keep_alive;
+/// The compiled form behind a policy.
+inline const recourse::detail::Compiled* compiled_of(const recourse::Policy& p) {
+  return &recourse::detail::compiled(p);
 }
 
 /// Values worth testing for one policy: every constant its rules and guards compare with (and
@@ -195,8 +192,8 @@ inline std::string describe(const recourse::Envelope& e, const recourse::Context
 /// no table).
 inline bool same(const recourse::Decision& t, const recourse::Decision& r) {
   return t.route == r.route && t.rule == r.rule && t.reason == r.reason && t.target == r.target &&
-         t.exhausted == r.exhausted && t.delay_ms == r.delay_ms && t.jitter_draw == r.jitter_draw &&
-         t.attempts_left == r.attempts_left && t.repairs_left == r.repairs_left &&
+         t.exhausted == r.exhausted && t.delay_ms == r.delay_ms && t.jitter_ms == r.jitter_ms &&
+         t.attempts.before == r.attempts.before && t.repairs.before == r.repairs.before &&
          t.warnings == r.warnings && t.nearest_code == r.nearest_code &&
          t.attempts.before == r.attempts.before && t.attempts.after == r.attempts.after &&
          t.repairs.before == r.repairs.before && t.repairs.after == r.repairs.after &&
@@ -213,12 +210,13 @@ inline bool same(const recourse::Decision& t, const recourse::Decision& r) {
 inline void same_decision(const recourse::Policy& policy, const recourse::Envelope& e,
                           const recourse::Context& c, const std::string& context_text = "") {
   const auto t = policy.decide(e, c);
-  const auto r = policy.interpret(e, c);
+  const auto r = recourse::interpret(policy, e, c);
   if (!same(t, r))
     fail("compiled table and reference interpreter disagree",
          context_text + "\n" + describe(e, c) + "\ntable     " + recourse::to_json(t, e) +
              "\nreference " + recourse::to_json(r, e) + "\n\n" + policy.dump());
-  const std::string diff = documented::differences(documented::decide(t.keep_alive->spec, e, c), t);
+  const std::string diff =
+      documented::differences(documented::decide(recourse::detail::compiled(policy).spec, e, c), t);
   if (!diff.empty())
     fail("the decision is not the documented one (tests/oracle.hpp)",
          context_text + "\n" + describe(e, c) + "\n" + diff);
@@ -226,8 +224,10 @@ inline void same_decision(const recourse::Policy& policy, const recourse::Envelo
 
 /// Every decision is valid: one route, a delay only on retry and within the policy's floor and
 /// caps, the guards' promises kept, warnings where the inputs call for them.
-inline void valid_decision(const recourse::Decision& d, const recourse::Envelope& e,
-                           const recourse::Context& c, const std::string& context_text = "") {
+/// `policy`: the policy that decided (nullptr: the tool had none).
+inline void valid_decision(const recourse::Decision& d, const recourse::Policy* policy,
+                           const recourse::Envelope& e, const recourse::Context& c,
+                           const std::string& context_text = "") {
   using recourse::kUnlimited;
   using recourse::Route;
   // Built only when a check fails (FUZZ_CHECK evaluates its detail then).
@@ -237,22 +237,22 @@ inline void valid_decision(const recourse::Decision& d, const recourse::Envelope
   FUZZ_CHECK(static_cast<int>(d.route) <= static_cast<int>(Route::Stop),
              where_text());  // one route
   if (d.route != Route::Retry) {
-    FUZZ_CHECK(d.delay_ms == 0 && d.jitter_draw == 0, where_text());
+    FUZZ_CHECK(d.delay_ms == 0 && d.jitter_ms == 0, where_text());
     FUZZ_CHECK(d.idempotency_key != recourse::KeyDirective::Reuse, where_text());
     FUZZ_CHECK(!d.retry_at_ms, where_text());
   }
   if (d.route != Route::Repair)
     FUZZ_CHECK(d.idempotency_key != recourse::KeyDirective::New, where_text());
   if (d.route == Route::Replace) FUZZ_CHECK(!d.target.empty(), where_text());
-  FUZZ_CHECK(d.attempts_left >= 0 && d.repairs_left >= 0, where_text());
+  FUZZ_CHECK(d.attempts.before >= 0 && d.repairs.before >= 0, where_text());
   FUZZ_CHECK(d.retry_after_ms == e.retry_after_ms, where_text());
   FUZZ_CHECK(((d.warnings & recourse::kTraceIdMinted) != 0) == !e.trace_id, where_text());
   if (!d.exhausted.empty()) FUZZ_CHECK(d.rule.substr(0, 7) == "budget:", where_text());
-  if (!d.keep_alive) {  // no policy for the tool
+  if (!policy) {  // no policy for the tool
     FUZZ_CHECK(d.route == Route::Stop && (d.warnings & recourse::kNoPolicy), where_text());
     return;
   }
-  const recourse::detail::PolicySpec& s = d.keep_alive->spec;
+  const recourse::detail::PolicySpec& s = recourse::detail::compiled(*policy).spec;
   FUZZ_CHECK(d.policy == s.name, where_text());
   const bool known = e.code && std::find(s.codes.begin(), s.codes.end(), *e.code) != s.codes.end();
   FUZZ_CHECK(((d.warnings & recourse::kUnknownCode) != 0) == (e.code && !known), where_text());
@@ -291,7 +291,7 @@ inline void valid_decision(const recourse::Decision& d, const recourse::Envelope
     FUZZ_CHECK(hint <= s.retry_after_max_ms, where_text());
     FUZZ_CHECK(d.delay_ms >= s.min_delay_ms && d.delay_ms >= hint, where_text());
     FUZZ_CHECK(d.delay_ms <= std::max({s.backoff.max_ms, s.min_delay_ms, hint}), where_text());
-    FUZZ_CHECK(d.jitter_draw >= 0 && d.jitter_draw <= std::max(s.backoff.max_ms, d.delay_ms),
+    FUZZ_CHECK(d.jitter_ms >= 0 && d.jitter_ms <= std::max(s.backoff.max_ms, d.delay_ms),
                where_text());
     FUZZ_CHECK(d.time_ms.before == kUnlimited || d.delay_ms < d.time_ms.before, where_text());
     if (c.now_ms) FUZZ_CHECK(d.retry_at_ms == *c.now_ms + d.delay_ms, where_text());
@@ -305,12 +305,12 @@ inline const recourse::Bundle& examples() {
     const char* env = std::getenv("RECOURSE_FUZZ_RULES");
     const std::string dir = env && *env ? env : RECOURSE_SOURCE_DIR "/rules/examples";
     auto r = recourse::compile_paths({dir});
-    if (!r.ok() || r.bundle->policies().empty()) {
+    if (!r.ok() || r->policies().empty()) {
       std::string why;
-      for (const auto& d : r.diagnostics) why += recourse::to_text(d);
+      for (const auto& d : r.diagnostics()) why += recourse::to_text(d);
       fail("the bundled policies in " + dir + " do not compile (set RECOURSE_FUZZ_RULES)", why);
     }
-    return *r.bundle;
+    return *r;
   }();
   return bundle;
 }
@@ -329,8 +329,8 @@ inline const std::vector<recourse::Context>& contexts() {
           R"({"sideEffect": "none", "circuit": "half_open", "repeats": 1, "costSpent": 3,
               "idempotent": true, "retryThrottled": false, "arguments": ["query", "path"]})"}) {
       auto r = recourse::read_context(json);
-      if (!r.ok) fail("bad fixed context", json);
-      out.push_back(r.context);
+      if (!r.ok()) fail("bad fixed context", json);
+      out.push_back(*r);
     }
     return out;
   }();

@@ -111,7 +111,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const std::optional<std::int64_t> now =
       (data[1] & 8) ? std::optional<std::int64_t>(1'700'000'000'000) : std::nullopt;
 
-  recourse::AdapterResult r;
+  std::optional<recourse::Result<recourse::Adapted>> r;
   std::string_view rest;
   switch (mode) {
     case 0:
@@ -152,30 +152,34 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       break;
   }
 
-  const recourse::Envelope& e = r.envelope;
-  std::string where = "mode " + std::to_string(mode) +
-                      " input: " + std::string(raw.substr(0, 2000)) + "\nmapping: " + r.mapping +
-                      "\nenvelope: " + recourse::to_json(e) + (r.ok ? "" : "\nerror: " + r.error);
-  if (!r.ok) {
-    FUZZ_CHECK(!r.error.empty() && !e.code && e.warnings.empty(), where);
+  if (!r->ok()) {
+    const std::string where = "mode " + std::to_string(mode) +
+                              " input: " + std::string(raw.substr(0, 2000)) +
+                              "\nerror: " + r->message();
+    FUZZ_CHECK(!r->message().empty() && r->diagnostics()[0].code == "N001", where);
     FUZZ_CHECK(mode <= 4 || mode == 9, where);  // the typed entry points are always ok
     return 0;
   }
+  const recourse::Adapted& adapted = **r;
+  const recourse::Envelope& e = adapted.envelope;
+  std::string where = "mode " + std::to_string(mode) +
+                      " input: " + std::string(raw.substr(0, 2000)) +
+                      "\nmapping: " + adapted.mapping + "\nenvelope: " + recourse::to_json(e);
   // Unknown or garbled never reads as TRANSIENT.
   if (e.code == "TRANSIENT")
-    FUZZ_CHECK(transient_row(r.mapping) || ends(r.mapping, " envelope"), where);
+    FUZZ_CHECK(transient_row(adapted.mapping) || ends(adapted.mapping, " envelope"), where);
   // A pending result is a 2xx's (docs/adapters.md, "Pending"), or the server's own envelope.
   if (e.code == "PENDING")
-    FUZZ_CHECK(starts(r.mapping, "http 2") || ends(r.mapping, " envelope") ||
-                   ends(r.mapping, " oauth authorization_pending"),
+    FUZZ_CHECK(starts(adapted.mapping, "http 2") || ends(adapted.mapping, " envelope") ||
+                   ends(adapted.mapping, " oauth authorization_pending"),
                where);
   // A tool's text (a JSON error object in an isError result) only lowers the risk: never a code
   // a policy retries by itself, never retryable true.
-  if (starts(r.mapping, "mcp isError text"))
+  if (starts(adapted.mapping, "mcp isError text"))
     FUZZ_CHECK(e.code != "TRANSIENT" && e.code != "RATE_LIMITED" && e.code != "TIMEOUT" &&
                    e.code != "PENDING" && e.retryable != std::optional<bool>(true),
                where);
-  if (r.mapping.find("garbled") != std::string::npos) FUZZ_CHECK(e.code == "UNKNOWN", where);
+  if (adapted.mapping.find("garbled") != std::string::npos) FUZZ_CHECK(e.code == "UNKNOWN", where);
   // The reader's caps.
   const recourse::ReaderLimits& l = options.limits;
   FUZZ_CHECK(!e.code || (!e.code->empty() && e.code->size() <= l.max_code_bytes), where);
@@ -185,7 +189,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   FUZZ_CHECK(!e.message || e.message->size() <= l.max_text_bytes, where);
   FUZZ_CHECK(!e.suggestion || e.suggestion->size() <= l.max_text_bytes, where);
   FUZZ_CHECK(!e.retry_after_ms || *e.retry_after_ms >= 0, where);
-  if (!options.trusted_server) FUZZ_CHECK(!r.idempotent, where);
+  if (!options.trusted_server) FUZZ_CHECK(!adapted.idempotent, where);
   // Text a model may read.
   const recourse::ModelText m = recourse::model_text(e);
   FUZZ_CHECK(m.text.size() <= 400 && fuzz::valid_utf8(m.text), where + "\nmodel text: " + m.text);
@@ -200,18 +204,17 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   recourse::ReaderLimits whole = l;  // the caps stay; the JSON's escapes may outgrow max_bytes
   whole.max_bytes = std::size_t{1} << 20;
   const auto back = recourse::read_envelope(recourse::to_json(e), whole);
-  FUZZ_CHECK(back.ok && back.envelope.code == e.code && back.envelope.message == e.message &&
-                 back.envelope.retryable == e.retryable && back.envelope.field == e.field &&
-                 back.envelope.suggestion == e.suggestion &&
-                 back.envelope.retry_after_ms == e.retry_after_ms &&
-                 back.envelope.trace_id == e.trace_id,
+  FUZZ_CHECK(back.ok() && (*back).code == e.code && (*back).message == e.message &&
+                 (*back).retryable == e.retryable && (*back).field == e.field &&
+                 (*back).suggestion == e.suggestion && (*back).retry_after_ms == e.retry_after_ms &&
+                 (*back).trace_id == e.trace_id,
              where);
   // Decided by every bundled policy.
   const recourse::Bundle& bundle = fuzz::examples();
   for (const auto& policy : bundle.policies()) {
     recourse::Context c = fuzz::contexts()[data[1] % fuzz::contexts().size()];
     c.tool = std::string(policy.name());
-    fuzz::valid_decision(bundle.decide(e, c), e, c, where);
+    fuzz::valid_decision(bundle.decide(e, c), bundle.find(c.tool), e, c, where);
     fuzz::same_decision(policy, e, c, where);
   }
   return 0;

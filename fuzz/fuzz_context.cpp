@@ -127,7 +127,7 @@ std::map<std::string, std::int64_t> integers(const recourse::Context& c) {
 
 // Whether the context's reading agrees with the oracle (the properties above); `where` for the
 // report. Returns whether the oracle says the text reads.
-bool check_context(std::string_view text, const recourse::ContextResult& r,
+bool check_context(std::string_view text, const recourse::Result<recourse::Context>& r,
                    const std::string& where) {
   const Seen s = see(text);
   bool valid = s.object && !s.repeated;
@@ -140,35 +140,35 @@ bool check_context(std::string_view text, const recourse::ContextResult& r,
       }
   if (!valid) {
     // Other keys may be wrong too (a string where a bool goes): the reader refuses either way.
-    FUZZ_CHECK(!r.ok && !r.errors.empty(), where);
+    FUZZ_CHECK(!r.ok() && !r.diagnostics().empty(), where);
     if (s.object && s.repeated)
-      FUZZ_CHECK(r.errors.front().message.find("appears more than once") != std::string::npos,
-                 where);
+      FUZZ_CHECK(
+          r.diagnostics().front().message.find("appears more than once") != std::string::npos,
+          where);
     if (!broken.empty() && !s.repeated) {
       bool named = false;
-      for (const auto& e : r.errors)
+      for (const auto& e : r.diagnostics())
         named |= e.message.rfind("context." + broken + " must be an integer in [", 0) == 0;
       FUZZ_CHECK(named, where + "\nrange of " + broken);
     }
     return false;
   }
-  if (!r.ok) {  // a string, bool or enum key of the wrong type or value; never an integer key
-    for (const auto& e : r.errors)
+  if (!r.ok()) {  // a string, bool or enum key of the wrong type or value; never an integer key
+    for (const auto& e : r.diagnostics())
       for (const Range& range : kIntegers)
         FUZZ_CHECK(e.message.rfind("context." + std::string(range.key) + " ", 0) != 0,
                    where + "\n" + e.message);
     return false;
   }
-  const auto read = integers(r.context);
+  const auto read = integers(*r);
   for (const Range& range : kIntegers) {
     const auto it = s.top.find(range.key);
     if (it == s.top.end() || it->is_null()) continue;
     FUZZ_CHECK(read.at(range.key) == it->get<std::int64_t>(), where + "\nkey " + range.key);
   }
-  const std::string written = recourse::to_json(r.context);
-  const recourse::ContextResult again = recourse::read_context(written);
-  FUZZ_CHECK(again.ok && recourse::to_json(again.context) == written,
-             where + "\nwritten: " + written);
+  const std::string written = recourse::to_json(*r);
+  const recourse::Result<recourse::Context> again = recourse::read_context(written);
+  FUZZ_CHECK(again.ok() && recourse::to_json(*again) == written, where + "\nwritten: " + written);
   return true;
 }
 
@@ -258,7 +258,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const std::string_view text(reinterpret_cast<const char*>(data + 1), size - 1);
   switch (mode % 3) {
     case 0: {
-      const recourse::ContextResult r = recourse::read_context(text);
+      const recourse::Result<recourse::Context> r = recourse::read_context(text);
       check_context(text, r, "context: " + std::string(text.substr(0, 2000)));
       break;
     }

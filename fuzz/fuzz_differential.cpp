@@ -341,16 +341,16 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   // At most two more tries: invariants waived, `hit unique` made `hit first`, a default added.
   for (int attempt = 0; !r.ok(); ++attempt) {
     bool only_invariants = false, too_big = false, hit_first = false;
-    const std::string waive = waivers_for(r.diagnostics, only_invariants, too_big, hit_first);
+    const std::string waive = waivers_for(r.diagnostics(), only_invariants, too_big, hit_first);
     if (too_big) return 0;
     if (!only_invariants || attempt == 3)
-      fuzz::fail("a generated policy does not compile", text + "\n" + all_text(r.diagnostics));
+      fuzz::fail("a generated policy does not compile", text + "\n" + all_text(r.diagnostics()));
     text.insert(text.rfind('}'), waive);
     if (hit_first) text.replace(text.find("hit unique"), 10, "hit first");
     r = recourse::compile({{"fuzz.recourse", text}}, options);
   }
-  FUZZ_CHECK(r.bundle->policies().size() == 1, text);
-  const recourse::Policy& policy = r.bundle->policies().front();
+  FUZZ_CHECK(r->policies().size() == 1, text);
+  const recourse::Policy& policy = r->policies().front();
   const auto compiled = fuzz::compiled_of(policy);
   const fuzz::Pools pools = fuzz::pools_of(compiled->spec);
   for (int i = 0; i < 64; ++i) {
@@ -358,7 +358,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     recourse::Context c;
     fuzz::draw_input(src, pools, compiled->spec, e, c);
     fuzz::same_decision(policy, e, c, text);
-    fuzz::valid_decision(r.bundle->decide(e, c), e, c, text);
+    fuzz::valid_decision(r->decide(e, c), r->find(c.tool), e, c, text);
   }
   return 0;
 }

@@ -22,6 +22,12 @@
 
 namespace {
 
+// The envelope read, or an empty one (every field absent) when the input did not read.
+const recourse::Envelope& fields(const recourse::Result<recourse::Envelope>& r) {
+  static const recourse::Envelope none;
+  return r.ok() ? *r : none;
+}
+
 constexpr const char* kKeys[] = {"code",       "message",      "retryable", "field",
                                  "suggestion", "retryAfterMs", "traceId"};
 
@@ -109,9 +115,9 @@ bool same_fields(const recourse::Envelope& a, const recourse::Envelope& b) {
          a.retry_after_ms == b.retry_after_ms && a.trace_id == b.trace_id;
 }
 
-std::string show(const recourse::EnvelopeResult& r) {
-  std::string s = r.ok ? recourse::to_json(r.envelope) : "unreadable: " + r.error;
-  for (const auto& w : r.envelope.warnings) s += "\n  " + w.kind + " " + w.field + ": " + w.message;
+std::string show(const recourse::Result<recourse::Envelope>& r) {
+  std::string s = r.ok() ? recourse::to_json(fields(r)) : "unreadable: " + r.message();
+  for (const auto& w : fields(r).warnings) s += "\n  " + w.kind + " " + w.field + ": " + w.message;
   return s;
 }
 
@@ -185,38 +191,38 @@ void decide_all(const recourse::Envelope& e, const std::string& where) {
     for (recourse::Context c : fuzz::contexts()) {
       c.tool = std::string(policy.name());
       const auto d = bundle.decide(e, c);
-      fuzz::valid_decision(d, e, c, where);
+      fuzz::valid_decision(d, &policy, e, c, where);
       fuzz::same_decision(policy, e, c, where);
     }
 }
 
 // The envelope with a field dropped decides exactly as the envelope without it.
-void same_as_removed(const recourse::EnvelopeResult& corrupted,
-                     const recourse::EnvelopeResult& removed, std::string_view key,
+void same_as_removed(const recourse::Result<recourse::Envelope>& corrupted,
+                     const recourse::Result<recourse::Envelope>& removed, std::string_view key,
                      const std::string& where) {
   const std::string both =
       where + "\ncorrupted: " + show(corrupted) + "\nremoved:   " + show(removed);
-  FUZZ_CHECK(corrupted.ok && removed.ok, both);
-  FUZZ_CHECK(!present(corrupted.envelope, key) && warnings_on(corrupted.envelope, key) >= 1, both);
-  FUZZ_CHECK(same_fields(corrupted.envelope, removed.envelope), both);
+  FUZZ_CHECK(corrupted.ok() && removed.ok(), both);
+  FUZZ_CHECK(!present(fields(corrupted), key) && warnings_on(fields(corrupted), key) >= 1, both);
+  FUZZ_CHECK(same_fields(fields(corrupted), fields(removed)), both);
   // The other fields' warnings are untouched.
   std::vector<recourse::EnvelopeWarning> rest;
-  for (const auto& w : corrupted.envelope.warnings)
+  for (const auto& w : fields(corrupted).warnings)
     if (w.field != key) rest.push_back(w);
-  FUZZ_CHECK(rest.size() == removed.envelope.warnings.size(), both);
+  FUZZ_CHECK(rest.size() == fields(removed).warnings.size(), both);
   for (std::size_t i = 0; i < rest.size(); ++i)
-    FUZZ_CHECK(rest[i].field == removed.envelope.warnings[i].field &&
-                   rest[i].kind == removed.envelope.warnings[i].kind,
+    FUZZ_CHECK(rest[i].field == fields(removed).warnings[i].field &&
+                   rest[i].kind == fields(removed).warnings[i].kind,
                both);
   const recourse::Bundle& bundle = fuzz::examples();
   for (const auto& policy : bundle.policies())
     for (recourse::Context c : fuzz::contexts()) {
       c.tool = std::string(policy.name());
-      const auto a = bundle.decide(corrupted.envelope, c);
-      const auto b = bundle.decide(removed.envelope, c);
-      FUZZ_CHECK(fuzz::same(a, b), both + "\n" + fuzz::describe(removed.envelope, c) +
-                                       "\ncorrupted " + recourse::to_json(a, corrupted.envelope) +
-                                       "\nremoved   " + recourse::to_json(b, removed.envelope));
+      const auto a = bundle.decide(fields(corrupted), c);
+      const auto b = bundle.decide(fields(removed), c);
+      FUZZ_CHECK(fuzz::same(a, b), both + "\n" + fuzz::describe(fields(removed), c) +
+                                       "\ncorrupted " + recourse::to_json(a, fields(corrupted)) +
+                                       "\nremoved   " + recourse::to_json(b, fields(removed)));
     }
 }
 
@@ -250,10 +256,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     limits.max_text_bytes = 16;
     limits.max_overflow_numbers = 1;
   }
-  const recourse::EnvelopeResult r = recourse::read_envelope(text, limits);
+  const recourse::Result<recourse::Envelope> r = recourse::read_envelope(text, limits);
   const std::string where = "input: " + std::string(text.substr(0, 2000)) + "\nread: " + show(r);
-  if (!r.ok) {
-    FUZZ_CHECK(!r.error.empty() && r.envelope.warnings.empty() && !r.envelope.code, where);
+  if (!r.ok()) {
+    FUZZ_CHECK(!r.message().empty() && fields(r).warnings.empty() && !fields(r).code, where);
     const recourse::Bundle& bundle = fuzz::examples();
     for (const auto& policy : bundle.policies()) {
       recourse::Context c = fuzz::contexts()[0];
@@ -273,35 +279,36 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     for (const auto& m : ms)
       if (m.key == key) ++count, one = &m;
     if (count == 0) {
-      FUZZ_CHECK(!present(r.envelope, key) && warnings_on(r.envelope, key) == 0, where);
+      FUZZ_CHECK(!present(fields(r), key) && warnings_on(fields(r), key) == 0, where);
     } else if (count > 1) {
-      FUZZ_CHECK(!present(r.envelope, key), where);
+      FUZZ_CHECK(!present(fields(r), key), where);
       FUZZ_CHECK(std::count_if(
-                     r.envelope.warnings.begin(), r.envelope.warnings.end(),
+                     fields(r).warnings.begin(), fields(r).warnings.end(),
                      [&](const auto& w) { return w.field == key && w.kind == "duplicate"; }) == 1,
                  where);
     } else {
-      oracle(key, text.substr(one->value, one->end - one->value), limits, r.envelope, where);
+      oracle(key, text.substr(one->value, one->end - one->value), limits, fields(r), where);
     }
   }
-  for (const auto& w : r.envelope.warnings)
+  for (const auto& w : fields(r).warnings)
     FUZZ_CHECK(std::find(std::begin(kKeys), std::end(kKeys), w.field) != std::end(kKeys), where);
-  const auto back = recourse::read_envelope(recourse::to_json(r.envelope), limits);
-  FUZZ_CHECK(back.ok && same_fields(back.envelope, r.envelope) && back.envelope.warnings.empty(),
+  const auto back = recourse::read_envelope(recourse::to_json(fields(r)), limits);
+  FUZZ_CHECK(back.ok() && same_fields(fields(back), fields(r)) && fields(back).warnings.empty(),
              where + "\nback: " + show(back));
 
-  decide_all(r.envelope, where);
+  decide_all(fields(r), where);
 
   // Each field the reader dropped: the same as the envelope without it.
   for (const char* key : kKeys)
-    if (warnings_on(r.envelope, key) > 0)
+    if (warnings_on(fields(r), key) > 0)
       same_as_removed(r, recourse::read_envelope(without(text, ms, key), limits), key,
                       where + "\ndropped: " + key);
 
   // One field corrupted on purpose: the same as the envelope without it.
   const char* key = kKeys[(h >> 8) % 7];
   const std::string removed_text = without(text, ms, key);
-  const recourse::EnvelopeResult removed = recourse::read_envelope(removed_text, limits);
+  const recourse::Result<recourse::Envelope> removed =
+      recourse::read_envelope(removed_text, limits);
   std::string bad = corruption(key, static_cast<std::size_t>(h >> 16), limits);
   std::string corrupted_text = removed_text;
   corrupted_text.pop_back();
@@ -312,15 +319,16 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
                        : std::string(key) == "retryAfterMs" ? "1000"
                                                             : "\"A\"");
   corrupted_text += "}";
-  const recourse::EnvelopeResult corrupted = recourse::read_envelope(corrupted_text, limits);
+  const recourse::Result<recourse::Envelope> corrupted =
+      recourse::read_envelope(corrupted_text, limits);
   const std::string why = where + "\ncorrupted on purpose: " + corrupted_text.substr(0, 2000) +
                           "\nremoved: " + show(removed) + "\ncorrupted: " + show(corrupted);
-  FUZZ_CHECK(removed.ok, why);
-  if (corrupted.ok)
+  FUZZ_CHECK(removed.ok(), why);
+  if (corrupted.ok())
     same_as_removed(corrupted, removed, key, why);
   else  // only a whole-input limit may make the corrupted text unreadable
-    FUZZ_CHECK(corrupted.error.find("the limit is") != std::string::npos ||
-                   corrupted.error.find("beyond the range of a double") != std::string::npos,
+    FUZZ_CHECK(corrupted.message().find("the limit is") != std::string::npos ||
+                   corrupted.message().find("beyond the range of a double") != std::string::npos,
                why);
   return 0;
 }

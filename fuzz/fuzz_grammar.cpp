@@ -14,14 +14,13 @@
 
 namespace {
 
-// The canonical text `recourse fmt` writes (recourse/format.hpp). fuzz_grammar checks that it
+// The canonical text `recourse fmt` writes (recourse/tooling.hpp). fuzz_grammar checks that it
 // compiles to the same tables (same hashes) and that formatting it again changes nothing.
 std::string formatted(const std::string& text) {
-  std::vector<recourse::Diagnostic> diagnostics;
-  auto out = recourse::format(text, diagnostics, "fuzz.recourse");
-  if (!out) {
+  auto out = recourse::format(text, "fuzz.recourse");
+  if (!out.ok()) {
     std::string why;
-    for (const auto& d : diagnostics) why += recourse::to_text(d);
+    for (const auto& d : out.diagnostics()) why += recourse::to_text(d);
     fuzz::fail("a policy that compiles does not format", text + "\n" + why);
   }
   return *out;
@@ -45,10 +44,10 @@ void check_diagnostics(const std::string& text, const std::vector<recourse::Diag
   (void)recourse::to_json(ds);
 }
 
-std::vector<std::string> hashes(const recourse::CompileResult& r) {
+std::vector<std::string> hashes(const recourse::Result<recourse::Bundle>& r) {
   std::vector<std::string> out;
   if (r.ok())
-    for (const auto& p : r.bundle->policies()) out.emplace_back(p.hash());
+    for (const auto& p : r->policies()) out.emplace_back(p.hash());
   return out;
 }
 
@@ -60,9 +59,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   // sanitizers); the default options for one input in four.
   recourse::CompileOptions options;
   if (recourse::detail::fnv1a(text) & 3) options.direct_table_max_entries = 1024;
-  const recourse::CompileResult r = recourse::compile({{"fuzz.recourse", text}}, options);
-  check_diagnostics(text, r.diagnostics);
-  FUZZ_CHECK(r.ok() == !recourse::has_errors(r.diagnostics), text);
+  const recourse::Result<recourse::Bundle> r =
+      recourse::compile({{"fuzz.recourse", text}}, options);
+  check_diagnostics(text, r.diagnostics());
+  FUZZ_CHECK(r.ok() == !recourse::has_errors(r.diagnostics()), text);
   if (!r.ok()) return 0;
 
   // Deterministic: the same text, the same tables.
@@ -74,7 +74,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
 
   // Inputs come from a generator seeded by the text, not from the text's bytes.
   std::uint64_t seed = recourse::detail::fnv1a(text);
-  for (const recourse::Policy& policy : r.bundle->policies()) {
+  for (const recourse::Policy& policy : r->policies()) {
     FUZZ_CHECK(!policy.dump().empty(), text);
     const auto compiled = fuzz::compiled_of(policy);
     const fuzz::Pools pools = fuzz::pools_of(compiled->spec);
@@ -89,9 +89,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       recourse::Context c;
       fuzz::draw_input(gen, pools, compiled->spec, e, c);
       fuzz::same_decision(policy, e, c, text);
-      fuzz::valid_decision(policy.decide(e, c), e, c, text);
+      fuzz::valid_decision(policy.decide(e, c), &policy, e, c, text);
       if (i == 0) {
-        const auto x = policy.explain(e, c);
+        const auto x = recourse::explain(policy, e, c);
         FUZZ_CHECK(x.decision.route == policy.decide(e, c).route, text);
       }
     }

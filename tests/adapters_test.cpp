@@ -11,29 +11,31 @@
 
 namespace {
 
+using recourse::Adapted;
 using recourse::AdapterOptions;
-using recourse::AdapterResult;
 using recourse::Headers;
 using recourse::Protocol;
+using recourse::Result;
 
 constexpr std::int64_t kMaxMs = std::numeric_limits<std::int64_t>::max();
 constexpr std::int64_t k1994 = 784111777000;  // Sun, 06 Nov 1994 08:49:37 GMT (RFC 9110 5.6.7)
 
-std::string describe(const AdapterResult& r) {
-  std::string s = "ok=" + std::to_string(r.ok) + " error=" + r.error + " mapping=" + r.mapping +
-                  " envelope=" + recourse::to_json(r.envelope) + " warnings=";
-  for (const auto& w : r.envelope.warnings)
+std::string describe(const Result<Adapted>& r) {
+  if (!r.ok()) return "failed: " + r.message();
+  std::string s =
+      "mapping=" + r->mapping + " envelope=" + recourse::to_json(r->envelope) + " warnings=";
+  for (const auto& w : r->envelope.warnings)
     s += "[" + w.kind + " " + w.field + ": " + w.message + "]";
   return s;
 }
 
-AdapterResult raw(Protocol p, const std::string& json, std::optional<std::int64_t> now = {},
-                  const AdapterOptions& o = {}) {
+Result<Adapted> raw(Protocol p, const std::string& json, std::optional<std::int64_t> now = {},
+                    const AdapterOptions& o = {}) {
   return recourse::from_raw(p, json, now, o);
 }
 
-bool warned(const AdapterResult& r, const std::string& field, const std::string& kind) {
-  for (const auto& w : r.envelope.warnings)
+bool warned(const Result<Adapted>& r, const std::string& field, const std::string& kind) {
+  for (const auto& w : r->envelope.warnings)
     if (w.field == field && w.kind == kind) return true;
   return false;
 }
@@ -98,46 +100,46 @@ TEST_CASE("adapters: HTTP status table (RFC 9110 section 15, RFC 6585)", "[adapt
     DYNAMIC_SECTION("status " << row.status) {
       const auto r = recourse::from_http(row.status, {}, "", std::nullopt);
       INFO(describe(r));
-      CHECK(r.ok);
-      CHECK(r.envelope.code == std::optional<std::string>(row.code));
-      CHECK(r.envelope.retryable == row.retryable);
-      CHECK(r.envelope.warnings.empty());
-      CHECK(r.mapping == "http " + std::to_string(row.status));
+      CHECK(r.ok());
+      CHECK(r->envelope.code == std::optional<std::string>(row.code));
+      CHECK(r->envelope.retryable == row.retryable);
+      CHECK(r->envelope.warnings.empty());
+      CHECK(r->mapping == "http " + std::to_string(row.status));
       // The same through the raw JSON form.
       const auto j = raw(Protocol::Http, R"({"status":)" + std::to_string(row.status) + "}");
-      CHECK(recourse::to_json(j.envelope) == recourse::to_json(r.envelope));
+      CHECK(recourse::to_json(j->envelope) == recourse::to_json(r->envelope));
     }
   }
   SECTION("a garbled status is UNKNOWN with a warning") {
     for (int status : {0, -1, 99, 600, 1000}) {
       const auto r = recourse::from_http(status, {}, "", std::nullopt);
       INFO(describe(r));
-      CHECK(r.envelope.code == "UNKNOWN");
-      CHECK_FALSE(r.envelope.retryable.has_value());
+      CHECK(r->envelope.code == "UNKNOWN");
+      CHECK_FALSE(r->envelope.retryable.has_value());
       CHECK(warned(r, "code", "malformed"));
     }
     for (const char* status : {R"("503")", "503.0", "true", "[503]", "1e999", R"({"a":1})"}) {
       const auto r = raw(Protocol::Http, std::string(R"({"status":)") + status + "}");
       INFO(status << ": " << describe(r));
-      CHECK(r.ok);
-      CHECK(r.envelope.code == "UNKNOWN");
+      CHECK(r.ok());
+      CHECK(r->envelope.code == "UNKNOWN");
       CHECK(warned(r, "code", "malformed"));
     }
     // A status given twice is neither value.
     const auto twice = raw(Protocol::Http, R"({"status":200,"status":503})");
-    CHECK(twice.envelope.code == "UNKNOWN");
+    CHECK(twice->envelope.code == "UNKNOWN");
     CHECK(warned(twice, "code", "duplicate"));
   }
   SECTION("the message is the body's, else the status line; HTML stays out") {
-    CHECK(recourse::from_http(503, {}, "", std::nullopt).envelope.message ==
+    CHECK(recourse::from_http(503, {}, "", std::nullopt)->envelope.message ==
           "HTTP 503 Service Unavailable");
     CHECK(recourse::from_http(503, {}, "upstream connect error\nmore", std::nullopt)
-              .envelope.message == "HTTP 503 Service Unavailable: upstream connect error");
-    CHECK(raw(Protocol::Http, R"({"status":500,"body":"{\"id\":7}"})").envelope.message ==
+              ->envelope.message == "HTTP 503 Service Unavailable: upstream connect error");
+    CHECK(raw(Protocol::Http, R"({"status":500,"body":"{\"id\":7}"})")->envelope.message ==
           "HTTP 500 Internal Server Error");  // a JSON body sent as a string is still JSON
     CHECK(recourse::from_http(502, {{"Content-Type", "text/html"}},
                               "<html><body><h1>502 Bad Gateway</h1></body></html>", std::nullopt)
-              .envelope.message == "HTTP 502 Bad Gateway");
+              ->envelope.message == "HTTP 502 Bad Gateway");
   }
 }
 
@@ -181,9 +183,9 @@ TEST_CASE("adapters: Retry-After (RFC 9110 section 10.2.3)", "[adapters]") {
       for (int status : {429, 503}) {
         const auto r = recourse::from_http(status, {{"Retry-After", row.value}}, "", row.now);
         INFO(describe(r));
-        CHECK(r.envelope.retry_after_ms == row.ms);
+        CHECK(r->envelope.retry_after_ms == row.ms);
         CHECK(warned(r, "retryAfterMs", "malformed") == !row.ms.has_value());
-        CHECK(r.envelope.code == (status == 429 ? "RATE_LIMITED" : "TRANSIENT"));
+        CHECK(r->envelope.code == (status == 429 ? "RATE_LIMITED" : "TRANSIENT"));
       }
     }
   }
@@ -192,20 +194,20 @@ TEST_CASE("adapters: Retry-After (RFC 9110 section 10.2.3)", "[adapters]") {
                                        {{"Date", "Sun, 06 Nov 1994 08:49:07 GMT"},
                                         {"Retry-After", "Sun, 06 Nov 1994 08:49:37 GMT"}},
                                        "", std::nullopt);
-    CHECK(r.envelope.retry_after_ms == 30000);
+    CHECK(r->envelope.retry_after_ms == 30000);
   }
   SECTION("a repeated Retry-After is neither value") {
     const auto r =
         recourse::from_http(429, {{"Retry-After", "1"}, {"retry-after", "2"}}, "", std::nullopt);
-    CHECK_FALSE(r.envelope.retry_after_ms.has_value());
+    CHECK_FALSE(r->envelope.retry_after_ms.has_value());
     CHECK(warned(r, "retryAfterMs", "duplicate"));
     const auto j = raw(Protocol::Http, R"({"status":429,"headers":{"Retry-After":["1","2"]}})");
-    CHECK_FALSE(j.envelope.retry_after_ms.has_value());
+    CHECK_FALSE(j->envelope.retry_after_ms.has_value());
     const auto k =
         raw(Protocol::Http, R"({"status":429,"headers":{"Retry-After":"1","Retry-After":"1"}})");
-    CHECK_FALSE(k.envelope.retry_after_ms.has_value());
+    CHECK_FALSE(k->envelope.retry_after_ms.has_value());
     const auto n = raw(Protocol::Http, R"({"status":429,"headers":{"Retry-After":5}})");
-    CHECK_FALSE(n.envelope.retry_after_ms.has_value());
+    CHECK_FALSE(n->envelope.retry_after_ms.has_value());
     CHECK(warned(n, "retryAfterMs", "malformed"));
   }
 }
@@ -214,38 +216,38 @@ TEST_CASE("adapters: a 2xx that means not yet is PENDING", "[adapters]") {
   SECTION("202 Accepted, with and without Retry-After (RFC 9110 sections 15.3.3, 10.2.3)") {
     const auto bare = recourse::from_http(202, {}, "", std::nullopt);
     INFO(describe(bare));
-    CHECK(bare.envelope.code == "PENDING");
-    CHECK(bare.envelope.retryable == true);
-    CHECK_FALSE(bare.envelope.retry_after_ms.has_value());
-    CHECK(bare.envelope.message == "HTTP 202 Accepted");
-    CHECK(bare.mapping == "http 202");
-    CHECK(bare.envelope.warnings.empty());
+    CHECK(bare->envelope.code == "PENDING");
+    CHECK(bare->envelope.retryable == true);
+    CHECK_FALSE(bare->envelope.retry_after_ms.has_value());
+    CHECK(bare->envelope.message == "HTTP 202 Accepted");
+    CHECK(bare->mapping == "http 202");
+    CHECK(bare->envelope.warnings.empty());
     const auto hinted = recourse::from_http(202, {{"Retry-After", "3"}}, "", std::nullopt);
-    CHECK(hinted.envelope.code == "PENDING");
-    CHECK(hinted.envelope.retry_after_ms == 3000);
-    CHECK(hinted.mapping == "http 202");
+    CHECK(hinted->envelope.code == "PENDING");
+    CHECK(hinted->envelope.retry_after_ms == 3000);
+    CHECK(hinted->mapping == "http 202");
     // RFC 8555 section 7.5.1: an ACME client polls a pending order after its Retry-After.
     const auto acme =
         raw(Protocol::Http,
             R"({"status":202,"headers":{"Retry-After":"Sun, 06 Nov 1994 08:49:47 GMT"},
                               "body":{"status":"pending"}})",
             k1994);
-    CHECK(acme.envelope.code == "PENDING");
-    CHECK(acme.envelope.retry_after_ms == 10000);
+    CHECK(acme->envelope.code == "PENDING");
+    CHECK(acme->envelope.retry_after_ms == 10000);
   }
   SECTION("200 with Retry-After, any hint kept as the wait") {
     const auto r = recourse::from_http(200, {{"Retry-After", "120"}}, "", std::nullopt);
     INFO(describe(r));
-    CHECK(r.envelope.code == "PENDING");
-    CHECK(r.envelope.retryable == true);
-    CHECK(r.envelope.retry_after_ms == 120000);
-    CHECK(r.mapping == "http 200 with Retry-After (pending)");
+    CHECK(r->envelope.code == "PENDING");
+    CHECK(r->envelope.retryable == true);
+    CHECK(r->envelope.retry_after_ms == 120000);
+    CHECK(r->mapping == "http 200 with Retry-After (pending)");
     // retry-after-ms alone is a wait hint, not a pending signal; with Retry-After the longer.
-    CHECK(recourse::from_http(200, {{"retry-after-ms", "5000"}}, "", std::nullopt).envelope.code ==
+    CHECK(recourse::from_http(200, {{"retry-after-ms", "5000"}}, "", std::nullopt)->envelope.code ==
           "UNKNOWN");
     CHECK(recourse::from_http(201, {{"Retry-After", "1"}, {"retry-after-ms", "5000"}}, "",
                               std::nullopt)
-              .envelope.retry_after_ms == 5000);
+              ->envelope.retry_after_ms == 5000);
   }
   SECTION("a long-running operation's body says not done") {
     struct Row {
@@ -280,11 +282,11 @@ TEST_CASE("adapters: a 2xx that means not yet is PENDING", "[adapters]") {
       DYNAMIC_SECTION(row.status << " " << row.body) {
         const auto r = recourse::from_http(row.status, {}, row.body, std::nullopt);
         INFO(describe(r));
-        CHECK(r.envelope.code == "PENDING");
-        CHECK(r.envelope.retryable == true);
-        CHECK_FALSE(r.envelope.retry_after_ms.has_value());
-        CHECK(r.mapping == row.mapping);
-        CHECK(r.envelope.warnings.empty());
+        CHECK(r->envelope.code == "PENDING");
+        CHECK(r->envelope.retryable == true);
+        CHECK_FALSE(r->envelope.retry_after_ms.has_value());
+        CHECK(r->mapping == row.mapping);
+        CHECK(r->envelope.warnings.empty());
       }
     }
   }
@@ -295,43 +297,43 @@ TEST_CASE("adapters: a 2xx that means not yet is PENDING", "[adapters]") {
       for (int status : {200, 201, 204}) {
         const auto r = recourse::from_http(status, {}, body, std::nullopt);
         INFO(status << " " << body << ": " << describe(r));
-        CHECK(r.envelope.code == "UNKNOWN");
-        CHECK_FALSE(r.envelope.retryable.has_value());
-        CHECK(r.mapping == "http " + std::to_string(status));
+        CHECK(r->envelope.code == "UNKNOWN");
+        CHECK_FALSE(r->envelope.retryable.has_value());
+        CHECK(r->mapping == "http " + std::to_string(status));
       }
     }
     // A processing status on a failure status is no pending signal.
-    CHECK(recourse::from_http(500, {}, R"({"status":"pending"})", std::nullopt).envelope.code ==
+    CHECK(recourse::from_http(500, {}, R"({"status":"pending"})", std::nullopt)->envelope.code ==
           "TRANSIENT");
-    CHECK(recourse::from_http(409, {}, R"({"status":"processing"})", std::nullopt).envelope.code ==
+    CHECK(recourse::from_http(409, {}, R"({"status":"processing"})", std::nullopt)->envelope.code ==
           "CONFLICT");
   }
   SECTION("a malformed Retry-After on a 2xx is absent with a warning") {
     for (const char* value : {"nan", "-1", "soon", ""}) {
       const auto ok = recourse::from_http(200, {{"Retry-After", value}}, "", std::nullopt);
       INFO(value << ": " << describe(ok));
-      CHECK(ok.envelope.code == "UNKNOWN");  // no valid signal: the 200 reads as before
-      CHECK_FALSE(ok.envelope.retryable.has_value());
-      CHECK_FALSE(ok.envelope.retry_after_ms.has_value());
+      CHECK(ok->envelope.code == "UNKNOWN");  // no valid signal: the 200 reads as before
+      CHECK_FALSE(ok->envelope.retryable.has_value());
+      CHECK_FALSE(ok->envelope.retry_after_ms.has_value());
       CHECK(warned(ok, "retryAfterMs", "malformed"));
       const auto accepted = recourse::from_http(202, {{"Retry-After", value}}, "", std::nullopt);
-      CHECK(accepted.envelope.code == "PENDING");
-      CHECK_FALSE(accepted.envelope.retry_after_ms.has_value());
+      CHECK(accepted->envelope.code == "PENDING");
+      CHECK_FALSE(accepted->envelope.retry_after_ms.has_value());
       CHECK(warned(accepted, "retryAfterMs", "malformed"));
     }
     const auto twice =
         recourse::from_http(200, {{"Retry-After", "1"}, {"Retry-After", "1"}}, "", std::nullopt);
-    CHECK(twice.envelope.code == "UNKNOWN");
+    CHECK(twice->envelope.code == "UNKNOWN");
     CHECK(warned(twice, "retryAfterMs", "duplicate"));
   }
   SECTION("the server's false and an envelope in the body still win") {
     const auto no = recourse::from_http(202, {{"x-should-retry", "false"}}, "", std::nullopt);
-    CHECK(no.envelope.code == "PENDING");
-    CHECK(no.envelope.retryable == false);
+    CHECK(no->envelope.code == "PENDING");
+    CHECK(no->envelope.retryable == false);
     const auto env = recourse::from_http(200, {{"Retry-After", "1"}},
                                          R"({"code":"CONFLICT","retryable":false})", std::nullopt);
-    CHECK(env.envelope.code == "CONFLICT");
-    CHECK(env.envelope.retryable == false);
+    CHECK(env->envelope.code == "CONFLICT");
+    CHECK(env->envelope.retryable == false);
   }
   SECTION("PENDING is a built-in code of every policy") {
     const recourse::Policy p = test::policy(R"(version 1
@@ -339,7 +341,7 @@ policy "jobs.status" {
   rule later when code == PENDING -> retry
   default -> stop
 })");
-    const auto e = recourse::from_http(202, {{"Retry-After", "2"}}, "", std::nullopt).envelope;
+    const auto e = recourse::from_http(202, {{"Retry-After", "2"}}, "", std::nullopt)->envelope;
     const recourse::Decision d =
         p.decide(e, test::context(R"({"tool":"jobs.status","sideEffect":"none"})"));
     CHECK(d.route == recourse::Route::Retry);
@@ -369,20 +371,20 @@ TEST_CASE("adapters: the error event of an event stream", "[adapters]") {
     const auto body = recourse::from_http(
         200, {}, R"({"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}})",
         std::nullopt);
-    CHECK(r.envelope.code == "TRANSIENT");
-    CHECK(r.envelope.retryable == true);
-    CHECK(r.envelope.message == "Overloaded");
-    CHECK(r.mapping == "http 200 body: overloaded");
-    CHECK(r.envelope.warnings.empty());
-    CHECK(recourse::to_json(r.envelope) == recourse::to_json(body.envelope));
-    CHECK(r.mapping == body.mapping);
+    CHECK(r->envelope.code == "TRANSIENT");
+    CHECK(r->envelope.retryable == true);
+    CHECK(r->envelope.message == "Overloaded");
+    CHECK(r->mapping == "http 200 body: overloaded");
+    CHECK(r->envelope.warnings.empty());
+    CHECK(recourse::to_json(r->envelope) == recourse::to_json(body->envelope));
+    CHECK(r->mapping == body->mapping);
     // The same through the raw form, the body a string.
     const auto j =
         raw(Protocol::Http, nlohmann::json{{"status", 200},
                                            {"headers", {{"content-type", "text/event-stream"}}},
                                            {"body", anthropic}}
                                 .dump());
-    CHECK(recourse::to_json(j.envelope) == recourse::to_json(r.envelope));
+    CHECK(recourse::to_json(j->envelope) == recourse::to_json(r->envelope));
   }
   SECTION("OpenAI's error objects in a stream") {
     struct Row {
@@ -421,10 +423,10 @@ TEST_CASE("adapters: the error event of an event stream", "[adapters]") {
       DYNAMIC_SECTION(row.stream) {
         const auto r = recourse::from_http(200, sse, row.stream, std::nullopt);
         INFO(describe(r));
-        CHECK(r.envelope.code == row.code);
-        CHECK(r.envelope.message == row.message);
-        CHECK(r.mapping == row.mapping);
-        CHECK(r.envelope.warnings.empty());
+        CHECK(r->envelope.code == row.code);
+        CHECK(r->envelope.message == row.message);
+        CHECK(r->mapping == row.mapping);
+        CHECK(r->envelope.warnings.empty());
       }
     }
     // A 4xx stream reads its rate limit as the JSON body would (rate_limit_exceeded on a 4xx).
@@ -433,8 +435,8 @@ TEST_CASE("adapters: the error event of an event stream", "[adapters]") {
         "event: response.failed\ndata: {\"type\":\"response.failed\",\"response\":{\"error\":"
         "{\"code\":\"rate_limit_exceeded\",\"message\":\"Slow down\"}}}\n\n",
         std::nullopt);
-    CHECK(failed.envelope.code == "RATE_LIMITED");
-    CHECK(failed.mapping == "http 429 body: rate limit");
+    CHECK(failed->envelope.code == "RATE_LIMITED");
+    CHECK(failed->mapping == "http 429 body: rate limit");
   }
   SECTION("the parsing of section 9.2.6") {
     const std::string error =
@@ -448,27 +450,27 @@ TEST_CASE("adapters: the error event of an event stream", "[adapters]") {
       const auto r =
           read("\xEF\xBB\xBF: a comment" + e + "event:error" + e + "data:" + error + e + e);
       INFO(describe(r));
-      CHECK(r.envelope.code == "TRANSIENT");
-      CHECK(r.envelope.message == "Over");
+      CHECK(r->envelope.code == "TRANSIENT");
+      CHECK(r->envelope.message == "Over");
     }
     // Multi-line data is joined with LF, then read as one JSON text.
     const auto multi = read(
         "event: error\ndata: {\"type\":\"error\",\ndata:  \"error\":"
         "{\"type\":\"overloaded_error\",\"message\":\"Two lines\"}}\n\n");
-    CHECK(multi.envelope.code == "TRANSIENT");
-    CHECK(multi.envelope.message == "Two lines");
+    CHECK(multi->envelope.code == "TRANSIENT");
+    CHECK(multi->envelope.message == "Two lines");
     // An event never finished by an empty line is discarded (the standard's end of stream).
     const auto cut = read("event: error\ndata: " + error + "\n");
-    CHECK(cut.envelope.code == "UNKNOWN");
+    CHECK(cut->envelope.code == "UNKNOWN");
     CHECK(warned(cut, "code", "no_error_event"));
     // Only one space after the colon is dropped; `event` without a colon is an empty type.
     const auto spaced = read("event:  error\ndata: " + error + "\n\n");
-    CHECK(spaced.envelope.code == "TRANSIENT");  // found by its data's type, not the event name
+    CHECK(spaced->envelope.code == "TRANSIENT");  // found by its data's type, not the event name
     // The first error event counts.
     const auto two =
         read("event: error\ndata: " + error +
              "\n\nevent: error\ndata: {\"error\":{\"type\":\"x\",\"message\":\"second\"}}\n\n");
-    CHECK(two.envelope.message == "Over");
+    CHECK(two->envelope.message == "Over");
   }
   SECTION("a stream without an error event reads as today, with a warning") {
     const std::string chat =
@@ -476,31 +478,31 @@ TEST_CASE("adapters: the error event of an event stream", "[adapters]") {
     const auto r = recourse::from_http(200, sse, chat, std::nullopt);
     INFO(describe(r));
     const auto today = recourse::from_http(200, {}, chat, std::nullopt);
-    CHECK(r.envelope.code == "UNKNOWN");
-    CHECK(r.envelope.message == today.envelope.message);
-    CHECK(r.mapping == today.mapping);
-    REQUIRE(r.envelope.warnings.size() == 1);
-    CHECK(r.envelope.warnings[0].kind == "no_error_event");
-    CHECK(r.envelope.warnings[0].field == "code");
-    CHECK(r.envelope.warnings[0].message ==
+    CHECK(r->envelope.code == "UNKNOWN");
+    CHECK(r->envelope.message == today->envelope.message);
+    CHECK(r->mapping == today->mapping);
+    REQUIRE(r->envelope.warnings.size() == 1);
+    CHECK(r->envelope.warnings[0].kind == "no_error_event");
+    CHECK(r->envelope.warnings[0].field == "code");
+    CHECK(r->envelope.warnings[0].message ==
           "the event stream (2 events) has no error event; the body is read as text");
     // A 503 stream without one keeps the status table's reading.
-    CHECK(recourse::from_http(503, sse, chat, std::nullopt).envelope.code == "TRANSIENT");
+    CHECK(recourse::from_http(503, sse, chat, std::nullopt)->envelope.code == "TRANSIENT");
     // An error event whose data is no JSON object is malformed, and no error event is found.
     const auto text =
         recourse::from_http(200, sse, "event: error\ndata: Overloaded\n\n", std::nullopt);
-    CHECK(text.envelope.code == "UNKNOWN");
+    CHECK(text->envelope.code == "UNKNOWN");
     CHECK(warned(text, "message", "malformed"));
     CHECK(warned(text, "code", "no_error_event"));
     // Without the event-stream media type the body is text, as before: no warning.
     CHECK(recourse::from_http(200, {{"Content-Type", "text/plain"}}, anthropic, std::nullopt)
-              .envelope.warnings.empty());
+              ->envelope.warnings.empty());
   }
   SECTION("the body limit bounds the stream") {
     AdapterOptions tight;
     tight.limits.max_bytes = 64;
     const auto r = recourse::from_http(200, sse, anthropic, std::nullopt, tight);
-    CHECK(r.envelope.code == "UNKNOWN");
+    CHECK(r->envelope.code == "UNKNOWN");
     CHECK(warned(r, "message", "oversized"));
   }
 }
@@ -548,8 +550,8 @@ TEST_CASE("adapters: RFC 850 two-digit years (RFC 9110 section 5.6.7)", "[adapte
     DYNAMIC_SECTION("now " << row.now << ", Retry-After: \"" << row.value << "\"") {
       const auto r = recourse::from_http(503, {{"Retry-After", row.value}}, "", row.now);
       INFO(describe(r));
-      CHECK(r.envelope.retry_after_ms == row.ms);
-      CHECK(r.envelope.warnings.empty());
+      CHECK(r->envelope.retry_after_ms == row.ms);
+      CHECK(r->envelope.warnings.empty());
     }
   }
   SECTION("against the response's Date header, across a century") {
@@ -558,19 +560,19 @@ TEST_CASE("adapters: RFC 850 two-digit years (RFC 9110 section 5.6.7)", "[adapte
                                         {"Retry-After", "Saturday, 01-Jan-00 00:00:09 GMT"}},
                                        "", std::nullopt);
     INFO(describe(r));
-    CHECK(r.envelope.retry_after_ms == 20000);
+    CHECK(r->envelope.retry_after_ms == 20000);
   }
   SECTION("a Date header in RFC 850 form, with no clock to read it by: 70-99 are 19xx") {
     const auto r = recourse::from_http(503,
                                        {{"Date", "Sunday, 06-Nov-94 08:49:07 GMT"},
                                         {"Retry-After", "Sun, 06 Nov 1994 08:49:37 GMT"}},
                                        "", std::nullopt);
-    CHECK(r.envelope.retry_after_ms == 30000);
+    CHECK(r->envelope.retry_after_ms == 30000);
     const auto y2k = recourse::from_http(503,
                                          {{"Date", "Saturday, 01-Jan-00 00:00:00 GMT"},
                                           {"Retry-After", "Sat, 01 Jan 2000 00:00:05 GMT"}},
                                          "", std::nullopt);
-    CHECK(y2k.envelope.retry_after_ms == 5000);
+    CHECK(y2k->envelope.retry_after_ms == 5000);
   }
 }
 
@@ -578,32 +580,32 @@ TEST_CASE("adapters: rate-limit reset headers", "[adapters]") {
   const std::int64_t now = 1655120933000;
   SECTION("X-RateLimit-Reset as epoch seconds, RateLimit-Reset as delta seconds") {
     auto r = recourse::from_http(429, {{"X-RateLimit-Reset", "1655120964"}}, "", now);
-    CHECK(r.envelope.retry_after_ms == 31000);
+    CHECK(r->envelope.retry_after_ms == 31000);
     r = recourse::from_http(429, {{"RateLimit-Reset", "50"}}, "", now);
-    CHECK(r.envelope.retry_after_ms == 50000);
+    CHECK(r->envelope.retry_after_ms == 50000);
     r = recourse::from_http(429, {{"X-RateLimit-Reset", "7"}}, "", now);
-    CHECK(r.envelope.retry_after_ms == 7000);
+    CHECK(r->envelope.retry_after_ms == 7000);
     // The longest valid hint wins: never retry earlier than any hint asked.
     r = recourse::from_http(429, {{"Retry-After", "10"}, {"RateLimit-Reset", "50"}}, "", now);
-    CHECK(r.envelope.retry_after_ms == 50000);
+    CHECK(r->envelope.retry_after_ms == 50000);
     // A reset in the past means no wait.
     r = recourse::from_http(429, {{"X-RateLimit-Reset", "1655120000"}}, "", now);
-    CHECK(r.envelope.retry_after_ms == 0);
+    CHECK(r->envelope.retry_after_ms == 0);
   }
   SECTION("read only for a rate limit, and only when that limit is spent") {
     // GitHub sends X-RateLimit-* on every response: a 404 does not wait for them.
     auto r = recourse::from_http(404, {{"X-RateLimit-Reset", "1655120964"}}, "", now);
-    CHECK_FALSE(r.envelope.retry_after_ms.has_value());
+    CHECK_FALSE(r->envelope.retry_after_ms.has_value());
     r = recourse::from_http(
         429, {{"X-RateLimit-Remaining", "14"}, {"X-RateLimit-Reset", "1655120964"}}, "", now);
-    CHECK_FALSE(r.envelope.retry_after_ms.has_value());
+    CHECK_FALSE(r->envelope.retry_after_ms.has_value());
   }
   SECTION("malformed or without a clock: absent with a warning") {
     auto r = recourse::from_http(429, {{"X-RateLimit-Reset", "soon"}}, "", now);
-    CHECK_FALSE(r.envelope.retry_after_ms.has_value());
+    CHECK_FALSE(r->envelope.retry_after_ms.has_value());
     CHECK(warned(r, "retryAfterMs", "malformed"));
     r = recourse::from_http(429, {{"X-RateLimit-Reset", "1655120964"}}, "", std::nullopt);
-    CHECK_FALSE(r.envelope.retry_after_ms.has_value());
+    CHECK_FALSE(r->envelope.retry_after_ms.has_value());
     CHECK(warned(r, "retryAfterMs", "malformed"));
   }
 }
@@ -637,7 +639,7 @@ TEST_CASE("adapters: Retry-After vectors of openai-python's client tests", "[ada
     DYNAMIC_SECTION("Retry-After: \"" << row.value << "\"") {
       const auto r = recourse::from_http(429, {{"retry-after", row.value}}, "", now);
       INFO(describe(r));
-      CHECK(r.envelope.retry_after_ms == row.ms);
+      CHECK(r->envelope.retry_after_ms == row.ms);
       CHECK(warned(r, "retryAfterMs", "malformed") == !row.ms.has_value());
     }
   }
@@ -670,9 +672,9 @@ TEST_CASE("adapters: retry-after-ms (OpenAI, Anthropic)", "[adapters]") {
                                << row.headers.front().second) {
       const auto r = recourse::from_http(row.status, row.headers, "", std::nullopt);
       INFO(describe(r));
-      CHECK(r.envelope.retry_after_ms == row.ms);
+      CHECK(r->envelope.retry_after_ms == row.ms);
       if (*row.warning) CHECK(warned(r, "retryAfterMs", row.warning));
-      if (!*row.warning) CHECK(r.envelope.warnings.empty());
+      if (!*row.warning) CHECK(r->envelope.warnings.empty());
     }
   }
 }
@@ -745,21 +747,21 @@ TEST_CASE("adapters: x-should-retry and Stripe-Should-Retry are the server's ret
     DYNAMIC_SECTION(row.name) {
       const auto r = recourse::from_http(row.status, row.headers, row.body, std::nullopt);
       INFO(describe(r));
-      CHECK(r.envelope.retryable == row.retryable);
+      CHECK(r->envelope.retryable == row.retryable);
       if (*row.warning) CHECK(warned(r, "retryable", row.warning));
-      if (!*row.warning) CHECK(r.envelope.warnings.empty());
+      if (!*row.warning) CHECK(r->envelope.warnings.empty());
     }
   }
   SECTION("the claim changes retryable only, never the code") {
     const auto r = recourse::from_http(409, {{"x-should-retry", "true"}}, "", std::nullopt);
-    CHECK(r.envelope.code == "CONFLICT");
+    CHECK(r->envelope.code == "CONFLICT");
     const auto s = recourse::from_http(503, {{"x-should-retry", "false"}}, "", std::nullopt);
-    CHECK(s.envelope.code == "TRANSIENT");
+    CHECK(s->envelope.code == "TRANSIENT");
   }
   SECTION("a false claim holds against an envelope in the body") {
     const auto r = recourse::from_http(503, {{"x-should-retry", "false"}},
                                        R"({"code":"TRANSIENT","retryable":true})", std::nullopt);
-    CHECK(r.envelope.retryable == false);
+    CHECK(r->envelope.retryable == false);
     CHECK(warned(r, "retryable", "contradiction"));
   }
 }
@@ -793,8 +795,8 @@ TEST_CASE("adapters: vendor rate-limit resets", "[adapters]") {
       DYNAMIC_SECTION(row.headers.back().first << ": " << row.headers.back().second) {
         const auto r = recourse::from_http(429, row.headers, "", std::nullopt);
         INFO(describe(r));
-        CHECK(r.envelope.retry_after_ms == row.ms);
-        CHECK(r.envelope.warnings.empty());
+        CHECK(r->envelope.retry_after_ms == row.ms);
+        CHECK(r->envelope.warnings.empty());
       }
     }
     for (const char* bad : {"6 minutes", "-1s", "1d", "s", "5", "1.2.3s", ""}) {
@@ -802,7 +804,7 @@ TEST_CASE("adapters: vendor rate-limit resets", "[adapters]") {
         const auto r =
             recourse::from_http(429, {{"x-ratelimit-reset-requests", bad}}, "", std::nullopt);
         INFO(describe(r));
-        CHECK_FALSE(r.envelope.retry_after_ms.has_value());
+        CHECK_FALSE(r->envelope.retry_after_ms.has_value());
         CHECK(warned(r, "retryAfterMs", "malformed"));
       }
     }
@@ -810,7 +812,7 @@ TEST_CASE("adapters: vendor rate-limit resets", "[adapters]") {
     const auto ok = recourse::from_http(
         500, {{"x-ratelimit-remaining-requests", "0"}, {"x-ratelimit-reset-requests", "6m0s"}}, "",
         std::nullopt);
-    CHECK_FALSE(ok.envelope.retry_after_ms.has_value());
+    CHECK_FALSE(ok->envelope.retry_after_ms.has_value());
   }
   SECTION("Anthropic: anthropic-ratelimit-*-reset RFC 3339 times") {
     const std::int64_t now = 1704067200000;  // 2024-01-01T00:00:00Z
@@ -836,8 +838,8 @@ TEST_CASE("adapters: vendor rate-limit resets", "[adapters]") {
       DYNAMIC_SECTION(row.headers.back().first << ": " << row.headers.back().second) {
         const auto r = recourse::from_http(429, row.headers, "", now);
         INFO(describe(r));
-        CHECK(r.envelope.retry_after_ms == row.ms);
-        CHECK(r.envelope.warnings.empty());
+        CHECK(r->envelope.retry_after_ms == row.ms);
+        CHECK(r->envelope.warnings.empty());
       }
     }
     for (const char* bad : {"2024-01-01 00:00:30Z", "2024-02-30T00:00:00Z", "2024-01-01T00:00:30",
@@ -846,13 +848,13 @@ TEST_CASE("adapters: vendor rate-limit resets", "[adapters]") {
         const auto r =
             recourse::from_http(429, {{"anthropic-ratelimit-requests-reset", bad}}, "", now);
         INFO(describe(r));
-        CHECK_FALSE(r.envelope.retry_after_ms.has_value());
+        CHECK_FALSE(r->envelope.retry_after_ms.has_value());
         CHECK(warned(r, "retryAfterMs", "malformed"));
       }
     }
     const auto no_clock = recourse::from_http(
         429, {{"anthropic-ratelimit-requests-reset", "2024-01-01T00:00:30Z"}}, "", std::nullopt);
-    CHECK_FALSE(no_clock.envelope.retry_after_ms.has_value());
+    CHECK_FALSE(no_clock->envelope.retry_after_ms.has_value());
     CHECK(warned(no_clock, "retryAfterMs", "malformed"));
   }
   SECTION("OpenRouter: the reset inside the JSON body, epoch ms") {
@@ -861,8 +863,8 @@ TEST_CASE("adapters: vendor rate-limit resets", "[adapters]") {
         R"({"error":{"message":"Rate limit exceeded: free-models-per-min.","code":429,"metadata":{"headers":{"X-RateLimit-Limit":"20","X-RateLimit-Remaining":"0","X-RateLimit-Reset":"1785054042000"}}}})";
     auto r = recourse::from_http(429, {}, body, now);
     INFO(describe(r));
-    CHECK(r.envelope.retry_after_ms == 42000);
-    CHECK(r.envelope.code == "RATE_LIMITED");
+    CHECK(r->envelope.retry_after_ms == 42000);
+    CHECK(r->envelope.code == "RATE_LIMITED");
     // Epoch seconds there too; a reset in the past is no wait; a spent-not limit is no hint.
     auto with = [&](const std::string& remaining, const std::string& reset) {
       return recourse::from_http(
@@ -871,26 +873,26 @@ TEST_CASE("adapters: vendor rate-limit resets", "[adapters]") {
               remaining + R"(","X-RateLimit-Reset":")" + reset + R"("}}}})",
           now);
     };
-    CHECK(with("0", "1785054060").envelope.retry_after_ms == 60000);
-    CHECK(with("0", "1785053000000").envelope.retry_after_ms == 0);
-    CHECK_FALSE(with("3", "1785054042000").envelope.retry_after_ms.has_value());
+    CHECK(with("0", "1785054060")->envelope.retry_after_ms == 60000);
+    CHECK(with("0", "1785053000000")->envelope.retry_after_ms == 0);
+    CHECK_FALSE(with("3", "1785054042000")->envelope.retry_after_ms.has_value());
     const auto bad = with("0", "soon");
-    CHECK_FALSE(bad.envelope.retry_after_ms.has_value());
+    CHECK_FALSE(bad->envelope.retry_after_ms.has_value());
     CHECK(warned(bad, "retryAfterMs", "malformed"));
     // Only on a rate limit.
-    CHECK_FALSE(recourse::from_http(500, {}, body, now).envelope.retry_after_ms.has_value());
+    CHECK_FALSE(recourse::from_http(500, {}, body, now)->envelope.retry_after_ms.has_value());
     // The raw form reads the same body.
     const auto j = raw(Protocol::Http, R"({"status":429,"body":)" + body + "}", now);
-    CHECK(j.envelope.retry_after_ms == 42000);
+    CHECK(j->envelope.retry_after_ms == 42000);
   }
   SECTION("X-RateLimit-Reset by magnitude: delta seconds, epoch seconds, epoch ms") {
     const std::int64_t now = 1655120933000;
     CHECK(recourse::from_http(429, {{"X-RateLimit-Reset", "999999999"}}, "", now)
-              .envelope.retry_after_ms == 999999999000);
+              ->envelope.retry_after_ms == 999999999000);
     CHECK(recourse::from_http(429, {{"X-RateLimit-Reset", "1655120964"}}, "", now)
-              .envelope.retry_after_ms == 31000);
+              ->envelope.retry_after_ms == 31000);
     CHECK(recourse::from_http(429, {{"X-RateLimit-Reset", "1655120964500"}}, "", now)
-              .envelope.retry_after_ms == 31500);
+              ->envelope.retry_after_ms == 31500);
   }
 }
 
@@ -963,14 +965,14 @@ TEST_CASE("adapters: RateLimit and RateLimit-Policy (draft-ietf-httpapi-ratelimi
     DYNAMIC_SECTION(row.name) {
       const auto r = recourse::from_http(429, row.headers, "", std::nullopt);
       INFO(describe(r));
-      CHECK(r.envelope.retry_after_ms == row.ms);
+      CHECK(r->envelope.retry_after_ms == row.ms);
       CHECK(warned(r, "retryAfterMs", "malformed") == row.malformed);
       CHECK_FALSE(warned(r, "retryAfterMs", "duplicate"));
     }
   }
   // On a rate limit or a spent quota only: the fields come on every response.
   CHECK_FALSE(recourse::from_http(500, {{"RateLimit", R"("default";r=0;t=30)"}}, "", std::nullopt)
-                  .envelope.retry_after_ms.has_value());
+                  ->envelope.retry_after_ms.has_value());
   SECTION("B.1.4: quota-exceeded with Retry-After and RateLimit") {
     const auto r = recourse::from_http(
         429,
@@ -980,9 +982,9 @@ TEST_CASE("adapters: RateLimit and RateLimit-Policy (draft-ietf-httpapi-ratelimi
         R"({"type":"https://iana.org/assignments/http-problem-types#quota-exceeded","title":"Too Many Requests"})",
         std::nullopt);
     INFO(describe(r));
-    CHECK(r.envelope.code == "QUOTA_EXCEEDED");
-    CHECK(r.envelope.retryable == false);
-    CHECK(r.envelope.retry_after_ms == 5000);
+    CHECK(r->envelope.code == "QUOTA_EXCEEDED");
+    CHECK(r->envelope.retryable == false);
+    CHECK(r->envelope.retry_after_ms == 5000);
   }
   SECTION("the draft's problem types (section 5)") {
     const std::string base = "https://iana.org/assignments/http-problem-types#";
@@ -1001,20 +1003,20 @@ TEST_CASE("adapters: RateLimit and RateLimit-Policy (draft-ietf-httpapi-ratelimi
             t.status, {{"RateLimit", R"("default";r=0;t=30)"}},
             R"({"type":")" + base + t.name + R"(","title":"Too Many Requests"})", std::nullopt);
         INFO(describe(r));
-        CHECK(r.envelope.code == t.code);
-        CHECK(r.envelope.retryable == t.retryable);
-        CHECK(r.envelope.retry_after_ms ==
+        CHECK(r->envelope.code == t.code);
+        CHECK(r->envelope.retryable == t.retryable);
+        CHECK(r->envelope.retry_after_ms ==
               (t.waits ? std::optional<std::int64_t>(30000) : std::nullopt));
       }
     }
     // Another registry's fragment, and a name the draft does not register, are not its types.
     const auto other = recourse::from_http(
         429, {}, R"({"type":"https://example.com/probs#quota-exceeded"})", std::nullopt);
-    CHECK(other.envelope.code == "RATE_LIMITED");
+    CHECK(other->envelope.code == "RATE_LIMITED");
     const auto unregistered = recourse::from_http(
         503, {}, R"({"type":")" + base + R"(temporary-reduction"})", std::nullopt);
-    CHECK(unregistered.envelope.code ==
-          recourse::from_http(503, {}, "", std::nullopt).envelope.code);
+    CHECK(unregistered->envelope.code ==
+          recourse::from_http(503, {}, "", std::nullopt)->envelope.code);
   }
 }
 
@@ -1155,19 +1157,19 @@ TEST_CASE("adapters: the body outranks the status where the provider documents i
     DYNAMIC_SECTION(row.name) {
       const auto r = recourse::from_http(row.status, row.headers, row.body, now);
       INFO(describe(r));
-      CHECK(r.envelope.code == std::optional<std::string>(row.code));
-      CHECK(r.envelope.retryable == row.retryable);
-      CHECK(r.envelope.retry_after_ms == row.retry_after_ms);
-      CHECK(r.envelope.warnings.empty());
+      CHECK(r->envelope.code == std::optional<std::string>(row.code));
+      CHECK(r->envelope.retryable == row.retryable);
+      CHECK(r->envelope.retry_after_ms == row.retry_after_ms);
+      CHECK(r->envelope.warnings.empty());
     }
   }
   SECTION("401 with WWW-Authenticate (RFC 9110 11.6.1, RFC 6750 section 3)") {
     const auto r = recourse::from_http(
         401, {{"WWW-Authenticate", R"(Bearer realm="example", error="invalid_token")"}}, "",
         std::nullopt);
-    CHECK(r.envelope.code == "PERMISSION");
-    CHECK(r.envelope.retryable == false);
-    CHECK(r.envelope.suggestion == "authenticate (Bearer, error invalid_token)");
+    CHECK(r->envelope.code == "PERMISSION");
+    CHECK(r->envelope.retryable == false);
+    CHECK(r->envelope.suggestion == "authenticate (Bearer, error invalid_token)");
   }
 }
 
@@ -1187,50 +1189,50 @@ TEST_CASE("adapters: AIP-193 error details tell a per-day quota from a per-minut
   auto r = recourse::from_http(429, {}, body("GenerateRequestsPerDayPerProjectPerModel-FreeTier"),
                                std::nullopt);
   INFO(describe(r));
-  CHECK(r.envelope.code == "QUOTA_EXCEEDED");
-  CHECK(r.envelope.retryable == false);
-  CHECK(r.envelope.retry_after_ms == std::optional<std::int64_t>(43000));  // kept, on display
-  CHECK(r.mapping == "http 429 body: per-day quota");
+  CHECK(r->envelope.code == "QUOTA_EXCEEDED");
+  CHECK(r->envelope.retryable == false);
+  CHECK(r->envelope.retry_after_ms == std::optional<std::int64_t>(43000));  // kept, on display
+  CHECK(r->mapping == "http 429 body: per-day quota");
   r = recourse::from_http(429, {}, body("GenerateRequestsPerMinutePerProjectPerModel-FreeTier"),
                           std::nullopt);
-  CHECK(r.envelope.code == "RATE_LIMITED");
-  CHECK(r.envelope.retryable == true);
-  CHECK(r.envelope.retry_after_ms == std::optional<std::int64_t>(43000));
+  CHECK(r->envelope.code == "RATE_LIMITED");
+  CHECK(r->envelope.retryable == true);
+  CHECK(r->envelope.retry_after_ms == std::optional<std::int64_t>(43000));
   // Cloud APIs: ErrorInfo RATE_LIMIT_EXCEEDED with the quota in its metadata.
   const std::string info =
       R"({"error":{"code":429,"status":"RESOURCE_EXHAUSTED","message":"m","details":[
       {"@type":"type.googleapis.com/google.rpc.ErrorInfo","reason":"RATE_LIMIT_EXCEEDED","domain":"googleapis.com",
        "metadata":{"quota_limit":"ReadRequestsPerDayPerProject","quota_limit_value":"300","service":"sheets.googleapis.com"}}]}})";
-  CHECK(recourse::from_http(429, {}, info, std::nullopt).envelope.code == "QUOTA_EXCEEDED");
+  CHECK(recourse::from_http(429, {}, info, std::nullopt)->envelope.code == "QUOTA_EXCEEDED");
   std::string minute = info;
   minute.replace(minute.find("PerDay"), 6, "PerMinute");
-  CHECK(recourse::from_http(429, {}, minute, std::nullopt).envelope.code == "RATE_LIMITED");
+  CHECK(recourse::from_http(429, {}, minute, std::nullopt)->envelope.code == "RATE_LIMITED");
   // Several violations: the longest window decides; a quota name without a window says nothing.
   r = recourse::from_http(
       429, {}, R"({"error":{"details":[{"@type":"type.googleapis.com/google.rpc.QuotaFailure",
       "violations":[{"quotaId":"RequestsPerMinute"},{"quotaId":"tokens_per_day"},{"quotaId":"x"}]}]}})",
       std::nullopt);
-  CHECK(r.envelope.code == "QUOTA_EXCEEDED");
+  CHECK(r->envelope.code == "QUOTA_EXCEEDED");
   r = recourse::from_http(
       429, {}, R"({"error":{"details":[{"@type":"type.googleapis.com/google.rpc.QuotaFailure",
       "violations":[{"quotaId":"Requests"},{"quotaId":7},{"subject":"project:1"}]},{"@type":"type.googleapis.com/google.rpc.QuotaFailure","violations":"x"}]}})",
       std::nullopt);
-  CHECK(r.envelope.code == "RATE_LIMITED");
+  CHECK(r->envelope.code == "RATE_LIMITED");
   SECTION("the same details over gRPC") {
     const std::string raw_grpc =
         R"({"protocol":"grpc","status":"RESOURCE_EXHAUSTED","message":"quota","details":[
         {"@type":"type.googleapis.com/google.rpc.QuotaFailure","violations":[{"quotaId":"GenerateRequestsPerDayPerProjectPerModel-FreeTier"}]}]})";
     auto g = raw(Protocol::Grpc, raw_grpc);
-    CHECK(g.envelope.code == "QUOTA_EXCEEDED");
-    CHECK(g.envelope.retryable == false);
-    CHECK(g.mapping == "grpc RESOURCE_EXHAUSTED details: per-day quota");
+    CHECK(g->envelope.code == "QUOTA_EXCEEDED");
+    CHECK(g->envelope.retryable == false);
+    CHECK(g->mapping == "grpc RESOURCE_EXHAUSTED details: per-day quota");
     std::string per_minute = raw_grpc;
     per_minute.replace(per_minute.find("PerDay"), 6, "PerMinute");
-    CHECK(raw(Protocol::Grpc, per_minute).envelope.code == "RATE_LIMITED");
+    CHECK(raw(Protocol::Grpc, per_minute)->envelope.code == "RATE_LIMITED");
     // A policy's override of the status still wins.
     AdapterOptions o;
     o.mappings = {{Protocol::Grpc, "RESOURCE_EXHAUSTED", "TIMEOUT"}};
-    CHECK(raw(Protocol::Grpc, raw_grpc, std::nullopt, o).envelope.code == "TIMEOUT");
+    CHECK(raw(Protocol::Grpc, raw_grpc, std::nullopt, o)->envelope.code == "TIMEOUT");
   }
 }
 
@@ -1270,9 +1272,9 @@ TEST_CASE("adapters: OAuth 2.0 and bearer-token errors (RFC 6749 5.2, RFC 6750 3
           std::string(R"({"error":")") + row.error + R"(","error_description":"d"})";
       const auto r = recourse::from_http(row.status, {}, body, std::nullopt);
       INFO(describe(r));
-      CHECK(r.envelope.code == std::optional<std::string>(row.code));
-      CHECK(r.envelope.retryable == row.retryable);
-      CHECK(r.envelope.message == "d");
+      CHECK(r->envelope.code == std::optional<std::string>(row.code));
+      CHECK(r->envelope.retryable == row.retryable);
+      CHECK(r->envelope.message == "d");
       // The same code in the challenge, with no body (RFC 6750 section 3), quoted or a token.
       for (const std::string& challenge :
            {std::string(R"(Bearer realm="example", error=")") + row.error +
@@ -1281,26 +1283,26 @@ TEST_CASE("adapters: OAuth 2.0 and bearer-token errors (RFC 6749 5.2, RFC 6750 3
         INFO(challenge);
         const auto h =
             recourse::from_http(row.status, {{"WWW-Authenticate", challenge}}, "", std::nullopt);
-        CHECK(h.envelope.code == std::optional<std::string>(row.code));
-        CHECK(h.envelope.retryable == row.retryable);
+        CHECK(h->envelope.code == std::optional<std::string>(row.code));
+        CHECK(h->envelope.retryable == row.retryable);
       }
     }
   }
   SECTION("the body's code wins over the challenge's; other parameters are not the error") {
     auto r = recourse::from_http(400, {{"WWW-Authenticate", R"(Bearer error="invalid_request")"}},
                                  R"({"error":"invalid_grant"})", std::nullopt);
-    CHECK(r.envelope.code == "PERMISSION");
+    CHECK(r->envelope.code == "PERMISSION");
     r = recourse::from_http(
         400, {{"WWW-Authenticate", R"(Bearer error_description="invalid_grant", xerror="x")"}}, "",
         std::nullopt);
-    CHECK(r.envelope.code == "VALIDATION");
-    CHECK(r.mapping == "http 400");
+    CHECK(r->envelope.code == "VALIDATION");
+    CHECK(r->mapping == "http 400");
     // A code no RFC defines is only a type, for overrides.
     r = recourse::from_http(400, {}, R"({"error":"Bad Request"})", std::nullopt);
-    CHECK(r.mapping == "http 400");
+    CHECK(r->mapping == "http 400");
     // A 5xx is the status table's, whatever the body says.
     CHECK(
-        recourse::from_http(503, {}, R"({"error":"invalid_grant"})", std::nullopt).envelope.code ==
+        recourse::from_http(503, {}, R"({"error":"invalid_grant"})", std::nullopt)->envelope.code ==
         "TRANSIENT");
   }
 }
@@ -1314,15 +1316,15 @@ TEST_CASE("adapters: AWS error shapes and botocore's standard retry lists", "[ad
          R"({"Code":"SlowDown","Message":"m"})"}) {
       INFO(body);
       const auto r = recourse::from_http(400, {}, body, std::nullopt);
-      CHECK(r.envelope.code == "RATE_LIMITED");
-      CHECK(r.envelope.retryable == true);
-      CHECK(r.envelope.message == "m");
+      CHECK(r->envelope.code == "RATE_LIMITED");
+      CHECK(r->envelope.retryable == true);
+      CHECK(r->envelope.message == "m");
     }
     const auto h = recourse::from_http(
         400, {{"x-amzn-ErrorType", "ThrottlingException:http://internal.amazon.com/coral/"}}, "{}",
         std::nullopt);
-    CHECK(h.envelope.code == "RATE_LIMITED");
-    CHECK(h.mapping == "http 400 aws throttling ThrottlingException");
+    CHECK(h->envelope.code == "RATE_LIMITED");
+    CHECK(h->mapping == "http 400 aws throttling ThrottlingException");
   }
   SECTION("every throttling and transient code of botocore/retries/standard.py") {
     for (const char* code :
@@ -1334,29 +1336,29 @@ TEST_CASE("adapters: AWS error shapes and botocore's standard retry lists", "[ad
       INFO(code);
       const auto r = recourse::from_http(400, {}, std::string(R"({"__type":")") + code + R"("})",
                                          std::nullopt);
-      CHECK(r.envelope.code == "RATE_LIMITED");
-      CHECK(r.envelope.retryable == true);
+      CHECK(r->envelope.code == "RATE_LIMITED");
+      CHECK(r->envelope.retryable == true);
     }
     for (const char* code : {"RequestTimeout", "RequestTimeoutException"}) {
       const auto r = recourse::from_http(400, {}, std::string(R"({"__type":")") + code + R"("})",
                                          std::nullopt);
-      CHECK(r.envelope.code == "TIMEOUT");
-      CHECK(r.envelope.retryable == true);
+      CHECK(r->envelope.code == "TIMEOUT");
+      CHECK(r->envelope.retryable == true);
     }
   }
   SECTION("other codes keep the status; the code is a type for overrides; exact case") {
     auto r = recourse::from_http(400, {}, R"({"__type":"ValidationException","message":"x"})",
                                  std::nullopt);
-    CHECK(r.envelope.code == "VALIDATION");
+    CHECK(r->envelope.code == "VALIDATION");
     CHECK(recourse::from_http(400, {}, R"({"__type":"throttlingexception"})", std::nullopt)
-              .envelope.code == "VALIDATION");
+              ->envelope.code == "VALIDATION");
     AdapterOptions o;
     o.mappings = {{Protocol::Http, "ConditionalCheckFailedException", "CONFLICT"}};
     r = recourse::from_http(400, {}, R"({"__type":"x#ConditionalCheckFailedException"})",
                             std::nullopt, o);
-    CHECK(r.envelope.code == "CONFLICT");
+    CHECK(r->envelope.code == "CONFLICT");
     // Nothing left after cleaning: no code.
-    CHECK(recourse::from_http(400, {}, R"({"__type":"ns#"})", std::nullopt).mapping == "http 400");
+    CHECK(recourse::from_http(400, {}, R"({"__type":"ns#"})", std::nullopt)->mapping == "http 400");
   }
 }
 
@@ -1370,22 +1372,22 @@ TEST_CASE("adapters: idempotency keys reused with another request", "[adapters]"
        R"({"errors":[{"category":"INVALID_REQUEST_ERROR","code":"IDEMPOTENCY_KEY_REUSED","detail":"reused"}]})"}) {
     INFO(body);
     const auto r = recourse::from_http(400, {}, body, std::nullopt);
-    CHECK(r.envelope.code == "VALIDATION");
-    CHECK(r.envelope.retryable == false);
-    CHECK(r.envelope.field == "idempotency_key");
-    CHECK(r.mapping == "http 400 body: idempotency key reused with another request");
+    CHECK(r->envelope.code == "VALIDATION");
+    CHECK(r->envelope.retryable == false);
+    CHECK(r->envelope.field == "idempotency_key");
+    CHECK(r->mapping == "http 400 body: idempotency key reused with another request");
   }
   const auto square = recourse::from_http(
       400, {},
       R"({"errors":[{"category":"INVALID_REQUEST_ERROR","code":"IDEMPOTENCY_KEY_REUSED","detail":"reused"}]})",
       std::nullopt);
-  CHECK(square.envelope.message == "reused");
+  CHECK(square->envelope.message == "reused");
   const auto in_use = recourse::from_http(
       409, {}, R"({"error":{"type":"invalid_request_error","code":"idempotency_key_in_use"}})",
       std::nullopt);
-  CHECK(in_use.envelope.code == "CONFLICT");
-  CHECK(in_use.envelope.retryable == true);
-  CHECK_FALSE(in_use.envelope.field.has_value());
+  CHECK(in_use->envelope.code == "CONFLICT");
+  CHECK(in_use->envelope.retryable == true);
+  CHECK_FALSE(in_use->envelope.field.has_value());
 }
 
 TEST_CASE("adapters: problem details (RFC 9457) and provider fields", "[adapters]") {
@@ -1397,14 +1399,14 @@ TEST_CASE("adapters: problem details (RFC 9457) and provider fields", "[adapters
                          {"name": "color", "reason": "must be 'green', 'red' or 'blue'"}]})",
                                        std::nullopt);
     INFO(describe(r));
-    CHECK(r.envelope.code == "VALIDATION");
-    CHECK(r.envelope.message == "Your request parameters didn't validate.");
-    CHECK(r.envelope.field == "age");
-    CHECK(r.envelope.suggestion == "must be a positive integer");
+    CHECK(r->envelope.code == "VALIDATION");
+    CHECK(r->envelope.message == "Your request parameters didn't validate.");
+    CHECK(r->envelope.field == "age");
+    CHECK(r->envelope.suggestion == "must be a positive integer");
     const auto u = recourse::from_http(
         400, {}, R"({"title":"t","invalid_params":[{"name":"color","reason":"must be 'green'"}]})",
         std::nullopt);
-    CHECK(u.envelope.field == "color");
+    CHECK(u->envelope.field == "color");
   }
   SECTION("RFC 9457 section 3: errors with JSON pointers") {
     const auto r = recourse::from_http(422, {}, R"({
@@ -1413,9 +1415,9 @@ TEST_CASE("adapters: problem details (RFC 9457) and provider fields", "[adapters
       "errors": [{"detail": "must be 'green', 'red' or 'blue'", "pointer": "#/profile/color"},
                  {"detail": "must be a positive integer", "pointer": "#/age"}]})",
                                        std::nullopt);
-    CHECK(r.envelope.code == "VALIDATION");
-    CHECK(r.envelope.field == "profile");  // the argument to repair
-    CHECK(r.envelope.suggestion == "must be 'green', 'red' or 'blue'");
+    CHECK(r->envelope.code == "VALIDATION");
+    CHECK(r->envelope.field == "profile");  // the argument to repair
+    CHECK(r->envelope.suggestion == "must be 'green', 'red' or 'blue'");
   }
   SECTION("RFC 9457 section 3: the out-of-credit example keeps its detail") {
     const std::string body = R"({
@@ -1425,35 +1427,35 @@ TEST_CASE("adapters: problem details (RFC 9457) and provider fields", "[adapters
       "instance": "/account/12345/msgs/abc", "balance": 30,
       "accounts": ["/account/12345", "/account/67890"]})";
     auto r = recourse::from_http(403, {}, body, std::nullopt);
-    CHECK(r.envelope.code == "PERMISSION");
-    CHECK(r.envelope.message == "Your current balance is 30, but that costs 50.");
+    CHECK(r->envelope.code == "PERMISSION");
+    CHECK(r->envelope.message == "Your current balance is 30, but that costs 50.");
     // A per-tool override keyed by the problem type outranks the status.
     AdapterOptions o;
     o.mappings.push_back(
         {Protocol::Http, "https://example.com/probs/out-of-credit", "QUOTA_EXCEEDED"});
     r = recourse::from_http(403, {}, body, std::nullopt, o);
-    CHECK(r.envelope.code == "QUOTA_EXCEEDED");
-    CHECK(r.envelope.retryable == false);
-    CHECK(r.mapping == "override http \"https://example.com/probs/out-of-credit\"");
+    CHECK(r->envelope.code == "QUOTA_EXCEEDED");
+    CHECK(r->envelope.retryable == false);
+    CHECK(r->mapping == "override http \"https://example.com/probs/out-of-credit\"");
   }
   SECTION("OpenAI param, Google BadRequest, OAuth error") {
     auto r = recourse::from_http(
         400, {},
         R"({"error":{"message":"Invalid value","type":"invalid_request_error","param":"temperature"}})",
         std::nullopt);
-    CHECK(r.envelope.field == "temperature");
+    CHECK(r->envelope.field == "temperature");
     r = recourse::from_http(400, {},
                             R"({"error":{"code":400,"message":"bad","status":"INVALID_ARGUMENT",
         "details":[{"@type":"type.googleapis.com/google.rpc.BadRequest",
                     "fieldViolations":[{"field":"page_size","description":"must be <= 100"}]}]}})",
                             std::nullopt);
-    CHECK(r.envelope.field == "page_size");
-    CHECK(r.envelope.suggestion == "must be <= 100");
+    CHECK(r->envelope.field == "page_size");
+    CHECK(r->envelope.suggestion == "must be <= 100");
     r = recourse::from_http(
         401, {}, R"({"error":"invalid_token","error_description":"The access token expired"})",
         std::nullopt);
-    CHECK(r.envelope.code == "PERMISSION");
-    CHECK(r.envelope.message == "The access token expired");
+    CHECK(r->envelope.code == "PERMISSION");
+    CHECK(r->envelope.message == "The access token expired");
   }
   SECTION("a body that is an envelope wins, with the reader's hardening") {
     auto r = recourse::from_http(
@@ -1461,32 +1463,32 @@ TEST_CASE("adapters: problem details (RFC 9457) and provider fields", "[adapters
         R"({"code":"VALIDATION","message":"amount must be in cents","field":"amount","suggestion":"1250","retryable":false,"traceId":"req-1"})",
         std::nullopt);
     INFO(describe(r));
-    CHECK(r.envelope.code == "VALIDATION");
-    CHECK(r.envelope.field == "amount");
-    CHECK(r.envelope.suggestion == "1250");
-    CHECK(r.envelope.trace_id == "req-1");
-    CHECK(r.envelope.retry_after_ms == 3000);
-    CHECK(r.mapping == "http body envelope");
+    CHECK(r->envelope.code == "VALIDATION");
+    CHECK(r->envelope.field == "amount");
+    CHECK(r->envelope.suggestion == "1250");
+    CHECK(r->envelope.trace_id == "req-1");
+    CHECK(r->envelope.retry_after_ms == 3000);
+    CHECK(r->mapping == "http body envelope");
     r = recourse::from_http(503, {}, R"({"code":"TRANSIENT","retryable":"yes","retryAfterMs":-5})",
                             std::nullopt);
-    CHECK(r.envelope.retryable == true);  // the status's; the body's malformed value is dropped
+    CHECK(r->envelope.retryable == true);  // the status's; the body's malformed value is dropped
     CHECK(warned(r, "retryable", "malformed"));
     CHECK(warned(r, "retryAfterMs", "malformed"));
     // A provider's own lower-case code is not an envelope.
     r = recourse::from_http(404, {}, R"({"code":"not_found","message":"no such repo"})",
                             std::nullopt);
-    CHECK(r.envelope.code == "NOT_FOUND");
-    CHECK(r.envelope.message == "no such repo");
+    CHECK(r->envelope.code == "NOT_FOUND");
+    CHECK(r->envelope.message == "no such repo");
   }
   SECTION("trace ids from the response headers") {
     auto r = recourse::from_http(
         500, {{"traceparent", "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"}}, "",
         std::nullopt);
-    CHECK(r.envelope.trace_id == "4bf92f3577b34da6a3ce929d0e0e4736");
+    CHECK(r->envelope.trace_id == "4bf92f3577b34da6a3ce929d0e0e4736");
     r = recourse::from_http(500, {{"X-Request-Id", "req_8f2a1c"}}, "", std::nullopt);
-    CHECK(r.envelope.trace_id == "req_8f2a1c");
+    CHECK(r->envelope.trace_id == "req_8f2a1c");
     r = recourse::from_http(500, {{"X-Request-Id", "has space"}}, "", std::nullopt);
-    CHECK_FALSE(r.envelope.trace_id.has_value());
+    CHECK_FALSE(r->envelope.trace_id.has_value());
   }
 }
 
@@ -1510,18 +1512,18 @@ TEST_CASE("adapters: transport errors", "[adapters]") {
   for (const Row& row : rows) {
     DYNAMIC_SECTION(row.error) {
       const auto r = recourse::from_transport_error(row.error);
-      CHECK(r.envelope.code == std::optional<std::string>(row.code));
-      CHECK(r.envelope.retryable == row.retryable);
+      CHECK(r->envelope.code == std::optional<std::string>(row.code));
+      CHECK(r->envelope.retryable == row.retryable);
       const auto j = raw(Protocol::Http,
                          nlohmann::json{{"status", nullptr}, {"transportError", row.error}}.dump());
-      CHECK(recourse::to_json(j.envelope) == recourse::to_json(r.envelope));
+      CHECK(recourse::to_json(j->envelope) == recourse::to_json(r->envelope));
     }
   }
   const auto empty = recourse::from_transport_error("  ");
-  CHECK(empty.envelope.code == "UNKNOWN");
+  CHECK(empty->envelope.code == "UNKNOWN");
   CHECK(warned(empty, "code", "malformed"));
   const auto nothing = raw(Protocol::Http, R"({"method":"GET"})");
-  CHECK(nothing.envelope.code == "UNKNOWN");
+  CHECK(nothing->envelope.code == "UNKNOWN");
   CHECK(warned(nothing, "code", "malformed"));
 }
 
@@ -1555,48 +1557,48 @@ TEST_CASE("adapters: gRPC status codes and pushback (gRFC A6)", "[adapters]") {
       const auto by_name = recourse::from_grpc(row.name, "m", {});
       const auto by_number = recourse::from_grpc(std::to_string(row.number), "m", {});
       INFO(describe(by_name));
-      CHECK(by_name.envelope.code == std::optional<std::string>(row.code));
-      CHECK(by_name.envelope.retryable == row.retryable);
-      CHECK(by_name.envelope.warnings.empty());
-      CHECK(by_name.mapping == std::string("grpc ") + row.name);
-      CHECK(recourse::to_json(by_number.envelope) == recourse::to_json(by_name.envelope));
+      CHECK(by_name->envelope.code == std::optional<std::string>(row.code));
+      CHECK(by_name->envelope.retryable == row.retryable);
+      CHECK(by_name->envelope.warnings.empty());
+      CHECK(by_name->mapping == std::string("grpc ") + row.name);
+      CHECK(recourse::to_json(by_number->envelope) == recourse::to_json(by_name->envelope));
       const auto j =
           raw(Protocol::Grpc, R"({"status":)" + std::to_string(row.number) + R"(,"message":"m"})");
-      CHECK(recourse::to_json(j.envelope) == recourse::to_json(by_name.envelope));
+      CHECK(recourse::to_json(j->envelope) == recourse::to_json(by_name->envelope));
     }
   }
   SECTION("Go's spelling; garbled statuses are UNKNOWN with a warning") {
-    CHECK(recourse::from_grpc("DeadlineExceeded", "", {}).envelope.code == "TIMEOUT");
+    CHECK(recourse::from_grpc("DeadlineExceeded", "", {})->envelope.code == "TIMEOUT");
     for (const char* s : {"OK", "0", "17", "BOGUS", "", "-1", "UNAVAILABLE!"}) {
       const auto r = recourse::from_grpc(s, "", {});
       INFO(s);
-      CHECK(r.envelope.code == "UNKNOWN");
+      CHECK(r->envelope.code == "UNKNOWN");
       CHECK(warned(r, "code", "malformed"));
     }
   }
   SECTION("grpc-retry-pushback-ms") {
     auto r = recourse::from_grpc("UNAVAILABLE", "", {{"grpc-retry-pushback-ms", "1500"}});
-    CHECK(r.envelope.retry_after_ms == 1500);
-    CHECK(r.envelope.retryable == true);
+    CHECK(r->envelope.retry_after_ms == 1500);
+    CHECK(r->envelope.retryable == true);
     for (const char* bad : {"-1", "-0", "abc", "1.5", "", "1e3"}) {
       r = recourse::from_grpc("UNAVAILABLE", "", {{"grpc-retry-pushback-ms", bad}});
       INFO(bad);
-      CHECK(r.envelope.retryable == false);  // "do not retry"
-      CHECK_FALSE(r.envelope.retry_after_ms.has_value());
+      CHECK(r->envelope.retryable == false);  // "do not retry"
+      CHECK_FALSE(r->envelope.retry_after_ms.has_value());
       CHECK(warned(r, "retryAfterMs", "malformed"));
     }
     r = raw(Protocol::Grpc,
             R"({"status":"RESOURCE_EXHAUSTED","metadata":{"grpc-retry-pushback-ms":["10","20"]}})");
-    CHECK(r.envelope.retryable == false);
+    CHECK(r->envelope.retryable == false);
   }
   SECTION("details: RetryInfo and BadRequest") {
     const auto r = raw(Protocol::Grpc, R"({"code":3,"message":"bad page size","details":[
         {"@type":"type.googleapis.com/google.rpc.BadRequest",
          "fieldViolations":[{"field":"page_size","description":"at most 100"}]}]})");
-    CHECK(r.envelope.code == "VALIDATION");
-    CHECK(r.envelope.field == "page_size");
-    CHECK(r.envelope.suggestion == "at most 100");
-    CHECK(r.envelope.message == "bad page size");
+    CHECK(r->envelope.code == "VALIDATION");
+    CHECK(r->envelope.field == "page_size");
+    CHECK(r->envelope.suggestion == "at most 100");
+    CHECK(r->envelope.message == "bad page size");
   }
 }
 
@@ -1617,24 +1619,24 @@ TEST_CASE("adapters: JSON-RPC and MCP protocol errors", "[adapters]") {
   for (const Row& row : rows) {
     DYNAMIC_SECTION("code " << row.code) {
       const auto r = recourse::from_jsonrpc(row.code, "msg", "");
-      CHECK(r.envelope.code == std::optional<std::string>(row.envelope_code));
-      CHECK(r.envelope.retryable == row.retryable);
-      CHECK(r.envelope.message == "msg");
+      CHECK(r->envelope.code == std::optional<std::string>(row.envelope_code));
+      CHECK(r->envelope.retryable == row.retryable);
+      CHECK(r->envelope.message == "msg");
       // The same error inside an MCP tools/call reply, and as a raw jsonrpc form.
       const std::string error = R"({"code":)" + std::to_string(row.code) + R"(,"message":"msg"})";
       const auto m = recourse::from_mcp(R"({"jsonrpc":"2.0","id":7,"error":)" + error + "}");
-      CHECK(recourse::to_json(m.envelope) == recourse::to_json(r.envelope));
-      CHECK(m.mapping == "mcp protocol error " + std::to_string(row.code));
-      CHECK(recourse::to_json(raw(Protocol::JsonRpc, error).envelope) ==
-            recourse::to_json(r.envelope));
+      CHECK(recourse::to_json(m->envelope) == recourse::to_json(r->envelope));
+      CHECK(m->mapping == "mcp protocol error " + std::to_string(row.code));
+      CHECK(recourse::to_json(raw(Protocol::JsonRpc, error)->envelope) ==
+            recourse::to_json(r->envelope));
     }
   }
   SECTION("an unknown tool is NOT_FOUND; invalid params keep their field") {
     const auto r = recourse::from_mcp(
         R"({"jsonrpc":"2.0","id":3,"error":{"code":-32602,"message":"Invalid params","data":{"errors":[{"pointer":"/city","detail":"required"}]}}})");
-    CHECK(r.envelope.code == "VALIDATION");
-    CHECK(r.envelope.field == "city");
-    CHECK(r.envelope.suggestion == "required");
+    CHECK(r->envelope.code == "VALIDATION");
+    CHECK(r->envelope.field == "city");
+    CHECK(r->envelope.suggestion == "required");
   }
   SECTION("MCP 2025-11-25 and 2026-07-28: -32602 for an unknown tool or a missing resource") {
     // The specs' own examples (server/tools "Unknown tool: invalid_tool_name"; 2026-07-28
@@ -1652,11 +1654,11 @@ TEST_CASE("adapters: JSON-RPC and MCP protocol errors", "[adapters]") {
          R"({"code":-32002,"message":"Resource not found","data":{"uri":"file:///a.txt"}})"}) {
       INFO(error);
       const auto r = raw(Protocol::JsonRpc, error);
-      CHECK(r.envelope.code == "NOT_FOUND");
-      CHECK(r.envelope.retryable == false);
+      CHECK(r->envelope.code == "NOT_FOUND");
+      CHECK(r->envelope.retryable == false);
       CHECK(recourse::to_json(
-                recourse::from_mcp(std::string(R"({"error":)") + error + "}").envelope) ==
-            recourse::to_json(r.envelope));
+                recourse::from_mcp(std::string(R"({"error":)") + error + "}")->envelope) ==
+            recourse::to_json(r->envelope));
     }
     // Other invalid params stay VALIDATION, even with a uri among other data (the TypeScript
     // SDK's narrowing: `{uri, reason}` is the server's own invalid params).
@@ -1665,17 +1667,17 @@ TEST_CASE("adapters: JSON-RPC and MCP protocol errors", "[adapters]") {
           R"({"code":-32602,"message":"x","data":{"uri":"http://a","reason":"uri must be https"}})",
           R"({"code":-32602,"message":"city not found in argument list: use one of ..."})"}) {
       INFO(error);
-      CHECK(raw(Protocol::JsonRpc, error).envelope.code == "VALIDATION");
+      CHECK(raw(Protocol::JsonRpc, error)->envelope.code == "VALIDATION");
     }
     // -32001: the SDKs' request timeout (python-sdk REQUEST_TIMEOUT); a 2025 TypeScript server's
     // "Session not found" overloads it.
     CHECK(
-        raw(Protocol::JsonRpc, R"({"code":-32001,"message":"Session not found"})").envelope.code ==
+        raw(Protocol::JsonRpc, R"({"code":-32001,"message":"Session not found"})")->envelope.code ==
         "NOT_FOUND");
   }
   SECTION("a code that is not an integer") {
     const auto r = raw(Protocol::JsonRpc, R"({"error":{"code":"-32601","message":"x"}})");
-    CHECK(r.envelope.code == "UNKNOWN");
+    CHECK(r->envelope.code == "UNKNOWN");
     CHECK(warned(r, "code", "malformed"));
   }
 }
@@ -1685,16 +1687,16 @@ TEST_CASE("adapters: MCP tool-execution errors (CallToolResult isError)", "[adap
     const auto r = recourse::from_mcp(
         R"({"result":{"content":[{"type":"text","text":"upstream service returned HTTP 500"}],"isError":true}})");
     INFO(describe(r));
-    CHECK(r.envelope.code == "UNKNOWN");
-    CHECK_FALSE(r.envelope.retryable.has_value());
-    CHECK(r.envelope.message == "upstream service returned HTTP 500");
-    CHECK(r.envelope.warnings.empty());
-    CHECK(r.mapping == "mcp isError text");
+    CHECK(r->envelope.code == "UNKNOWN");
+    CHECK_FALSE(r->envelope.retryable.has_value());
+    CHECK(r->envelope.message == "upstream service returned HTTP 500");
+    CHECK(r->envelope.warnings.empty());
+    CHECK(r->mapping == "mcp isError text");
   }
   SECTION("a bare CallToolResult; several text items") {
     const auto r = recourse::from_mcp(
         R"({"content":[{"type":"text","text":"a"},{"type":"image","data":"..."},{"type":"text","text":"b"}],"isError":true})");
-    CHECK(r.envelope.message == "a\nb");
+    CHECK(r->envelope.message == "a\nb");
   }
   SECTION("a credential problem in the text routes to PERMISSION (the safer route)") {
     for (const char* text :
@@ -1704,8 +1706,8 @@ TEST_CASE("adapters: MCP tool-execution errors (CallToolResult isError)", "[adap
           {"result", {{"content", {{{"type", "text"}, {"text", text}}}}, {"isError", true}}}}
                                             .dump());
       INFO(text);
-      CHECK(r.envelope.code == "PERMISSION");
-      CHECK_FALSE(r.envelope.retryable.has_value());
+      CHECK(r->envelope.code == "PERMISSION");
+      CHECK_FALSE(r->envelope.retryable.has_value());
     }
     // Words never unlock a retry: "try again", "503" or "overloaded" stay UNKNOWN.
     for (const char* text : {"temporarily overloaded, try again", "HTTP 503", "4010 rows"}) {
@@ -1713,7 +1715,7 @@ TEST_CASE("adapters: MCP tool-execution errors (CallToolResult isError)", "[adap
           {"result", {{"content", {{{"type", "text"}, {"text", text}}}}, {"isError", true}}}}
                                             .dump());
       INFO(text);
-      CHECK(r.envelope.code == "UNKNOWN");
+      CHECK(r->envelope.code == "UNKNOWN");
     }
   }
   SECTION("structuredContent carrying an envelope is that envelope") {
@@ -1721,14 +1723,14 @@ TEST_CASE("adapters: MCP tool-execution errors (CallToolResult isError)", "[adap
         "structuredContent":{"code":"VALIDATION","field":"date","suggestion":"use ISO-8601","retryable":false},
         "isError":true}})");
     INFO(describe(r));
-    CHECK(r.envelope.code == "VALIDATION");
-    CHECK(r.envelope.field == "date");
-    CHECK(r.envelope.message == "bad date");  // the text, since the envelope has no message
-    CHECK(r.mapping == "mcp structuredContent envelope");
+    CHECK(r->envelope.code == "VALIDATION");
+    CHECK(r->envelope.field == "date");
+    CHECK(r->envelope.message == "bad date");  // the text, since the envelope has no message
+    CHECK(r->mapping == "mcp structuredContent envelope");
     // structuredContent that is not an envelope is ignored.
     const auto s = recourse::from_mcp(
         R"({"result":{"content":[{"type":"text","text":"x"}],"structuredContent":{"rows":3},"isError":true}})");
-    CHECK(s.envelope.code == "UNKNOWN");
+    CHECK(s->envelope.code == "UNKNOWN");
   }
   SECTION("text content that is a JSON error object is read as it, only to lower the risk") {
     auto tool_error = [](const std::string& text) {
@@ -1740,16 +1742,16 @@ TEST_CASE("adapters: MCP tool-execution errors (CallToolResult isError)", "[adap
     auto r =
         tool_error(R"({"error":{"code":404,"message":"table t not found","status":"NOT_FOUND"}})");
     INFO(describe(r));
-    CHECK(r.envelope.code == "NOT_FOUND");
-    CHECK(r.envelope.retryable == false);
-    CHECK(r.envelope.message == "table t not found");
-    CHECK(r.mapping == "mcp isError text: json http 404");
+    CHECK(r->envelope.code == "NOT_FOUND");
+    CHECK(r->envelope.retryable == false);
+    CHECK(r->envelope.message == "table t not found");
+    CHECK(r->mapping == "mcp isError text: json http 404");
     // An envelope relayed as text, with its field for repair.
     r = tool_error(
         R"({"code":"VALIDATION","field":"date","message":"bad date","retryable":false})");
-    CHECK(r.envelope.code == "VALIDATION");
-    CHECK(r.envelope.field == "date");
-    CHECK(r.envelope.retryable == false);
+    CHECK(r->envelope.code == "VALIDATION");
+    CHECK(r->envelope.field == "date");
+    CHECK(r->envelope.retryable == false);
     // Never a retry: a retryable code, retryable true or a custom code stay UNKNOWN, unsaid.
     for (const char* text :
          {R"({"code":"RATE_LIMITED","retryable":true,"message":"slow down"})",
@@ -1757,52 +1759,52 @@ TEST_CASE("adapters: MCP tool-execution errors (CallToolResult isError)", "[adap
           R"({"code":"TABLE_GONE","retryable":false})", R"({"status":429})"}) {
       INFO(text);
       r = tool_error(text);
-      const bool validation = r.envelope.code == std::optional<std::string>("VALIDATION");
-      CHECK((r.envelope.code == std::optional<std::string>("UNKNOWN") || validation));
-      CHECK(r.envelope.retryable != std::optional<bool>(true));
+      const bool validation = r->envelope.code == std::optional<std::string>("VALIDATION");
+      CHECK((r->envelope.code == std::optional<std::string>("UNKNOWN") || validation));
+      CHECK(r->envelope.retryable != std::optional<bool>(true));
     }
-    CHECK(tool_error(R"({"code":"VALIDATION","retryable":true})").envelope.code == "VALIDATION");
+    CHECK(tool_error(R"({"code":"VALIDATION","retryable":true})")->envelope.code == "VALIDATION");
     CHECK_FALSE(
-        tool_error(R"({"code":"VALIDATION","retryable":true})").envelope.retryable.has_value());
+        tool_error(R"({"code":"VALIDATION","retryable":true})")->envelope.retryable.has_value());
     // A JSON object with no error reading keeps the credential rule on the text.
-    CHECK(tool_error(R"({"detail":"401 token expired"})").envelope.code == "PERMISSION");
+    CHECK(tool_error(R"({"detail":"401 token expired"})")->envelope.code == "PERMISSION");
     // Not JSON, or JSON that is not an object: as before.
-    CHECK(tool_error(R"({"code":"NOT_FOUND")").envelope.code == "UNKNOWN");
-    CHECK(tool_error(R"(["NOT_FOUND"])").envelope.code == "UNKNOWN");
+    CHECK(tool_error(R"({"code":"NOT_FOUND")")->envelope.code == "UNKNOWN");
+    CHECK(tool_error(R"(["NOT_FOUND"])")->envelope.code == "UNKNOWN");
   }
   SECTION("isError not true: a warning, still UNKNOWN") {
     for (const char* flag : {"false", R"("true")", "null"}) {
       const auto r =
           recourse::from_mcp(std::string(R"({"result":{"content":[],"isError":)") + flag + "}}");
       INFO(flag);
-      CHECK(r.envelope.code == "UNKNOWN");
+      CHECK(r->envelope.code == "UNKNOWN");
       CHECK(warned(r, "code", "malformed"));
     }
     const auto none = recourse::from_mcp(R"({"jsonrpc":"2.0","id":1})");
-    CHECK(none.envelope.code == "UNKNOWN");
+    CHECK(none->envelope.code == "UNKNOWN");
     CHECK(warned(none, "code", "malformed"));
   }
   SECTION("streamable HTTP: a 401 with WWW-Authenticate is PERMISSION") {
     const auto r = raw(
         Protocol::Mcp,
         R"({"httpStatus":401,"headers":{"WWW-Authenticate":"Bearer error=\"invalid_token\""}})");
-    CHECK(r.envelope.code == "PERMISSION");
-    CHECK(r.mapping == "mcp transport: http 401 oauth invalid_token");  // RFC 6750 section 3.1
+    CHECK(r->envelope.code == "PERMISSION");
+    CHECK(r->mapping == "mcp transport: http 401 oauth invalid_token");  // RFC 6750 section 3.1
     const auto ok = raw(
         Protocol::Mcp,
         R"({"httpStatus":200,"result":{"content":[{"type":"text","text":"x"}],"isError":true}})");
-    CHECK(ok.envelope.code == "UNKNOWN");
+    CHECK(ok->envelope.code == "UNKNOWN");
   }
   SECTION("tool annotations are untrusted unless the host says otherwise") {
     const std::string reply =
         R"({"result":{"content":[],"isError":true},"annotations":{"idempotentHint":true,"destructiveHint":false}})";
     auto r = raw(Protocol::Mcp, reply);
-    CHECK_FALSE(r.idempotent.has_value());
+    CHECK_FALSE(r->idempotent.has_value());
     CHECK(warned(r, "idempotent", "ignored"));
     AdapterOptions trusted;
     trusted.trusted_server = true;
     r = raw(Protocol::Mcp, reply, std::nullopt, trusted);
-    CHECK(r.idempotent == true);
+    CHECK(r->idempotent == true);
     CHECK(recourse::idempotent_from_annotations(R"({"readOnlyHint":true})", true) == true);
     CHECK(recourse::idempotent_from_annotations(R"({"destructiveHint":true})", true) == false);
     CHECK(recourse::idempotent_from_annotations(R"({"idempotentHint":true})", false) ==
@@ -1818,38 +1820,38 @@ TEST_CASE("adapters: hardening shared with the envelope reader", "[adapters]") {
              "", "[]", "42", "not json", "{\"status\":429", std::string("{\"a\":1}\0", 8)}) {
       const auto r = raw(Protocol::Http, bad);
       INFO(bad);
-      CHECK_FALSE(r.ok);
-      CHECK_FALSE(r.error.empty());
-      CHECK_FALSE(r.envelope.code.has_value());
+      CHECK_FALSE(r.ok());
+      CHECK_FALSE(r.message().empty());
+      CHECK_FALSE(r->envelope.code.has_value());
     }
     AdapterOptions small;
     small.max_raw_bytes = 16;
-    CHECK_FALSE(raw(Protocol::Http, R"({"status":429,"headers":{}})", std::nullopt, small).ok);
+    CHECK_FALSE(raw(Protocol::Http, R"({"status":429,"headers":{}})", std::nullopt, small).ok());
     CHECK_FALSE(
-        recourse::from_raw(std::nullopt, R"({"status":429})", std::nullopt).ok);  // no protocol
+        recourse::from_raw(std::nullopt, R"({"status":429})", std::nullopt).ok());  // no protocol
     CHECK(recourse::from_raw(std::nullopt, R"({"protocol":"http","status":429})", std::nullopt)
-              .envelope.code == "RATE_LIMITED");
+              ->envelope.code == "RATE_LIMITED");
   }
   SECTION("deep nesting inside a body is dropped, not a crash or a failure") {
     const std::string deep = std::string(R"({"status":503,"body":{"x":)") + std::string(5000, '[') +
                              std::string(5000, ']') + "}}";
     const auto r = raw(Protocol::Http, deep);
     INFO(describe(r));
-    CHECK(r.ok);
-    CHECK(r.envelope.code == "TRANSIENT");
+    CHECK(r.ok());
+    CHECK(r->envelope.code == "TRANSIENT");
     const std::string deep_body =
         std::string(R"({"error":)") + std::string(100, '[') + std::string(100, ']') + "}";
-    CHECK(recourse::from_http(429, {}, deep_body, std::nullopt).envelope.code == "RATE_LIMITED");
+    CHECK(recourse::from_http(429, {}, deep_body, std::nullopt)->envelope.code == "RATE_LIMITED");
   }
   SECTION("numbers beyond a double's range drop only their value") {
     const auto r =
         raw(Protocol::Http, R"({"status":429,"body":{"x":1e999,"message":"slow down"}})");
-    CHECK(r.ok);
-    CHECK(r.envelope.code == "RATE_LIMITED");
-    CHECK(r.envelope.message == "slow down");
+    CHECK(r.ok());
+    CHECK(r->envelope.code == "RATE_LIMITED");
+    CHECK(r->envelope.message == "slow down");
     const auto e =
         recourse::from_http(503, {}, R"({"code":"TRANSIENT","retryAfterMs":1e999})", std::nullopt);
-    CHECK_FALSE(e.envelope.retry_after_ms.has_value());
+    CHECK_FALSE(e->envelope.retry_after_ms.has_value());
     CHECK(warned(e, "retryAfterMs", "malformed"));
   }
   SECTION("an envelope in a body reads its numbers as read_envelope does") {
@@ -1857,43 +1859,43 @@ TEST_CASE("adapters: hardening shared with the envelope reader", "[adapters]") {
     auto e = recourse::from_http(503, {}, R"({"code":"TRANSIENT","retryAfterMs":-1e-400})",
                                  std::nullopt);
     INFO(describe(e));
-    CHECK_FALSE(e.envelope.retry_after_ms.has_value());
+    CHECK_FALSE(e->envelope.retry_after_ms.has_value());
     CHECK(warned(e, "retryAfterMs", "malformed"));
     e = raw(Protocol::Http,
             R"({"status":503,"body":{"code":"TRANSIENT","retryAfterMs":1000.00000000000000001}})");
-    CHECK(e.envelope.retry_after_ms == 1001);
+    CHECK(e->envelope.retry_after_ms == 1001);
     e = recourse::from_http(503, {}, R"({"code":"TRANSIENT","retryAfterMs":1e-400})", std::nullopt);
-    CHECK(e.envelope.retry_after_ms == 1);
-    CHECK(e.envelope.warnings.empty());
+    CHECK(e->envelope.retry_after_ms == 1);
+    CHECK(e->envelope.warnings.empty());
     e = recourse::from_http(503, {}, R"({"code":"TRANSIENT","retryAfterMs":-0.0})", std::nullopt);
-    CHECK(e.envelope.retry_after_ms == 0);
-    CHECK(e.envelope.warnings.empty());
+    CHECK(e->envelope.retry_after_ms == 0);
+    CHECK(e->envelope.warnings.empty());
   }
   SECTION("string caps: an oversized message is absent with a warning") {
     const std::string message(9000, 'm');
     const auto r =
         recourse::from_http(500, {}, nlohmann::json{{"message", message}}.dump(), std::nullopt);
-    CHECK_FALSE(r.envelope.message.has_value());
+    CHECK_FALSE(r->envelope.message.has_value());
     CHECK(warned(r, "message", "oversized"));
-    CHECK(r.envelope.code == "TRANSIENT");
+    CHECK(r->envelope.code == "TRANSIENT");
     const std::string body(70000, 'x');
     const auto big = recourse::from_http(500, {}, body, std::nullopt);
-    CHECK(big.envelope.code == "TRANSIENT");
+    CHECK(big->envelope.code == "TRANSIENT");
     CHECK(warned(big, "message", "oversized"));
   }
   SECTION("invalid UTF-8 in a text body is replaced, so the envelope stays valid JSON") {
     const auto r = recourse::from_http(503, {}, "bad \xff\xfe bytes", std::nullopt);
-    REQUIRE(r.envelope.message.has_value());
-    CHECK(recourse::read_envelope(recourse::to_json(r.envelope)).ok);
+    REQUIRE(r->envelope.message.has_value());
+    CHECK(recourse::read_envelope(recourse::to_json(r->envelope)).ok());
   }
   SECTION("an empty field from a body is absent with read_envelope's warning") {
     const auto r = recourse::from_http(
         400, {}, R"({"error":{"type":"invalid_request_error","message":"m","param":""}})",
         std::nullopt);
     INFO(describe(r));
-    CHECK_FALSE(r.envelope.field.has_value());
+    CHECK_FALSE(r->envelope.field.has_value());
     CHECK(warned(r, "field", "malformed"));
-    CHECK(r.envelope.message == "m");
+    CHECK(r->envelope.message == "m");
   }
   SECTION("AdapterTextLimits caps the text an adapter composes from headers and bodies") {
     AdapterOptions o;
@@ -1901,20 +1903,20 @@ TEST_CASE("adapters: hardening shared with the envelope reader", "[adapters]") {
     o.text.plain_body_bytes = 3;
     o.text.auth_scheme_bytes = 2;
     o.text.auth_error_bytes = 5;
-    CHECK(recourse::from_transport_error("ECONNRESET by peer", o).envelope.message ==
+    CHECK(recourse::from_transport_error("ECONNRESET by peer", o)->envelope.message ==
           "transport error: ECON");
-    CHECK(recourse::from_http(502, {}, "upstream down", std::nullopt, o).envelope.message ==
+    CHECK(recourse::from_http(502, {}, "upstream down", std::nullopt, o)->envelope.message ==
           "HTTP 502 Bad Gateway: ups");
     CHECK(recourse::from_http(401, {{"WWW-Authenticate", R"(Bearer error="invalid_token")"}}, "",
                               std::nullopt, o)
-              .envelope.suggestion == "authenticate (Be, error inval)");
+              ->envelope.suggestion == "authenticate (Be, error inval)");
     // An HTML page is recognised only within html_sniff_bytes of the body's start.
     const std::string page = "x\n" + std::string(600, ' ') + "<html><body>502</body></html>";
-    CHECK(recourse::from_http(502, {}, page, std::nullopt).envelope.message ==
+    CHECK(recourse::from_http(502, {}, page, std::nullopt)->envelope.message ==
           "HTTP 502 Bad Gateway: x");
     o = AdapterOptions{};
     o.text.html_sniff_bytes = 1024;
-    CHECK(recourse::from_http(502, {}, page, std::nullopt, o).envelope.message ==
+    CHECK(recourse::from_http(502, {}, page, std::nullopt, o)->envelope.message ==
           "HTTP 502 Bad Gateway");
   }
   SECTION("garbled input of any protocol is UNKNOWN, never TRANSIENT") {
@@ -1932,9 +1934,9 @@ TEST_CASE("adapters: hardening shared with the envelope reader", "[adapters]") {
     for (const auto& [protocol, text] : garbage) {
       const auto r = raw(protocol, text);
       INFO(recourse::to_string(protocol) << " " << text << ": " << describe(r));
-      CHECK(r.ok);
-      CHECK(r.envelope.code == "UNKNOWN");
-      CHECK_FALSE(r.envelope.warnings.empty());
+      CHECK(r.ok());
+      CHECK(r->envelope.code == "UNKNOWN");
+      CHECK_FALSE(r->envelope.warnings.empty());
     }
   }
   SECTION("to_json round-trips through read_envelope") {
@@ -1942,10 +1944,10 @@ TEST_CASE("adapters: hardening shared with the envelope reader", "[adapters]") {
         400, {{"Retry-After", "3"}, {"X-Request-Id", "r-1"}},
         R"({"type":"x","title":"t \"quoted\" \u00e9","invalid-params":[{"name":"n","reason":"r"}]})",
         std::nullopt);
-    const auto back = recourse::read_envelope(recourse::to_json(r.envelope));
-    REQUIRE(back.ok);
-    CHECK(back.envelope.warnings.empty());
-    CHECK(recourse::to_json(back.envelope) == recourse::to_json(r.envelope));
+    const auto back = recourse::read_envelope(recourse::to_json(r->envelope));
+    REQUIRE(back.ok());
+    CHECK((*back).warnings.empty());
+    CHECK(recourse::to_json((*back)) == recourse::to_json(r->envelope));
   }
 }
 
@@ -1991,18 +1993,18 @@ TEST_CASE("adapters: mutated raw forms never throw and always round-trip", "[ada
         }
       }
       const auto r = raw(protocol, text, 1655120933000);
-      if (!r.ok) {
-        CHECK_FALSE(r.envelope.code.has_value());
+      if (!r.ok()) {
+        CHECK_FALSE(r->envelope.code.has_value());
         continue;
       }
       ++readable;
-      const auto back = recourse::read_envelope(recourse::to_json(r.envelope));
+      const auto back = recourse::read_envelope(recourse::to_json(r->envelope));
       INFO(text << " -> " << describe(r));
-      REQUIRE(back.ok);
-      CHECK(recourse::to_json(back.envelope) == recourse::to_json(r.envelope));
-      CHECK(r.envelope.code.has_value());
-      CHECK(recourse::to_json(raw(protocol, text, 1655120933000).envelope) ==
-            recourse::to_json(r.envelope));  // deterministic
+      REQUIRE(back.ok());
+      CHECK(recourse::to_json((*back)) == recourse::to_json(r->envelope));
+      CHECK(r->envelope.code.has_value());
+      CHECK(recourse::to_json(raw(protocol, text, 1655120933000)->envelope) ==
+            recourse::to_json(r->envelope));  // deterministic
     }
   }
   CHECK(readable > 100);
@@ -2015,19 +2017,19 @@ TEST_CASE("adapters: per-tool overrides", "[adapters]") {
                 {Protocol::Grpc, "ALREADY_EXISTS", "BOOKING_TAKEN"},
                 {Protocol::JsonRpc, "-32010", "TIMEOUT"}};
   auto r = recourse::from_http(409, {}, "", std::nullopt, o);
-  CHECK(r.envelope.code == "BOOKING_TAKEN");
-  CHECK(r.envelope.retryable == false);  // the protocol's, not the override's
-  CHECK(r.mapping == "override http 409");
-  CHECK(recourse::from_grpc("6", "", {}, o).envelope.code == "BOOKING_TAKEN");
-  CHECK(recourse::from_jsonrpc(-32010, "", "", o).envelope.code == "TIMEOUT");
+  CHECK(r->envelope.code == "BOOKING_TAKEN");
+  CHECK(r->envelope.retryable == false);  // the protocol's, not the override's
+  CHECK(r->mapping == "override http 409");
+  CHECK(recourse::from_grpc("6", "", {}, o)->envelope.code == "BOOKING_TAKEN");
+  CHECK(recourse::from_jsonrpc(-32010, "", "", o)->envelope.code == "TIMEOUT");
   CHECK(recourse::from_mcp(R"({"error":{"code":-32010,"message":"Request timed out"}})", o)
-            .envelope.code == "TIMEOUT");
-  CHECK(recourse::from_http(403, {}, "", std::nullopt, o).envelope.code == "FORBIDDEN");
+            ->envelope.code == "TIMEOUT");
+  CHECK(recourse::from_http(403, {}, "", std::nullopt, o)->envelope.code == "FORBIDDEN");
   // A body's documented reclassification still outranks a status override.
   r = recourse::from_http(403, {}, R"({"message":"You have exceeded a secondary rate limit"})",
                           std::nullopt, o);
-  CHECK(r.envelope.code == "RATE_LIMITED");
-  CHECK(recourse::from_http(404, {}, "", std::nullopt, o).envelope.code == "NOT_FOUND");
+  CHECK(r->envelope.code == "RATE_LIMITED");
+  CHECK(recourse::from_http(404, {}, "", std::nullopt, o)->envelope.code == "NOT_FOUND");
 }
 
 TEST_CASE("adapters: `map` lines in a policy", "[adapters][check]") {
@@ -2062,7 +2064,7 @@ TEST_CASE("adapters: `map` lines in a policy", "[adapters][check]") {
   AdapterOptions o;
   o.mappings = p.mappings();
   const auto r = recourse::from_http(409, {}, "", std::nullopt, o);
-  const auto d = p.decide(r.envelope, test::context(R"({"sideEffect":"none"})"));
+  const auto d = p.decide(r->envelope, test::context(R"({"sideEffect":"none"})"));
   CHECK(d.route == recourse::Route::Replace);
   CHECK(d.target == "bookings.alternatives");
 
@@ -2226,7 +2228,7 @@ TEST_CASE("cli: envelope --from http prints the canonical envelope", "[adapters]
       R"({"code":"RATE_LIMITED","message":"HTTP 429 Too Many Requests","retryable":true,"retryAfterMs":1000,"traceId":"r-9"})"
       "\n");
   // The output is an envelope: read back, it decides.
-  CHECK(recourse::read_envelope(r.out).ok);
+  CHECK(recourse::read_envelope(r.out).ok());
 
   const auto nan = temp_file("nan.json", R"({"status":503,"headers":{"Retry-After":"nan"}})");
   r = test::run(cli + " envelope --from http " + nan + " 2>&1 >/dev/null");

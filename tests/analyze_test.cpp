@@ -25,11 +25,11 @@ recourse::Route replay(const recourse::Diagnostic& d, const std::string& text) {
   context = context.substr(0, context.find('}') + 1);
   auto r = recourse::compile({{"t", text}});
   REQUIRE(r.ok());
-  const auto& p = r.bundle->policies().front();
+  const auto& p = r->policies().front();
   const auto e = test::envelope(envelope);
   const auto c = test::context(context);
   const auto table = p.decide(e, c);
-  CHECK(table.route == p.interpret(e, c).route);
+  CHECK(table.route == recourse::interpret(p, e, c).route);
   return table.route;
 }
 
@@ -69,8 +69,8 @@ TEST_CASE("analyze: the side-effect invariants hold by their gates; waiving one 
   auto waived = recourse::compile(
       {{"t", "policy \"p\" {\n  waive retry_after_commit \"reads only\"\n" + rule}});
   REQUIRE(waived.ok());
-  CHECK(find(waived.diagnostics, "W110"));
-  CHECK(waived.bundle->policies()[0].decide(e, committed).route == recourse::Route::Retry);
+  CHECK(find(waived.diagnostics(), "W110"));
+  CHECK(waived->policies()[0].decide(e, committed).route == recourse::Route::Retry);
   // Unknown invariant names and missing reasons are errors.
   CHECK(find(test::diagnostics("policy \"p\" { waive retry_after_comit \"x\" default -> stop }"),
              "E030"));
@@ -177,11 +177,11 @@ TEST_CASE("analyze: questions beyond CompileOptions::max_analysis_work are W109,
   none.max_analysis_work = 0;
   const auto open = recourse::compile({{"p.recourse", text}}, none);
   REQUIRE(open.ok());
-  REQUIRE(open.diagnostics.size() == 1);
-  CHECK(open.diagnostics[0].code == "W109");
+  REQUIRE(open.diagnostics().size() == 1);
+  CHECK(open.diagnostics()[0].code == "W109");
   const auto decided = recourse::compile({{"p.recourse", text}});
-  REQUIRE(decided.diagnostics.size() == 1);
-  CHECK(decided.diagnostics[0].code == "W101");
+  REQUIRE(decided.diagnostics().size() == 1);
+  CHECK(decided.diagnostics()[0].code == "W101");
 }
 
 TEST_CASE("analyze: a question past CompileOptions::max_cover_splits is W109 naming the option",
@@ -192,16 +192,16 @@ TEST_CASE("analyze: a question past CompileOptions::max_cover_splits is W109 nam
       "[TIMEOUT, TRANSIENT] -> stop\n  default -> stop\n}\n";
   const auto decided = recourse::compile({{"p.recourse", text}});
   REQUIRE(decided.ok());
-  CHECK(decided.diagnostics.empty());
+  CHECK(decided.diagnostics().empty());
   recourse::CompileOptions none;
   none.max_cover_splits = 0;
   const auto open = recourse::compile({{"p.recourse", text}}, none);
   REQUIRE(open.ok());
-  REQUIRE(open.diagnostics.size() == 1);
-  CHECK(open.diagnostics[0].code == "W109");
-  CHECK(open.diagnostics[0].message ==
+  REQUIRE(open.diagnostics().size() == 1);
+  CHECK(open.diagnostics()[0].code == "W109");
+  CHECK(open.diagnostics()[0].message ==
         "reachability not decided: the table is too large to analyse");
-  CHECK(open.diagnostics[0].help ==
+  CHECK(open.diagnostics()[0].help ==
         "split the policy, or raise the splits one question may make "
         "(recourse check --max-cover-splits N, CompileOptions::max_cover_splits)");
 }
@@ -214,16 +214,16 @@ TEST_CASE("analyze: CompileOptions::analyze = false builds the tables and proves
       "  default -> stop\n}\n";
   const auto proven = recourse::compile({{"p.recourse", text}});
   CHECK_FALSE(proven.ok());
-  REQUIRE(find(proven.diagnostics, "E103"));
-  REQUIRE(find(proven.diagnostics, "W101"));
+  REQUIRE(find(proven.diagnostics(), "E103"));
+  REQUIRE(find(proven.diagnostics(), "W101"));
   recourse::CompileOptions tables;
   tables.analyze = false;
   const auto built = recourse::compile({{"p.recourse", text}}, tables);
   REQUIRE(built.ok());
-  CHECK(built.diagnostics.empty());
+  CHECK(built.diagnostics().empty());
   // The table decides as written; refusing the policy is the analysis' part (recourse check).
-  const auto d = built.bundle->decide(test::envelope(R"({"code":"CONTEXT_OVERFLOW"})"),
-                                      test::context(R"({"tool":"p","sideEffect":"none"})"));
+  const auto d = built->decide(test::envelope(R"({"code":"CONTEXT_OVERFLOW"})"),
+                               test::context(R"({"tool":"p","sideEffect":"none"})"));
   CHECK(d.route == recourse::Route::Retry);
   CHECK(d.rule == "overflow");
 }
@@ -233,13 +233,13 @@ TEST_CASE("analyze: overlaps under `hit unique` beyond the work budget are W109"
       "policy \"p\" {\n  hit unique\n  rule a when code == TIMEOUT -> escalate\n"
       "  rule b when code in [TIMEOUT, TRANSIENT] -> stop\n  default -> stop\n}\n";
   const auto found = recourse::compile({{"p.recourse", text}});
-  REQUIRE(find(found.diagnostics, "E106"));
+  REQUIRE(find(found.diagnostics(), "E106"));
   recourse::CompileOptions none;
   none.max_analysis_work = 0;
   const auto open = recourse::compile({{"p.recourse", text}}, none);
-  CHECK_FALSE(find(open.diagnostics, "E106"));
+  CHECK_FALSE(find(open.diagnostics(), "E106"));
   bool overlaps_open = false;
-  for (const auto& d : open.diagnostics)
+  for (const auto& d : open.diagnostics())
     overlaps_open |= d.code == "W109" && d.message ==
                                              "overlaps under `hit unique` not decided: the table "
                                              "is too large to analyse";

@@ -6,7 +6,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "recourse/format.hpp"
+#include "recourse/tooling.hpp"
 #include "support.hpp"
 
 namespace {
@@ -65,7 +65,7 @@ TEST_CASE("test blocks: passing and failing expectations, with every mismatch na
     expect replace "elsewhere" rule transient delay 1s..2s exhausted attempts
   }
 )"));
-  const auto results = p.run_tests();
+  const auto results = recourse::run_tests(p);
   REQUIRE(results.size() == 2);
   CHECK(results[0].passed);
   CHECK(results[0].name == "transient is retried");
@@ -101,7 +101,7 @@ TEST_CASE("test blocks: the context defaults to the policy's tool and reads stri
     expect stop rule "budget:attempts" exhausted attempts
   }
 )"));
-  const auto results = p.run_tests();
+  const auto results = recourse::run_tests(p);
   REQUIRE(results.size() == 2);
   CHECK(results[0].name == "no context");
   CHECK(results[1].name == "guards decide too");
@@ -213,9 +213,9 @@ TEST_CASE("extends: own rules first, settings key by key, the base's assertions 
   rule busy when code == BUSY -> stop "busy means busy here"
 }
 )"}});
-    INFO((r.diagnostics.empty() ? "" : recourse::to_text(r.diagnostics[0])));
+    INFO((r.diagnostics().empty() ? "" : recourse::to_text(r.diagnostics()[0])));
     REQUIRE(r.ok());
-    const auto* child = r.bundle->find("child");
+    const auto* child = r->find("child");
     REQUIRE(child);
     const auto busy = child->decide(test::envelope(R"({"code":"BUSY","retryable":true})"),
                                     test::context(R"({"tool":"child","sideEffect":"none"})"));
@@ -225,7 +225,7 @@ TEST_CASE("extends: own rules first, settings key by key, the base's assertions 
                       test::context(R"({"tool":"child","sideEffect":"none","attempt":1})"));
     CHECK(transient.rule == "transient");
     CHECK(transient.attempts.before == 1);  // attempts = 2 from the child, not 4 from the base
-    CHECK(transient.repairs_left == 2);     // repairs = 2 from the base
+    CHECK(transient.repairs.before == 2);   // repairs = 2 from the base
     const auto other = child->decide(test::envelope(R"({"code":"NOT_FOUND"})"),
                                      test::context(R"({"tool":"child","sideEffect":"none"})"));
     CHECK(other.route == recourse::Route::Escalate);  // the base's default
@@ -237,7 +237,7 @@ TEST_CASE("extends: own rules first, settings key by key, the base's assertions 
 }
 )"}});
     CHECK_FALSE(r.ok());
-    const auto* d = find(r.diagnostics, "E120");
+    const auto* d = find(r.diagnostics(), "E120");
     REQUIRE(d);
     CHECK(d->file == "base.recourse");
     CHECK(d->line == 5);
@@ -251,7 +251,7 @@ TEST_CASE("extends: own rules first, settings key by key, the base's assertions 
 }
 )"}});
     REQUIRE(r.ok());
-    const auto* d = find(r.diagnostics, "W101");
+    const auto* d = find(r.diagnostics(), "W101");
     REQUIRE(d);
     CHECK(d->file == "base.recourse");
     CHECK(d->line == 4);
@@ -265,7 +265,7 @@ TEST_CASE("extends: own rules first, settings key by key, the base's assertions 
   rule transient when code == TRANSIENT -> stop
 }
 )"}});
-    const auto* d = find(r.diagnostics, "E015");
+    const auto* d = find(r.diagnostics(), "E015");
     REQUIRE(d);
     CHECK(d->file == "base.recourse");
     CHECK(d->line == 4);
@@ -275,20 +275,20 @@ TEST_CASE("extends: own rules first, settings key by key, the base's assertions 
 TEST_CASE("extends: a missing base and a cycle are errors at the extends clause", "[extends]") {
   auto missing = recourse::compile({{"c.recourse", "policy \"c\" extends \"nowhere\" {\n}\n"}});
   CHECK_FALSE(missing.ok());
-  REQUIRE(missing.diagnostics.size() == 1);
-  CHECK(missing.diagnostics[0].code == "E026");
-  CHECK(missing.diagnostics[0].message == "no policy \"nowhere\" to extend");
-  CHECK(missing.diagnostics[0].line == 1);
-  CHECK(missing.diagnostics[0].column == 20);
+  REQUIRE(missing.diagnostics().size() == 1);
+  CHECK(missing.diagnostics()[0].code == "E026");
+  CHECK(missing.diagnostics()[0].message == "no policy \"nowhere\" to extend");
+  CHECK(missing.diagnostics()[0].line == 1);
+  CHECK(missing.diagnostics()[0].column == 20);
 
   auto cycle = recourse::compile({{"a.recourse", "policy \"a\" extends \"b\" {\n}\n"},
                                   {"b.recourse", "policy \"b\" extends \"a\" {\n}\n"}});
   CHECK_FALSE(cycle.ok());
-  REQUIRE(cycle.diagnostics.size() == 2);
-  CHECK(cycle.diagnostics[0].code == "E027");
-  CHECK(cycle.diagnostics[0].file == "a.recourse");
-  CHECK(cycle.diagnostics[0].message == "policy \"a\" extends itself: \"a\" -> \"b\" -> \"a\"");
-  CHECK(cycle.diagnostics[1].file == "b.recourse");
+  REQUIRE(cycle.diagnostics().size() == 2);
+  CHECK(cycle.diagnostics()[0].code == "E027");
+  CHECK(cycle.diagnostics()[0].file == "a.recourse");
+  CHECK(cycle.diagnostics()[0].message == "policy \"a\" extends itself: \"a\" -> \"b\" -> \"a\"");
+  CHECK(cycle.diagnostics()[1].file == "b.recourse");
 }
 
 TEST_CASE("extends: chains longer than max_extends_depth are E033", "[extends]") {
@@ -299,7 +299,7 @@ TEST_CASE("extends: chains longer than max_extends_depth are E033", "[extends]")
   text += "policy \"c40\" {\n  default -> stop\n}\n";
   const auto r = recourse::compile({{"chain.recourse", text}});
   CHECK_FALSE(r.ok());
-  const auto* d = find(r.diagnostics, "E033");
+  const auto* d = find(r.diagnostics(), "E033");
   REQUIRE(d);
   CHECK(d->message == "policy \"c0\" has more than 16 bases along `extends`");
   recourse::CompileOptions deep;
@@ -314,16 +314,16 @@ TEST_CASE("extends: compile_paths finds NAME.recourse beside the file, and nothi
   const auto child = dir.write("child.recourse", "policy \"child\" extends \"shared.base\" {\n}\n");
   auto r = recourse::compile_paths({child});
   REQUIRE(r.ok());
-  CHECK(r.bundle->find("child"));
-  CHECK(r.bundle->policies().size() == 2);
+  CHECK(r->find("child"));
+  CHECK(r->policies().size() == 2);
 
   // A name that would leave the directory is never looked up.
   fs::create_directories(dir.path / "sub");
   const auto escape = dir.write("sub/x.recourse", "policy \"x\" extends \"../shared.base\" {\n}\n");
   auto e = recourse::compile_paths({escape});
   REQUIRE_FALSE(e.ok());
-  CHECK(e.diagnostics.at(0).code == "E026");
-  CHECK(e.diagnostics.at(0).help.find("never looked up as a file") != std::string::npos);
+  CHECK(e.diagnostics().at(0).code == "E026");
+  CHECK(e.diagnostics().at(0).help.find("never looked up as a file") != std::string::npos);
 }
 
 TEST_CASE("fmt keeps test blocks and extends, and puts tests after the default", "[test]") {
@@ -337,10 +337,9 @@ TEST_CASE("fmt keeps test blocks and extends, and puts tests after the default",
   default -> stop
 }
 )";
-  std::vector<recourse::Diagnostic> ds;
-  const auto out = recourse::format(text, ds);
-  INFO((ds.empty() ? "" : recourse::to_text(ds[0])));
-  REQUIRE(out);
+  const auto out = recourse::format(text);
+  INFO((out.diagnostics().empty() ? "" : recourse::to_text(out.diagnostics()[0])));
+  REQUIRE(out.ok());
   CHECK(*out == R"(policy "api" extends "base" {
   rule transient when code == TRANSIENT -> retry
   default -> stop
@@ -352,7 +351,7 @@ TEST_CASE("fmt keeps test blocks and extends, and puts tests after the default",
 }
 )");
   std::vector<recourse::Diagnostic> again;
-  CHECK(recourse::format(*out, again) == out);
+  CHECK(test::format_into(*out, again) == *out);
 }
 
 TEST_CASE("recourse test: PASS and FAIL lines, the diff, exit codes, JSON records", "[test][cli]") {
@@ -462,8 +461,8 @@ TEST_CASE("recourse test: every bundled policy file has tests, and they pass", "
     INFO(e.path().string());
     REQUIRE(r.ok());
     std::size_t own = 0;
-    for (const auto& p : r.bundle->policies())
-      for (const auto& t : p.run_tests()) {
+    for (const auto& p : r->policies())
+      for (const auto& t : recourse::run_tests(p)) {
         if (t.file != e.path().string()) continue;
         ++own;
         INFO(t.name << ": expected " << t.expected << ", got " << t.actual);

@@ -4,7 +4,7 @@
 #include <set>
 #include <sstream>
 
-#include "recourse/sample.hpp"
+#include "recourse/tooling.hpp"
 #include "support.hpp"
 
 namespace {

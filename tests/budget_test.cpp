@@ -22,7 +22,7 @@ recourse::Decision decide(const std::string& envelope, const std::string& contex
   const auto e = test::envelope(envelope);
   const auto c = test::context(context);
   const auto d = p.decide(e, c);
-  const auto i = p.interpret(e, c);
+  const auto i = recourse::interpret(p, e, c);
   CHECK(d.rule == i.rule);
   CHECK(d.route == i.route);
   return d;
@@ -146,5 +146,5 @@ TEST_CASE("budgets: without on_exhausted, the tool's fallback, else stop", "[bud
   auto r = recourse::compile(
       {{"t", R"(policy "x" { limits { on_exhausted = replace } default -> stop })"}});
   REQUIRE_FALSE(r.ok());
-  CHECK(r.diagnostics.at(0).message == "on_exhausted = replace needs the tool's fallback");
+  CHECK(r.diagnostics().at(0).message == "on_exhausted = replace needs the tool's fallback");
 }

@@ -135,13 +135,13 @@ const json& find_case(const json& cases, const std::string& id) {
 }
 
 const recourse::Bundle& bundle() {
-  static const recourse::CompileResult result = recourse::compile_paths({kPoliciesDir});
+  static const recourse::Result<recourse::Bundle> result = recourse::compile_paths({kPoliciesDir});
   if (!result.ok()) {
     std::string text;
-    for (const auto& d : result.diagnostics) text += recourse::to_text(d);
+    for (const auto& d : result.diagnostics()) text += recourse::to_text(d);
     FAIL("tests/cases policies do not compile:\n" << text);
   }
-  return *result.bundle;
+  return *result;
 }
 
 // The context with only the keys read_context knows; budgets, alternatives, now and the rest
@@ -156,20 +156,20 @@ recourse::Context context_of(const json& c) {
   if (budgets.contains("remainingMs"))
     ctx["deadlineMs"] = ctx.value("elapsedMs", 0) + budgets["remainingMs"].get<std::int64_t>();
   if (ctx.contains("consecutiveSameFailure")) ctx["repeats"] = ctx["consecutiveSameFailure"];
-  const recourse::ContextResult r = recourse::read_context(ctx.dump());
+  const recourse::Result<recourse::Context> r = recourse::read_context(ctx.dump());
   std::string errors;
-  for (const auto& e : r.errors) errors += e.message + "; ";
+  for (const auto& e : r.diagnostics()) errors += e.message + "; ";
   INFO("context " << ctx.dump() << " errors: " << errors);
-  REQUIRE(r.ok);
-  return r.context;
+  REQUIRE(r.ok());
+  return *r;
 }
 
 recourse::Envelope envelope_of(const std::string& text) {
-  const recourse::EnvelopeResult r = recourse::read_envelope(text);
+  const recourse::Result<recourse::Envelope> r = recourse::read_envelope(text);
   INFO("envelope " << text);
-  INFO("error: " << r.error);
-  REQUIRE(r.ok);
-  return r.envelope;
+  INFO("error: " << r.message());
+  REQUIRE(r.ok());
+  return *r;
 }
 
 Route route_of(const std::string& name) {
@@ -182,8 +182,8 @@ Route route_of(const std::string& name) {
 std::string describe(const Decision& d) {
   std::ostringstream os;
   os << "route=" << recourse::to_string(d.route) << " rule=" << d.rule << " policy=" << d.policy
-     << " delay_ms=" << d.delay_ms << " attempts_left=" << d.attempts_left
-     << " repairs_left=" << d.repairs_left << " exhausted=" << d.exhausted
+     << " delay_ms=" << d.delay_ms << " attempts_left=" << d.attempts.before
+     << " repairs_left=" << d.repairs.before << " exhausted=" << d.exhausted
      << " key=" << recourse::to_string(d.idempotency_key) << " warnings=" << d.warnings;
   return os.str();
 }
@@ -194,17 +194,16 @@ void require_same(const Decision& a, const Decision& b) {
   INFO("expected " << describe(b));
   CHECK(a.route == b.route);
   CHECK(a.delay_ms == b.delay_ms);
-  CHECK(a.jitter_draw == b.jitter_draw);
+  CHECK(a.jitter_ms == b.jitter_ms);
   CHECK(a.rule == b.rule);
   CHECK(a.reason == b.reason);
   CHECK(a.exhausted == b.exhausted);
-  CHECK(a.attempts_left == b.attempts_left);
-  CHECK(a.repairs_left == b.repairs_left);
+  CHECK(a.attempts.before == b.attempts.before);
+  CHECK(a.repairs.before == b.repairs.before);
   CHECK(a.retry_after_ms == b.retry_after_ms);
   CHECK(a.idempotency_key == b.idempotency_key);
   CHECK(a.warnings == b.warnings);
   CHECK(a.minted_trace_id == b.minted_trace_id);
-  CHECK(a.row == b.row);
 }
 
 // Asserts `expected` (route and limits) of one case on the decision.
@@ -224,12 +223,12 @@ void check_expected(const json& expected, const Decision& d, const recourse::Env
       // On retry the count is the attempt budget left; on any other route no automatic call of
       // the same tool follows, which is right only when the case allows none.
       if (d.route == Route::Retry)
-        CHECK(d.attempts_left == value.get<std::int64_t>());
+        CHECK(d.attempts.before == value.get<std::int64_t>());
       else
         CHECK(value.get<std::int64_t>() == 0);
     } else if (key == "furtherRepairs") {
       if (d.route == Route::Repair)
-        CHECK(d.repairs_left == value.get<std::int64_t>());
+        CHECK(d.repairs.before == value.get<std::int64_t>());
       else
         CHECK(value.get<std::int64_t>() == 0);
     } else if (key == "furtherIdenticalAttempts") {
@@ -301,15 +300,14 @@ std::optional<std::int64_t> now_of(const json& c) {
 }
 
 // The case's raw form through its adapter, with the case policy's `map` overrides.
-recourse::AdapterResult adapted(const json& c, const json& raw, const recourse::Context& ctx) {
+recourse::Adapted adapted(const json& c, const json& raw, const recourse::Context& ctx) {
   recourse::AdapterOptions options;
   if (const recourse::Policy* p = bundle().find(ctx.tool)) options.mappings = p->mappings();
-  const recourse::AdapterResult r =
+  const recourse::Result<recourse::Adapted> r =
       recourse::from_raw(std::nullopt, raw.dump(), now_of(c), options);
-  INFO("raw " << raw.dump() << " -> " << recourse::to_json(r.envelope) << " (" << r.mapping << ")");
-  INFO("error: " << r.error);
-  REQUIRE(r.ok);
-  return r;
+  INFO("raw " << raw.dump() << " error: " << r.message());
+  REQUIRE(r.ok());
+  return *r;
 }
 
 }  // namespace
@@ -466,9 +464,9 @@ TEST_CASE("cases: stream-partial-output-replayed: emitted output is resent only 
   INFO(describe(discarded));
   CHECK(discarded.route == Route::Retry);
   CHECK(discarded.rule == "transient");
-  CHECK(discarded.attempts_left ==
+  CHECK(discarded.attempts.before ==
         c.at("expected").at("limits").at("furtherAttemptsIfDiscardSupported").get<std::int64_t>());
-  CHECK(discarded.attempts_left == 1);
+  CHECK(discarded.attempts.before == 1);
   CHECK(discarded.delay_ms <= c.at("context").at("budgets").at("maxDelayMs").get<std::int64_t>());
   // Nothing emitted before the failure (the case's contrast): the retry goes ahead too.
   c["context"]["streamOutputEmitted"] = false;
@@ -504,7 +502,7 @@ TEST_CASE("cases: raw forms through their adapters decide the expected route and
       json c = find_case(cases, t.id);
       if (t.policy_attempts) c["context"]["budgets"].erase("maxAttempts");
       const recourse::Context ctx = context_of(c);
-      const recourse::AdapterResult r = adapted(c, raw_form(c), ctx);
+      const recourse::Adapted r = adapted(c, raw_form(c), ctx);
       const recourse::Envelope& e = r.envelope;
       INFO("adapter: " << recourse::to_json(e) << " (" << r.mapping << ")");
       CHECK(e.code == std::optional<std::string>(t.code));
@@ -555,7 +553,7 @@ TEST_CASE("cases: retry-after-nan-hang raw variants decide as if Retry-After wer
   const recourse::Context ctx = context_of(c);
   json raw = raw_form(c);
   raw["headers"].erase("Retry-After");
-  const recourse::AdapterResult absent = adapted(c, raw, ctx);
+  const recourse::Adapted absent = adapted(c, raw, ctx);
   CHECK(absent.envelope.warnings.empty());
   const Decision baseline = bundle().decide(absent.envelope, ctx);
   check_expected(c.at("expected"), baseline, absent.envelope);
@@ -566,7 +564,7 @@ TEST_CASE("cases: retry-after-nan-hang raw variants decide as if Retry-After wer
   for (const std::string& v : variants) {
     DYNAMIC_SECTION("Retry-After: " << v) {
       raw["headers"]["Retry-After"] = v;
-      const recourse::AdapterResult r = adapted(c, raw, ctx);
+      const recourse::Adapted r = adapted(c, raw, ctx);
       CHECK_FALSE(r.envelope.retry_after_ms.has_value());
       REQUIRE(r.envelope.warnings.size() == 1);
       CHECK(r.envelope.warnings[0].field == "retryAfterMs");
@@ -585,7 +583,7 @@ TEST_CASE("cases: github-403: a real permission error keeps routing to authorize
   json raw = raw_form(c);
   raw["body"]["message"] = "Resource not accessible by integration";
   const recourse::Context ctx = context_of(c);
-  const recourse::AdapterResult r = adapted(c, raw, ctx);
+  const recourse::Adapted r = adapted(c, raw, ctx);
   CHECK(r.envelope.code == "PERMISSION");
   CHECK(bundle().decide(r.envelope, ctx).route == Route::Authorize);
   // A wait beyond the policy's 120 s (the 56-minute sleeps) stops instead of blocking.
@@ -630,7 +628,7 @@ TEST_CASE("cases: idempotency-key-reused-after-body-change: a new key only when 
   const json cases = load_cases();
   json c = find_case(cases, "idempotency-key-reused-after-body-change");
   const recourse::Context ctx = context_of(c);
-  const recourse::AdapterResult r = adapted(c, raw_form(c), ctx);
+  const recourse::Adapted r = adapted(c, raw_form(c), ctx);
   CHECK(r.envelope.field == std::optional<std::string>("idempotency_key"));
   CHECK(r.envelope.retryable == std::optional<bool>(false));
   CHECK(r.mapping == "http 400 body: idempotency key reused with another request");
@@ -644,10 +642,12 @@ TEST_CASE("cases: idempotency-key-reused-after-body-change: a new key only when 
   CHECK(unknown.route != Route::Repair);
   CHECK(unknown.rule == "gate:unknown_outcome");
   // Stripe's reused key with other parameters reads the same.
-  const recourse::AdapterResult stripe = recourse::from_http(
+  const recourse::Result<recourse::Adapted> stripe_read = recourse::from_http(
       400, {},
       R"({"error":{"type":"idempotency_error","message":"Keys for idempotent requests can only be used with the same parameters they were first used with."}})",
       std::nullopt);
+  REQUIRE(stripe_read.ok());
+  const recourse::Adapted& stripe = *stripe_read;
   CHECK(stripe.envelope.code == std::optional<std::string>("VALIDATION"));
   CHECK(stripe.envelope.field == std::optional<std::string>("idempotency_key"));
   CHECK(bundle().decide(stripe.envelope, ctx).route == Route::Repair);

@@ -44,7 +44,7 @@ TEST_CASE("compile: golden dumps of the example policies", "[compile]") {
     auto r = recourse::compile({{relative, read_file(file.string())}});
     REQUIRE(r.ok());
     std::string dump;
-    for (const auto& p : r.bundle->policies()) dump += p.dump();
+    for (const auto& p : r->policies()) dump += p.dump();
     check_golden(file.stem().string(), dump);
   }
 }
@@ -60,16 +60,16 @@ TEST_CASE("compile: a small domain gets a direct table, a large one bitsets", "[
         R"(policy "s" { rule r when code == TRANSIENT and retryable -> retry default -> stop })"}},
       no_direct);
   REQUIRE(r.ok());
-  CHECK_THAT(r.bundle->policies()[0].dump(), Catch::Contains("strategy bitset"));
+  CHECK_THAT(r->policies()[0].dump(), Catch::Contains("strategy bitset"));
   // A table without columns has one entry, still more than a limit of none.
   recourse::CompileOptions none;
   none.direct_table_max_entries = 0;
   auto bare = recourse::compile({{"t", R"(policy "b" { default -> stop })"}}, none);
   REQUIRE(bare.ok());
-  CHECK_THAT(bare.bundle->policies()[0].dump(), Catch::Contains("strategy bitset"));
+  CHECK_THAT(bare->policies()[0].dump(), Catch::Contains("strategy bitset"));
   // Both strategies decide alike.
   const auto e = test::envelope(R"({"code":"TRANSIENT","retryable":true})");
-  CHECK(small.decide(e, {}).rule == r.bundle->policies()[0].decide(e, {}).rule);
+  CHECK(small.decide(e, {}).rule == r->policies()[0].decide(e, {}).rule);
 }
 
 TEST_CASE(

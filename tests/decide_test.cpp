@@ -34,7 +34,8 @@ recourse::Decision decide(const recourse::Policy& p, const std::string& envelope
   const auto e = test::envelope(envelope);
   const auto c = test::context(context);
   const auto d = p.decide(e, c);
-  const auto i = p.interpret(e, c);  // every decision here is also checked against the interpreter
+  const auto i =
+      recourse::interpret(p, e, c);  // every decision here is also checked against the interpreter
   CHECK(d.route == i.route);
   CHECK(d.rule == i.rule);
   CHECK(d.delay_ms == i.delay_ms);
@@ -51,7 +52,7 @@ TEST_CASE("decide: first matching rule, with derived attributes", "[decide]") {
   CHECK(d.rule == "throttled");
   CHECK(d.policy == "pay");
   CHECK(d.attempt == 1);
-  CHECK(d.attempts_left == 2);
+  CHECK(d.attempts.before == 2);
   CHECK(d.delay_ms == 100);
   CHECK(d.idempotency_key == recourse::KeyDirective::Reuse);
 
@@ -134,12 +135,12 @@ TEST_CASE("decide: budget guards override retry and repair, in precedence order"
   SECTION("attempts: the cap precedes the attempts budget") {
     auto d = decide(p, retry + "}", R"({"sideEffect":"none","attempt":3})");
     CHECK(d.exhausted == "attempts");
-    CHECK(d.attempts_left == 0);
+    CHECK(d.attempts.before == 0);
     d = decide(p, retry + R"(,"retryAfterMs":99999999})", R"({"sideEffect":"none","attempt":3})");
     CHECK(d.exhausted == "retry_after");
     d = decide(p, retry + "}", R"({"sideEffect":"none","attempt":2})");
     CHECK(d.route == Route::Retry);
-    CHECK(d.attempts_left == 1);
+    CHECK(d.attempts.before == 1);
   }
   SECTION("the host's maxAttempts, clamped to the engine's ceiling") {
     CHECK(
@@ -231,7 +232,7 @@ policy "llm" {
                               "streamDiscardSupported":true})");
     CHECK(d.route == Route::Retry);
     CHECK(d.rule == "transient");
-    CHECK(d.attempts_left == 2);
+    CHECK(d.attempts.before == 2);
     // Discardable output leaves sideEffect in charge: a committed call still stops.
     CHECK(decide(p, timeout,
                  R"({"tool":"llm","sideEffect":"committed","streamOutputEmitted":true,
@@ -362,7 +363,7 @@ TEST_CASE("decide: the delay is floored by min_delay and raised to the server's 
   const auto b = decide(p, R"({"code":"TRANSIENT","retryable":true,"traceId":"y"})",
                         R"({"operationId":"op-1","attempt":3,"sideEffect":"none"})");
   CHECK(a.delay_ms == b.delay_ms);
-  CHECK(a.jitter_draw == b.jitter_draw);
+  CHECK(a.jitter_ms == b.jitter_ms);
 }
 
 TEST_CASE("decide: idempotency-key directives", "[decide]") {
@@ -384,13 +385,12 @@ TEST_CASE("decide: a bundle selects by tool name, then \"*\", else stops", "[dec
       {{"a", R"(policy "a" { rule r when code is absent -> retry default -> stop })"},
        {"star", R"(policy "*" { default -> escalate })"}});
   REQUIRE(with_fallback.ok());
-  CHECK(with_fallback.bundle->decide({}, test::context(R"({"tool":"a","sideEffect":"none"})"))
-            .route == Route::Retry);
-  CHECK(with_fallback.bundle->decide({}, test::context(R"({"tool":"zzz"})")).route ==
-        Route::Escalate);
+  CHECK(with_fallback->decide({}, test::context(R"({"tool":"a","sideEffect":"none"})")).route ==
+        Route::Retry);
+  CHECK(with_fallback->decide({}, test::context(R"({"tool":"zzz"})")).route == Route::Escalate);
   auto without = recourse::compile(
       {{"a", R"(policy "a" { rule r when code is absent -> retry default -> stop })"}});
-  const auto d = without.bundle->decide({}, test::context(R"({"tool":"b"})"));
+  const auto d = without->decide({}, test::context(R"({"tool":"b"})"));
   CHECK(d.route == Route::Stop);
   CHECK(d.warnings == (recourse::kNoPolicy | recourse::kTraceIdMinted));
   CHECK(d.minted_trace_id != 0);
@@ -404,23 +404,24 @@ TEST_CASE("decide: a context flagged store_unavailable keeps the warning without
   REQUIRE(r.ok());
   auto c = test::context(R"({"tool":"b","sideEffect":"none"})");
   c.store_unavailable = true;
-  CHECK(r.bundle->decide({}, c).warnings ==
+  CHECK(r->decide({}, c).warnings ==
         (recourse::kNoPolicy | recourse::kTraceIdMinted | recourse::kStoreUnavailable));
-  CHECK(r.bundle->unreadable(c).warnings ==
+  CHECK(r->unreadable(c).warnings ==
         (recourse::kUnreadableEnvelope | recourse::kTraceIdMinted | recourse::kStoreUnavailable));
   c.tool = "a";
-  CHECK(r.bundle->unreadable(c).warnings ==
+  CHECK(r->unreadable(c).warnings ==
         (recourse::kUnreadableEnvelope | recourse::kTraceIdMinted | recourse::kStoreUnavailable));
-  CHECK(r.bundle->decide({}, c).warnings ==
-        (recourse::kTraceIdMinted | recourse::kStoreUnavailable));
+  CHECK(r->decide({}, c).warnings == (recourse::kTraceIdMinted | recourse::kStoreUnavailable));
 }
 
-TEST_CASE("decide: a decision keeps its policy alive after the bundle is gone", "[decide]") {
+TEST_CASE("decide: a decision's strings stay valid while a copy of its policy lives", "[decide]") {
   recourse::Decision d;
+  std::optional<recourse::Policy> kept;
   {
     auto r =
         recourse::compile({{"a", R"(policy "alive" { rule r -> stop "kept" default -> stop })"}});
-    d = r.bundle->decide({}, test::context(R"({"tool":"alive"})"));
+    d = r->decide({}, test::context(R"({"tool":"alive"})"));
+    kept = r->policies().front();  // shares the compiled form the decision views
   }
   CHECK(d.policy == "alive");
   CHECK(d.reason == "kept");

@@ -38,11 +38,11 @@ recourse::Decision decide(const recourse::Policy& p, const std::string& example)
 
 TEST_CASE("diff: each changed region once, with an example both versions reproduce", "[diff]") {
   const auto r = recourse::diff({"before.recourse", kBefore}, {"after.recourse", kAfter});
-  REQUIRE(r.ok);
-  REQUIRE(r.changes.size() == 3);
+  REQUIRE(r.ok());
+  REQUIRE(r->changes.size() == 3);
   const auto before = compiled(kBefore), after = compiled(kAfter);
   std::vector<std::string> pairs;
-  for (const auto& c : r.changes) {
+  for (const auto& c : r->changes) {
     pairs.push_back(c.before_rule + "->" + c.after_rule);
     INFO(c.example);
     REQUIRE_FALSE(c.example.empty());
@@ -59,29 +59,30 @@ TEST_CASE("diff: a comparison past CompileOptions::max_cover_splits is W109 nami
   recourse::CompileOptions none;
   none.max_cover_splits = 0;
   const auto r = recourse::diff({"before.recourse", kBefore}, {"after.recourse", kAfter}, {}, none);
-  CHECK_FALSE(r.ok);
-  REQUIRE(r.diagnostics.size() == 1);
-  CHECK(r.diagnostics[0].code == "W109");
-  CHECK(r.diagnostics[0].message == "diff not decided: the tables are too large to compare");
-  CHECK(r.diagnostics[0].help ==
+  CHECK_FALSE(r.ok());
+  REQUIRE(r.diagnostics().size() == 1);
+  CHECK(r.diagnostics()[0].code == "W109");
+  CHECK(r.diagnostics()[0].message == "diff not decided: the tables are too large to compare");
+  CHECK(r.diagnostics()[0].help ==
         "raise the splits one comparison may make (recourse diff --max-cover-splits N, "
         "CompileOptions::max_cover_splits)");
 }
 
 TEST_CASE("diff: no change, and what cannot be compared", "[diff]") {
   auto same = recourse::diff({"a", kBefore}, {"b", std::string("# reformatted\n") + kBefore});
-  REQUIRE(same.ok);
-  CHECK(same.changes.empty());
+  REQUIRE(same.ok());
+  CHECK(same->changes.empty());
   auto codes =
       recourse::diff({"a", kBefore}, {"b", R"(policy "p" { codes { X } default -> stop })"});
-  CHECK_FALSE(codes.ok);
-  CHECK(codes.diagnostics.at(0).code == "E040");
-  CHECK(codes.diagnostics.at(0).file == "b");  // at the after version's policy
-  CHECK(codes.diagnostics.at(0).line == 1);
-  CHECK_THAT(codes.diagnostics.at(0).message, Catch::Contains("only before: none; only after: X"));
+  CHECK_FALSE(codes.ok());
+  CHECK(codes.diagnostics().at(0).code == "E040");
+  CHECK(codes.diagnostics().at(0).file == "b");  // at the after version's policy
+  CHECK(codes.diagnostics().at(0).line == 1);
+  CHECK_THAT(codes.diagnostics().at(0).message,
+             Catch::Contains("only before: none; only after: X"));
   auto broken = recourse::diff({"a", kBefore}, {"b", "policy \"p\" {"});
-  CHECK_FALSE(broken.ok);
-  CHECK(broken.diagnostics.at(0).code == "E001");
+  CHECK_FALSE(broken.ok());
+  CHECK(broken.diagnostics().at(0).code == "E001");
 }
 
 TEST_CASE("cli: recourse diff exits 1 when decisions change, 0 when none do", "[diff][cli]") {
@@ -110,16 +111,16 @@ TEST_CASE("diff: settings that move budgets and delays are named", "[diff]") {
   after.replace(after.find("attempts = 3"), 12, "attempts = 4");
   after.replace(after.find("max 2s"), 6, "max 3s");
   const auto r = recourse::diff({"a.recourse", before}, {"b.recourse", after});
-  REQUIRE(r.ok);
+  REQUIRE(r.ok());
   // No route changes in the table, yet the third call of a transient failure now retries.
-  CHECK(r.changes.empty());
-  REQUIRE(r.settings.size() == 2);
-  CHECK(r.settings[0].setting == "limits.attempts");
-  CHECK(r.settings[0].before == "3");
-  CHECK(r.settings[0].after == "4");
-  CHECK(r.settings[1].setting == "backoff.max");
-  CHECK(r.settings[1].before == "2000ms");
-  CHECK(r.settings[1].after == "3000ms");
+  CHECK(r->changes.empty());
+  REQUIRE(r->settings.size() == 2);
+  CHECK(r->settings[0].setting == "limits.attempts");
+  CHECK(r->settings[0].before == "3");
+  CHECK(r->settings[0].after == "4");
+  CHECK(r->settings[1].setting == "backoff.max");
+  CHECK(r->settings[1].before == "2000ms");
+  CHECK(r->settings[1].after == "3000ms");
   const auto third =
       test::context(R"({"tool":"p","sideEffect":"none","idempotent":true,"attempt":3})");
   const auto transient = test::envelope(R"({"code":"TRANSIENT"})");
@@ -138,9 +139,9 @@ TEST_CASE("diff: a version that extends a base is compared with its base", "[dif
   const auto r = recourse::diff(
       {(dir / "c.recourse").string(), own + "  rule slow when code == TIMEOUT -> escalate\n}\n"},
       {(dir / "c.recourse").string(), own + "}\n"});
-  REQUIRE(r.ok);
+  REQUIRE(r.ok());
   bool to_base_rule = false;
-  for (const auto& c : r.changes)
+  for (const auto& c : r->changes)
     to_base_rule = to_base_rule || (c.before_rule == "slow" && c.after_rule == "transient" &&
                                     c.after_route == recourse::Route::Retry);
   CHECK(to_base_rule);
@@ -148,8 +149,8 @@ TEST_CASE("diff: a version that extends a base is compared with its base", "[dif
   const auto missing =
       recourse::diff({(dir / "c.recourse").string(), "policy \"c\" extends \"nope\" {\n}\n"},
                      {(dir / "c.recourse").string(), own + "}\n"});
-  CHECK_FALSE(missing.ok);
-  REQUIRE_FALSE(missing.diagnostics.empty());
-  CHECK(missing.diagnostics[0].code == "E026");
+  CHECK_FALSE(missing.ok());
+  REQUIRE_FALSE(missing.diagnostics().empty());
+  CHECK(missing.diagnostics()[0].code == "E026");
   fs::remove_all(dir);
 }

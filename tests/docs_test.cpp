@@ -344,16 +344,16 @@ TEST_CASE("every policy example in docs/language.md compiles as tagged", "[docs]
   for (const auto& block : blocks) {
     if (block.decisions) continue;
     const std::string where = "docs/language.md:" + std::to_string(block.line);
-    const recourse::CompileResult r = recourse::compile({{where, block.text}});
+    const recourse::Result<recourse::Bundle> r = recourse::compile({{where, block.text}});
     INFO(where << " (```" << block.info << ")\n"
                << block.text << "diagnostics:\n"
-               << describe(r.diagnostics));
+               << describe(r.diagnostics()));
     if (block.expected.empty()) {
       ++ok_blocks;
       REQUIRE(r.ok());
-      CHECK_FALSE(recourse::has_errors(r.diagnostics));
-      for (const auto& policy : r.bundle->policies())
-        for (const auto& t : policy.run_tests()) {
+      CHECK_FALSE(recourse::has_errors(r.diagnostics()));
+      for (const auto& policy : r->policies())
+        for (const auto& t : recourse::run_tests(policy)) {
           ++tests;
           INFO("test \"" << t.name << "\": expected " << t.expected << ", got " << t.actual);
           CHECK(t.passed);
@@ -362,7 +362,7 @@ TEST_CASE("every policy example in docs/language.md compiles as tagged", "[docs]
       ++error_blocks;
       CHECK_FALSE(r.ok());
       bool found = false;
-      for (const auto& d : r.diagnostics)
+      for (const auto& d : r.diagnostics())
         if (d.code == block.expected && d.severity == recourse::Severity::Error) found = true;
       CHECK(found);
     }
@@ -389,7 +389,7 @@ TEST_CASE("the table dump in docs/language.md is the compiler's", "[docs]") {
   const auto [dump, unused] = block("```text\n", after);
   const auto r = recourse::compile({{"search.recourse", policy}});
   REQUIRE(r.ok());
-  CHECK(r.bundle->policies().front().dump() == dump);
+  CHECK(r->policies().front().dump() == dump);
 }
 
 TEST_CASE("every documented decision in docs/language.md is the engine's", "[docs]") {
@@ -400,8 +400,8 @@ TEST_CASE("every documented decision in docs/language.md is the engine's", "[doc
     ++decision_blocks;
     const DocBlock& policy = blocks[block.policy];
     const std::string where = "docs/language.md:" + std::to_string(policy.line);
-    const recourse::CompileResult r = recourse::compile({{where, policy.text}});
-    INFO(where << "\n" << describe(r.diagnostics));
+    const recourse::Result<recourse::Bundle> r = recourse::compile({{where, policy.text}});
+    INFO(where << "\n" << describe(r.diagnostics()));
     REQUIRE(r.ok());
     const Validator decision_schema = schema("decision.schema.json");
     std::istringstream in(block.text);
@@ -416,18 +416,18 @@ TEST_CASE("every documented decision in docs/language.md is the engine's", "[doc
       REQUIRE(c.contains("envelope"));
       REQUIRE(c.contains("context"));
       REQUIRE(c.contains("decision"));
-      const recourse::EnvelopeResult e = recourse::read_envelope(c["envelope"].dump());
-      REQUIRE(e.ok);
-      const recourse::ContextResult x = recourse::read_context(c["context"].dump());
-      REQUIRE(x.ok);
-      const recourse::Decision d = r.bundle->decide(e.envelope, x.context);
-      const json got = json::parse(recourse::to_json(d, e.envelope));
+      const recourse::Result<recourse::Envelope> e = recourse::read_envelope(c["envelope"].dump());
+      REQUIRE(e.ok());
+      const recourse::Result<recourse::Context> x = recourse::read_context(c["context"].dump());
+      REQUIRE(x.ok());
+      const recourse::Decision d = r->decide((*e), (*x));
+      const json got = json::parse(recourse::to_json(d, (*e)));
       INFO("decision: " << got.dump());
       CHECK(difference(c["decision"], got, "decision") == "");
       // The reference interpreter agrees, and the decision fits its schema.
-      const recourse::Policy* p = r.bundle->find(x.context.tool);
+      const recourse::Policy* p = r->find((*x).tool);
       REQUIRE(p != nullptr);
-      CHECK(json::parse(recourse::to_json(p->interpret(e.envelope, x.context), e.envelope)) == got);
+      CHECK(json::parse(recourse::to_json(recourse::interpret(*p, (*e), (*x)), (*e))) == got);
       CHECK(joined(decision_schema.errors(got)) == "");
     }
   }
@@ -509,7 +509,7 @@ TEST_CASE("each setting's documented default is the engine's", "[docs]") {
         {{"d.recourse", "policy \"d\" {\n  " + block + "\n  default -> stop\n}\n"}});
     INFO(block);
     REQUIRE(r.ok());
-    return r.bundle->policies().front().dump();
+    return r->policies().front().dump();
   };
   std::size_t checked = 0;
   for (const auto& def : recourse::detail::setting_table()) {
@@ -532,11 +532,11 @@ TEST_CASE("each setting's documented default is the engine's", "[docs]") {
 
 TEST_CASE("the diagnostics table lists every code the sources can emit", "[docs]") {
   const std::string reference = read_file(test::source_dir() + "/docs/language.md");
-  const std::regex row(R"(\n\| ([EWC][0-9]{3}) \|)");
+  const std::regex row(R"(\n\| ([EWCNS][0-9]{3}) \|)");
   std::set<std::string> documented;
   for (std::sregex_iterator it(reference.begin(), reference.end(), row), end; it != end; ++it)
     documented.insert((*it)[1]);
-  const std::regex literal(R"re("([EWC][0-9]{3})")re");
+  const std::regex literal(R"re("([EWCNS][0-9]{3})")re");
   std::set<std::string> emitted;
   for (const char* dir : {"engine", "grammar", "cli"})
     for (const auto& entry :
@@ -694,7 +694,17 @@ TEST_CASE("decisions printed for rules/traces validate against docs/schema", "[d
   const recourse::Envelope none;
   const recourse::Context context = test::context(R"({"tool": "other", "sideEffect": "none"})");
   CHECK(joined(decision_schema.errors(
-            json::parse(recourse::to_json(r.bundle->decide(none, context), none)))) == "");
+            json::parse(recourse::to_json(r->decide(none, context), none)))) == "");
   CHECK(joined(decision_schema.errors(
-            json::parse(recourse::to_json(r.bundle->unreadable(context), none)))) == "");
+            json::parse(recourse::to_json(r->unreadable(context), none)))) == "");
+}
+
+TEST_CASE("docs: embedding.md states sizeof(Decision), a plain value", "[docs]") {
+  const std::string text = read_file(test::source_dir() + "/docs/embedding.md");
+  const std::regex stated(R"(`sizeof\(Decision\)` is (\d+)\s+bytes)");
+  std::smatch m;
+  REQUIRE(std::regex_search(text, m, stated));
+  CHECK(std::stoul(m[1]) == sizeof(recourse::Decision));
+  const std::string header = read_file(test::source_dir() + "/engine/include/recourse/policy.hpp");
+  CHECK_THAT(header, Catch::Contains("sizeof(Decision) is " + std::string(m[1]) + " bytes"));
 }

@@ -1,8 +1,10 @@
 // Engine: hot reload (swap, failed compile keeps the old bundle, decisions keep their snapshot),
 // the decision log and its JSON record, the counters.
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <stdexcept>
 #include <thread>
+#include <type_traits>
 
 #include "support.hpp"
 
@@ -22,7 +24,7 @@ const char* kRetry = R"(policy "pay" {
 recourse::Bundle bundle(const char* text) {
   auto r = recourse::compile({{"pay.recourse", text}});
   REQUIRE(r.ok());
-  return std::move(*r.bundle);
+  return std::move(*r);
 }
 
 }  // namespace
@@ -33,69 +35,76 @@ TEST_CASE("engine: reload swaps the bundle, a failed compile keeps it", "[engine
   const auto context = test::context(R"({"tool":"pay","sideEffect":"none"})");
   CHECK(engine.generation() == 0);
   const recourse::Decision before = engine.decide(envelope, context);
+  const std::shared_ptr<const recourse::Bundle> pin = engine.pinned();  // keeps `before` readable
   CHECK(before.route == recourse::Route::Stop);
   const std::string before_hash(before.policy_hash);
 
   auto ok = engine.reload({{"pay.recourse", kRetry}});
-  CHECK(ok.ok);
-  CHECK(ok.generation == 1);
+  CHECK(ok.ok());
+  CHECK(*ok == 1);
   CHECK(engine.generation() == 1);
   const recourse::Decision after = engine.decide(envelope, context);
   CHECK(after.route == recourse::Route::Retry);
   CHECK(after.policy_hash != before_hash);
-  // The earlier decision still reads its own policy's strings.
+  // The earlier decision still reads its own policy's strings, pinned.
   CHECK(before.policy_hash == before_hash);
   CHECK(before.reason == "no retries today");
 
   auto bad =
       engine.reload({{"pay.recourse", "policy \"pay\" { rule r when code == NOPE -> stop }"}});
-  CHECK_FALSE(bad.ok);
-  CHECK(bad.generation == 1);
-  REQUIRE_FALSE(bad.diagnostics.empty());
-  CHECK(recourse::has_errors(bad.diagnostics));
+  CHECK_FALSE(bad.ok());
+  CHECK(engine.generation() == 1);
+  REQUIRE_FALSE(bad.diagnostics().empty());
+  CHECK(recourse::has_errors(bad.diagnostics()));
   CHECK(engine.decide(envelope, context).route == recourse::Route::Retry);
   CHECK(engine.bundle()->find("pay")->hash() == after.policy_hash);
 
   auto missing = engine.reload_paths({"/nonexistent/policies"});
-  CHECK_FALSE(missing.ok);
-  CHECK(missing.diagnostics.front().code == "E000");
+  CHECK_FALSE(missing.ok());
+  CHECK(missing.diagnostics().front().code == "E000");
   // Sources that hold no policy (an empty list, an empty text) never empty the engine.
   for (const auto& empty :
        {std::vector<recourse::Source>{}, std::vector<recourse::Source>{{"e", ""}}}) {
     auto none = engine.reload(empty);
-    CHECK_FALSE(none.ok);
-    CHECK(none.generation == 1);
-    REQUIRE_FALSE(none.diagnostics.empty());
-    CHECK(none.diagnostics.back().code == "E004");
+    CHECK_FALSE(none.ok());
+    CHECK(engine.generation() == 1);
+    REQUIRE_FALSE(none.diagnostics().empty());
+    CHECK(none.diagnostics().back().code == "E004");
     CHECK(engine.decide(envelope, context).route == recourse::Route::Retry);
   }
   CHECK(engine.swap(bundle(kStop)) == 2);
   CHECK(engine.decide(envelope, context).route == recourse::Route::Stop);
 }
 
-TEST_CASE("engine: decisions pin their policy per thread and outlive the engine and the thread",
-          "[engine]") {
+TEST_CASE(
+    "engine: a thread's decisions stay valid until it decides after a swap; pinned() keeps them",
+    "[engine]") {
   const auto envelope = test::envelope(R"({"code":"RATE_LIMITED","traceId":"t-1"})");
   const auto context = test::context(R"({"tool":"pay","sideEffect":"none"})");
   recourse::Decision other_thread, this_thread;
+  std::shared_ptr<const recourse::Bundle> other_pin, this_pin;
   {
     recourse::Engine engine(bundle(kStop));
-    std::thread t([&] { other_thread = engine.decide(envelope, context); });
+    std::thread t([&] {
+      other_thread = engine.decide(envelope, context);
+      other_pin = engine.pinned();
+    });
     t.join();
     this_thread = engine.decide(envelope, context);
-    // Same policy, but each thread's decisions count on a control block of their own, so
-    // deciding on two threads never writes one shared reference count.
-    const auto& a = other_thread.keep_alive;
-    const auto& b = this_thread.keep_alive;
-    CHECK(a.get() == b.get());
-    CHECK((a.owner_before(b) || b.owner_before(a)));
-    CHECK(engine.reload({{"pay.recourse", kRetry}}).ok);
+    this_pin = engine.pinned();
+    CHECK(this_pin.get() == other_pin.get());  // one snapshot's bundle
+    CHECK(engine.reload({{"pay.recourse", kRetry}}).ok());
+    // This thread has not decided since the swap: its snapshot still holds the old bundle.
+    CHECK(engine.pinned().get() == this_pin.get());
+    CHECK(this_thread.reason == "no retries today");
     CHECK(engine.decide(envelope, context).route == recourse::Route::Retry);
+    CHECK(engine.pinned().get() != this_pin.get());
   }
-  // The engine and the other thread are gone; the decisions still read their policy.
+  // The engine and the other thread are gone; the pins keep the decisions' strings readable
+  // (AddressSanitizer, scripts/asan.sh, would report a read of a freed policy).
   CHECK(other_thread.reason == "no retries today");
   CHECK(this_thread.reason == "no retries today");
-  CHECK(other_thread.keep_alive.use_count() == 1);  // the decision is the last owner
+  CHECK(this_pin->find("pay") != nullptr);
 }
 
 TEST_CASE("engine: without policies every decision stops with kNoPolicy", "[engine]") {
@@ -157,7 +166,7 @@ TEST_CASE("engine: the context's JSON reads back to the same context", "[engine]
   recourse::Context pinned;
   pinned.idempotency_key_pinned = true;
   CHECK(test::context(recourse::to_json(pinned)).idempotency_key_pinned);
-  CHECK_FALSE(recourse::read_context(R"({"idempotencyKeyPinned": "yes"})").ok);
+  CHECK_FALSE(recourse::read_context(R"({"idempotencyKeyPinned": "yes"})").ok());
   const auto empty = nlohmann::json::parse(recourse::to_json(recourse::Context{}));
   CHECK_FALSE(empty.contains("sideEffect"));
   CHECK_FALSE(empty.contains("nowMs"));
@@ -196,4 +205,32 @@ TEST_CASE("engine: counters per route, rule and exhausted budget, summed over th
   recourse::Engine quiet(bundle(kRetry));
   quiet.decide(throttled, first);
   CHECK(quiet.counters().decisions == 0);
+}
+
+TEST_CASE("api: one way to fail, no empty policy, decisions are plain values", "[engine][api]") {
+  static_assert(!std::is_default_constructible_v<recourse::Policy>);
+  static_assert(std::is_trivially_copyable_v<recourse::BudgetLeft>);
+  static_assert(std::is_copy_constructible_v<recourse::Decision>);
+  // A failure always says why; a success may carry warnings.
+  const auto bad = recourse::read_envelope("[1]");
+  REQUIRE_FALSE(bad.ok());
+  REQUIRE(bad.diagnostics().size() == 1);
+  CHECK(bad.diagnostics()[0].code == "N001");
+  CHECK(bad.diagnostics()[0].severity == recourse::Severity::Error);
+  CHECK_THROWS_AS(bad.value(), std::bad_optional_access);
+  const auto store = recourse::open_store("sqlite:");
+  REQUIRE_FALSE(store.ok());
+  CHECK(store.diagnostics()[0].code == "S001");
+  CHECK(store.message() == "state store \"sqlite:\": no PATH after sqlite:");
+  recourse::Workflow workflow;
+  const recourse::Status restored = workflow.from_json("not json");
+  REQUIRE_FALSE(restored.ok());
+  CHECK(restored.diagnostics()[0].code == "S004");
+  const auto raw = recourse::from_raw(std::nullopt, R"({"status": 429})", std::nullopt);
+  REQUIRE_FALSE(raw.ok());
+  CHECK(raw.diagnostics()[0].code == "N001");
+  CHECK(raw.message() == "the raw form names no protocol (http, grpc, mcp or jsonrpc)");
+  const auto empty = recourse::Result<int>::failure(std::vector<recourse::Diagnostic>{});
+  REQUIRE(empty.diagnostics().size() == 1);
+  CHECK(empty.diagnostics()[0].code == "E099");
 }

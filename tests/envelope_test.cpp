@@ -5,7 +5,7 @@
 
 namespace {
 
-recourse::EnvelopeResult read(const std::string& json) {
+recourse::Result<recourse::Envelope> read(const std::string& json) {
   return recourse::read_envelope(json);
 }
 
@@ -50,8 +50,8 @@ TEST_CASE("envelope: malformed fields read as absent with a warning", "[envelope
   for (const auto& row : rows) {
     INFO(row.json);
     auto r = read(row.json);
-    REQUIRE(r.ok);
-    const auto& e = r.envelope;
+    REQUIRE(r.ok());
+    const auto& e = *r;
     CHECK_FALSE(e.code.has_value());
     CHECK_FALSE(e.retryable.has_value());
     CHECK_FALSE(e.retry_after_ms.has_value());
@@ -102,10 +102,10 @@ TEST_CASE("envelope: a number is read by its written value, not its nearest doub
         R"({"retryAfterMs":-1e-99999999999999999999})"}) {
     INFO(json);
     auto r = read(json);
-    REQUIRE(r.ok);
-    CHECK_FALSE(r.envelope.retry_after_ms.has_value());
-    REQUIRE(r.envelope.warnings.size() == 1);
-    CHECK(r.envelope.warnings[0].kind == "malformed");
+    REQUIRE(r.ok());
+    CHECK_FALSE(r->retry_after_ms.has_value());
+    REQUIRE(r->warnings.size() == 1);
+    CHECK(r->warnings[0].kind == "malformed");
   }
   // Zero however written is 0 (-0 is not below zero); a fraction rounds up, however small or
   // however close to a whole number.
@@ -126,35 +126,35 @@ TEST_CASE("envelope: a number is read by its written value, not its nearest doub
   for (const auto& [json, ms] : valid) {
     INFO(json);
     auto r = read(json);
-    REQUIRE(r.ok);
-    CHECK(r.envelope.retry_after_ms == ms);
-    CHECK(r.envelope.warnings.empty());
+    REQUIRE(r.ok());
+    CHECK(r->retry_after_ms == ms);
+    CHECK(r->warnings.empty());
   }
 }
 
 TEST_CASE("envelope: size limits drop a field, or reject the whole input", "[envelope]") {
   recourse::ReaderLimits limits;
   auto r = recourse::read_envelope(R"({"code":")" + std::string(65, 'A') + R"("})", limits);
-  REQUIRE(r.ok);
-  CHECK_FALSE(r.envelope.code.has_value());
-  CHECK(r.envelope.warnings.at(0).kind == "oversized");
+  REQUIRE(r.ok());
+  CHECK_FALSE(r->code.has_value());
+  CHECK(r->warnings.at(0).kind == "oversized");
   limits.max_bytes = 10;
   r = recourse::read_envelope(R"({"code":"TRANSIENT"})", limits);
-  CHECK_FALSE(r.ok);
-  CHECK(r.error == "envelope is 20 bytes; the limit is 10");
+  CHECK_FALSE(r.ok());
+  CHECK(r.message() == "envelope is 20 bytes; the limit is 10");
   r = recourse::read_envelope(
       R"({"a":1e999,"b":2e999,"c":3e999,"d":4e999,"e":5e999,"f":6e999,"g":7e999,"h":8e999,"i":9e999})");
-  CHECK_FALSE(r.ok);
-  CHECK(r.error == "envelope has more than 8 numbers beyond the range of a double");
+  CHECK_FALSE(r.ok());
+  CHECK(r.message() == "envelope has more than 8 numbers beyond the range of a double");
   r = recourse::read_envelope(R"({"code":"TIMEOUT","a":1e999,"retryAfterMs":-1e999})");
-  REQUIRE(r.ok);
-  CHECK(r.envelope.code == "TIMEOUT");
-  CHECK(r.envelope.warnings.size() == 1);
+  REQUIRE(r.ok());
+  CHECK(r->code == "TIMEOUT");
+  CHECK(r->warnings.size() == 1);
   limits = {};
   limits.max_depth = 3;
   r = recourse::read_envelope(R"({"x":{"y":{"z":{}}}})", limits);
-  CHECK_FALSE(r.ok);
-  CHECK(r.error == "envelope nested deeper than 3 levels");
+  CHECK_FALSE(r.ok());
+  CHECK(r.message() == "envelope nested deeper than 3 levels");
 }
 
 TEST_CASE("envelope: input that is not a JSON object is an error, not an empty envelope",
@@ -163,9 +163,9 @@ TEST_CASE("envelope: input that is not a JSON object is an error, not an empty e
        {"", "[]", "[1,2]", "42", "\"TRANSIENT\"", "null", "{", "{\"code\":}", "{} {}"}) {
     INFO(json);
     auto r = read(json);
-    CHECK_FALSE(r.ok);
-    CHECK_FALSE(r.error.empty());
-    CHECK_FALSE(r.envelope.code.has_value());
+    CHECK_FALSE(r.ok());
+    CHECK_FALSE(r.message().empty());
+    CHECK_FALSE(r->code.has_value());
   }
 }
 
@@ -190,21 +190,22 @@ TEST_CASE("context: camelCase keys, strict types", "[envelope]") {
                           R"({"maxAttempts":0})", R"([])", R"(nope)"}) {
     INFO(bad);
     auto r = recourse::read_context(bad);
-    CHECK_FALSE(r.ok);
-    REQUIRE_FALSE(r.errors.empty());
-    CHECK(r.errors[0].code == "C001");
+    CHECK_FALSE(r.ok());
+    REQUIRE_FALSE(r.diagnostics().empty());
+    CHECK(r.diagnostics()[0].code == "C001");
   }
   for (const char* bad :
        {R"({"deadlineMs":9223372036854775807})", R"({"attempt":9223372036854775808})",
         R"({"elapsedMs":1000000000000001})", R"({"attempt":1e999})"}) {
     INFO(bad);
-    CHECK_FALSE(recourse::read_context(bad).ok);
+    CHECK_FALSE(recourse::read_context(bad).ok());
   }
   CHECK(recourse::read_context(R"({"attempt":1e999})")
-            .errors.at(0)
+            .diagnostics()
+            .at(0)
             .message.rfind("context is not valid JSON: ", 0) == 0);
   auto r = recourse::read_context(R"({"attempt":0})");
-  CHECK(r.errors[0].message == "context.attempt must be an integer in [1, 1000000000]");
+  CHECK(r.diagnostics()[0].message == "context.attempt must be an integer in [1, 1000000000]");
 }
 
 TEST_CASE("context: a key given twice is C001 in either order, escaped or not", "[envelope]") {
@@ -217,16 +218,17 @@ TEST_CASE("context: a key given twice is C001 in either order, escaped or not", 
                            R"({"sideEffect":"none","tool":"t","sideEffect":null})"}) {
     INFO(json);
     auto r = recourse::read_context(json);
-    CHECK_FALSE(r.ok);
-    REQUIRE(r.errors.size() == 1);
-    CHECK(r.errors[0].code == "C001");
-    CHECK(r.errors[0].message == "context.sideEffect appears more than once");
+    CHECK_FALSE(r.ok());
+    REQUIRE(r.diagnostics().size() == 1);
+    CHECK(r.diagnostics()[0].code == "C001");
+    CHECK(r.diagnostics()[0].message == "context.sideEffect appears more than once");
   }
   // In any object of the context, unknown keys included; the same key in two objects is fine.
   auto nested = recourse::read_context(R"({"tool":"t","meta":{"a":1,"b":{"c":1,"c":2}}})");
-  CHECK_FALSE(nested.ok);
-  CHECK(nested.errors.at(0).message == "context.meta.b.c appears more than once");
-  CHECK(recourse::read_context(R"({"tool":"t","meta":{"tool":"u"},"list":[{"a":1},{"a":2}]})").ok);
+  CHECK_FALSE(nested.ok());
+  CHECK(nested.diagnostics().at(0).message == "context.meta.b.c appears more than once");
+  CHECK(
+      recourse::read_context(R"({"tool":"t","meta":{"tool":"u"},"list":[{"a":1},{"a":2}]})").ok());
 }
 
 TEST_CASE("context: ContextLimits bound the text, its nesting, its strings and arguments",
@@ -238,13 +240,13 @@ TEST_CASE("context: ContextLimits bound the text, its nesting, its strings and a
   small.max_arguments = 2;
   auto message = [&](const std::string& json) {
     const auto r = recourse::read_context(json, small);
-    CHECK_FALSE(r.ok);
-    REQUIRE(r.errors.size() == 1);
-    CHECK(r.errors[0].code == "C001");
-    return r.errors[0].message;
+    CHECK_FALSE(r.ok());
+    REQUIRE(r.diagnostics().size() == 1);
+    CHECK(r.diagnostics()[0].code == "C001");
+    return r.diagnostics()[0].message;
   };
   // Each limit just met reads; one past it is C001 with the limit named.
-  CHECK(recourse::read_context(R"({"tool":"abcde","arguments":["a","b"],"x":[]})", small).ok);
+  CHECK(recourse::read_context(R"({"tool":"abcde","arguments":["a","b"],"x":[]})", small).ok());
   CHECK(message(R"({"tool":"t","padding":")" + std::string(60, 'p') + "\"}") ==
         "context is 85 bytes; the limit is 64");
   CHECK(message(R"({"tool":"t","x":[[]]})") == "context nested deeper than 2 levels");
@@ -261,20 +263,20 @@ TEST_CASE("context: ContextLimits bound the text, its nesting, its strings and a
   CHECK(d.max_depth == 32);
   CHECK(d.max_text_bytes == 4096);
   CHECK(d.max_arguments == 1024);
-  CHECK(recourse::read_context(R"({"tool":")" + std::string(4096, 't') + "\"}").ok);
-  CHECK_FALSE(recourse::read_context(R"({"tool":")" + std::string(4097, 't') + "\"}").ok);
+  CHECK(recourse::read_context(R"({"tool":")" + std::string(4096, 't') + "\"}").ok());
+  CHECK_FALSE(recourse::read_context(R"({"tool":")" + std::string(4097, 't') + "\"}").ok());
   const std::string open32(32, '['), close32(32, ']');
-  CHECK_FALSE(recourse::read_context("{\"x\":" + open32 + close32 + "}").ok);
-  CHECK(recourse::read_context("{\"x\":" + open32.substr(1) + close32.substr(1) + "}").ok);
+  CHECK_FALSE(recourse::read_context("{\"x\":" + open32 + close32 + "}").ok());
+  CHECK(recourse::read_context("{\"x\":" + open32.substr(1) + close32.substr(1) + "}").ok());
 }
 
 TEST_CASE("envelope: a NUL byte is invalid JSON, not the end of the input", "[envelope]") {
   using namespace std::string_literals;
   const std::string envelope = "{\"code\":\"TRANSIENT\"}\0{\"code\":\"PERMISSION\"} garbage ["s;
   auto r = recourse::read_envelope(envelope);
-  CHECK_FALSE(r.ok);
-  CHECK(r.error == "invalid JSON at byte 21: a NUL byte");
-  CHECK_FALSE(recourse::read_context("{\"tool\":\"t\"}\0{}"s).ok);
+  CHECK_FALSE(r.ok());
+  CHECK(r.message() == "invalid JSON at byte 21: a NUL byte");
+  CHECK_FALSE(recourse::read_context("{\"tool\":\"t\"}\0{}"s).ok());
 }
 
 TEST_CASE("context: the stream facts are the host's booleans", "[envelope]") {
@@ -289,9 +291,9 @@ TEST_CASE("context: the stream facts are the host's booleans", "[envelope]") {
                           R"({"streamOutputEmitted":true,"streamOutputEmitted":false})"}) {
     const auto r = recourse::read_context(bad);
     INFO(bad);
-    CHECK_FALSE(r.ok);
-    REQUIRE_FALSE(r.errors.empty());
-    CHECK(r.errors[0].code == "C001");
+    CHECK_FALSE(r.ok());
+    REQUIRE_FALSE(r.diagnostics().empty());
+    CHECK(r.diagnostics()[0].code == "C001");
   }
   CHECK(recourse::to_json(c).find(R"("streamOutputEmitted":true)") != std::string::npos);
 }
@@ -324,8 +326,8 @@ TEST_CASE("context: both forms of the one writer read back to the same context",
   for (bool compact : {false, true}) {
     const auto back = recourse::read_context(recourse::detail::context_json(c, compact));
     INFO(recourse::detail::context_json(c, compact));
-    REQUIRE(back.ok);
-    CHECK(recourse::to_json(back.context) == full);
+    REQUIRE(back.ok());
+    CHECK(recourse::to_json(*back) == full);
   }
   // A compact form leaves out what a default context has, and a key pinned by being given.
   recourse::Context d;

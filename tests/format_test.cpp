@@ -96,7 +96,7 @@ std::string describe(const std::vector<recourse::Diagnostic>& diagnostics) {
 
 std::string format_ok(const std::string& text) {
   std::vector<recourse::Diagnostic> diagnostics;
-  const auto out = recourse::format(text, diagnostics, "test.recourse");
+  const auto out = test::format_into(text, diagnostics, "test.recourse");
   INFO(describe(diagnostics));
   REQUIRE(out);
   return *out;
@@ -106,9 +106,9 @@ std::string format_ok(const std::string& text) {
 std::vector<std::string> outcome(const std::string& text) {
   const auto r = recourse::compile({{"x.recourse", text}});
   std::vector<std::string> out;
-  for (const auto& d : r.diagnostics) out.push_back(d.code);
+  for (const auto& d : r.diagnostics()) out.push_back(d.code);
   if (r.ok())
-    for (const auto& p : r.bundle->policies())
+    for (const auto& p : r->policies())
       out.push_back(std::string(p.name()) + " " + std::string(p.hash()));
   return out;
 }
@@ -138,7 +138,7 @@ TEST_CASE("fmt: idempotent, same policies, every comment kept, on every sample",
   for (const auto& s : all) {
     INFO(s.name);
     std::vector<recourse::Diagnostic> diagnostics;
-    const auto once = recourse::format(s.text, diagnostics, s.name);
+    const auto once = test::format_into(s.text, diagnostics, s.name);
     if (!once) {  // only a file that does not parse is refused, and with its syntax error
       REQUIRE(diagnostics.size() == 1);
       CHECK((diagnostics[0].code == "E001" || diagnostics[0].code == "E092"));
@@ -304,7 +304,7 @@ policy "q" {
 
 TEST_CASE("fmt: a file that does not parse is not formatted", "[fmt]") {
   std::vector<recourse::Diagnostic> diagnostics;
-  CHECK_FALSE(recourse::format("policy \"p\" {\n  rule and -> stop\n}\n", diagnostics, "bad"));
+  CHECK_FALSE(test::format_into("policy \"p\" {\n  rule and -> stop\n}\n", diagnostics, "bad"));
   REQUIRE(diagnostics.size() == 1);
   CHECK(diagnostics[0].code == "E001");
   CHECK(diagnostics[0].file == "bad");
@@ -312,7 +312,7 @@ TEST_CASE("fmt: a file that does not parse is not formatted", "[fmt]") {
   diagnostics.clear();
   std::string deep = "policy \"p\" { rule r when ";
   for (int i = 0; i < 100; ++i) deep += "not ";
-  CHECK_FALSE(recourse::format(deep + "retryable -> stop default -> stop }", diagnostics));
+  CHECK_FALSE(test::format_into(deep + "retryable -> stop default -> stop }", diagnostics));
   REQUIRE(diagnostics.size() == 1);
   CHECK(diagnostics[0].code == "E092");
 }
@@ -402,13 +402,13 @@ TEST_CASE("fmt: a file its layout would take past the size limit is refused, unt
     recourse::CompileOptions roomy;
     roomy.max_source_bytes = 2 * limit;
     std::vector<recourse::Diagnostic> diagnostics;
-    const auto wide = recourse::format(text, diagnostics, "big.recourse", roomy);
+    const auto wide = test::format_into(text, diagnostics, "big.recourse", roomy);
     INFO(describe(diagnostics));
     REQUIRE(wide);
     CHECK(wide->size() == limit + 4);  // the canonical layout exists, 4 bytes over the limit
   }
   std::vector<recourse::Diagnostic> diagnostics;
-  CHECK_FALSE(recourse::format(text, diagnostics, "big.recourse"));
+  CHECK_FALSE(test::format_into(text, diagnostics, "big.recourse"));
   REQUIRE(diagnostics.size() == 1);
   CHECK(diagnostics[0].code == "E090");
   CHECK(diagnostics[0].file == "big.recourse");
@@ -458,14 +458,14 @@ TEST_CASE("fmt: a layout that would compile to another table is refused", "[fmt]
       "policy \"q\" { default -> stop }\n";
   std::vector<recourse::Diagnostic> diagnostics;
   // Another layout of the same policies passes.
-  CHECK(recourse::verify_format(original, format_ok(original), diagnostics, "v.recourse"));
+  CHECK(test::verify_into(original, format_ok(original), diagnostics, "v.recourse"));
   CHECK(diagnostics.empty());
   // Another setting is another table.
   std::string changed = original;
   changed.replace(changed.find("attempts = 3"), 12, "attempts = 4");
   const std::string before(test::policy(original.substr(0, original.find('\n'))).hash());
   const std::string after(test::policy(changed.substr(0, changed.find('\n'))).hash());
-  CHECK_FALSE(recourse::verify_format(original, changed, diagnostics, "v.recourse"));
+  CHECK_FALSE(test::verify_into(original, changed, diagnostics, "v.recourse"));
   REQUIRE(diagnostics.size() == 1);
   CHECK(diagnostics[0].code == "E099");
   CHECK(diagnostics[0].file == "v.recourse");
@@ -474,27 +474,27 @@ TEST_CASE("fmt: a layout that would compile to another table is refused", "[fmt]
             before + " before, policy \"p\" " + after + " after)");
   // A lost policy, and a text that no longer compiles, are refused.
   diagnostics.clear();
-  CHECK_FALSE(recourse::verify_format(original, original.substr(0, original.find("policy \"q\"")),
-                                      diagnostics, "v.recourse"));
+  CHECK_FALSE(test::verify_into(original, original.substr(0, original.find("policy \"q\"")),
+                                diagnostics, "v.recourse"));
   REQUIRE(diagnostics.size() == 1);
   CHECK_THAT(diagnostics[0].message,
              Catch::EndsWith("(policy \"q\" " +
                              std::string(test::policy("policy \"q\" { default -> stop }").hash()) +
                              " before, nothing after)"));
   diagnostics.clear();
-  CHECK_FALSE(recourse::verify_format(original, changed + "policy \"q\" { default -> stop }\n",
-                                      diagnostics, "v.recourse"));
+  CHECK_FALSE(test::verify_into(original, changed + "policy \"q\" { default -> stop }\n",
+                                diagnostics, "v.recourse"));
   CHECK_THAT(diagnostics.at(0).message,
              Catch::Contains("E020: policy \"q\" is defined twice after"));
   // A file that does not compile may be formatted when the layout fails in the same way.
   diagnostics.clear();
   const std::string broken = "policy \"p\" { rule r when code == NOPE -> retry default -> stop }";
-  CHECK(recourse::verify_format(broken, format_ok(broken), diagnostics, "v.recourse"));
+  CHECK(test::verify_into(broken, format_ok(broken), diagnostics, "v.recourse"));
   CHECK(diagnostics.empty());
   // The size limit applies to the formatted text.
   recourse::CompileOptions tight;
   tight.max_source_bytes = original.size();
-  CHECK_FALSE(recourse::verify_format(original, original + "\n", diagnostics, "v.recourse", tight));
+  CHECK_FALSE(test::verify_into(original, original + "\n", diagnostics, "v.recourse", tight));
   CHECK(diagnostics.at(0).code == "E090");
 }
 
@@ -512,12 +512,12 @@ TEST_CASE("format: explain shows a test as fmt prints it, escapes included", "[f
       "policy \"p\" {\n  rule r when suggestion == \"say \\\"hi\\\"\\n\\\\\" -> stop\n"
       "  default -> escalate\n}\n";
   std::vector<recourse::Diagnostic> diagnostics;
-  const auto formatted = recourse::format(text, diagnostics);
+  const auto formatted = test::format_into(text, diagnostics);
   REQUIRE(formatted);
   CHECK_THAT(*formatted, Catch::Contains("suggestion == \"say \\\"hi\\\"\\n\\\\\""));
   const recourse::Policy p = test::policy(text);
-  const auto x = p.explain(test::envelope(R"({"code":"TRANSIENT","suggestion":"x"})"),
-                           test::context(R"({"tool":"p","sideEffect":"none"})"));
+  const auto x = recourse::explain(p, test::envelope(R"({"code":"TRANSIENT","suggestion":"x"})"),
+                                   test::context(R"({"tool":"p","sideEffect":"none"})"));
   REQUIRE_FALSE(x.rules.empty());
   REQUIRE_FALSE(x.rules[0].tests.empty());
   CHECK(x.rules[0].tests[0].test == "suggestion == \"say \\\"hi\\\"\\n\\\\\"");

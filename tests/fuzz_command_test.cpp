@@ -8,7 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "recourse/format.hpp"
+#include "recourse/tooling.hpp"
 #include "support.hpp"
 
 namespace {
@@ -173,7 +173,7 @@ TEST_CASE("assert sequence: metrics, codes and limits are checked", "[fuzz-comma
 
   const auto p = test::policy(
       "policy \"p\" {\n  assert sequence calls_after TIMEOUT <= 2\n  default -> stop\n}\n");
-  const auto info = p.info();
+  const auto info = recourse::info(p);
   REQUIRE(info.bounds.size() == 1);
   CHECK(info.bounds[0].metric == "calls_after");
   CHECK(info.bounds[0].code == "TIMEOUT");
@@ -183,7 +183,7 @@ TEST_CASE("assert sequence: metrics, codes and limits are checked", "[fuzz-comma
   std::vector<recourse::Diagnostic> ds;
   const std::string text =
       "policy \"p\" {\n  assert   sequence total_wait<=2m\n  default -> stop\n}\n";
-  CHECK(recourse::format(text, ds) ==
+  CHECK(test::format_into(text, ds) ==
         "policy \"p\" {\n  assert sequence total_wait <= 2m\n  default -> stop\n}\n");
 }
 

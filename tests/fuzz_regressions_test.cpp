@@ -34,7 +34,7 @@ TEST_CASE("fuzz: an empty arguments list is an empty list", "[fuzz]") {
   const auto e = test::envelope(R"({"code": "VALIDATION", "field": "amount"})");
   const auto c = test::context(R"({"tool": "t", "sideEffect": "none"})");
   CHECK(p.decide(e, c).rule == "other");
-  CHECK(p.interpret(e, c).rule == "other");
+  CHECK(recourse::interpret(p, e, c).rule == "other");
   // The context's own list still wins.
   const auto with_args =
       test::context(R"({"tool": "t", "sideEffect": "none", "arguments": ["amount"]})");
@@ -59,21 +59,21 @@ TEST_CASE("fuzz: adapters give UTF-8 strings only", "[fuzz]") {
       "Interna\x06\xb2\xad\xa8\x9a\x9b\xd3\xdf\xd3"
       "1 A\xc0\xaf"
       "B";
-  const auto checks = [](const recourse::AdapterResult& r) {
-    REQUIRE(r.ok);
-    const auto& e = r.envelope;
+  const auto checks = [](const recourse::Result<recourse::Adapted>& r) {
+    REQUIRE(r.ok());
+    const auto& e = r->envelope;
     for (const auto* s : {&e.code, &e.message, &e.field, &e.suggestion, &e.trace_id})
       if (*s) CHECK(valid_utf8(**s));
     const auto back = recourse::read_envelope(recourse::to_json(e));
-    REQUIRE(back.ok);
-    CHECK(back.envelope.message == e.message);
-    CHECK(back.envelope.code == e.code);
+    REQUIRE(back.ok());
+    CHECK((*back).message == e.message);
+    CHECK((*back).code == e.code);
   };
   const auto rpc = recourse::from_jsonrpc(-32603, bad, "");
   checks(rpc);
-  REQUIRE(rpc.envelope.message);
-  CHECK(rpc.envelope.message->find("Interna") == 0);
-  CHECK(rpc.envelope.message->find("\xef\xbf\xbd") != std::string::npos);  // U+FFFD
+  REQUIRE(rpc->envelope.message);
+  CHECK(rpc->envelope.message->find("Interna") == 0);
+  CHECK(rpc->envelope.message->find("\xef\xbf\xbd") != std::string::npos);  // U+FFFD
   checks(recourse::from_grpc("UNAVAILABLE", bad, {}));
   checks(recourse::from_transport_error(bad));
   checks(recourse::from_http(503, {{"X-Request-Id", bad}}, bad, std::nullopt));

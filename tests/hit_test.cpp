@@ -11,7 +11,7 @@ recourse::Decision decide(const recourse::Policy& p, const std::string& envelope
   const auto e = test::envelope(envelope);
   const auto c = test::context(context);
   const auto d = p.decide(e, c);
-  CHECK(d.rule == p.interpret(e, c).rule);
+  CHECK(d.rule == recourse::interpret(p, e, c).rule);
   return d;
 }
 
@@ -65,6 +65,7 @@ TEST_CASE("hit: unique rejects rules that overlap with different routes", "[hit]
 })");
   CHECK(decide(ok, R"({"code":"PERMISSION"})", "{}").route == Route::Authorize);
   CHECK(recourse::compile({{"t", "policy \"x\" { hit safer default -> stop }"}})
-            .diagnostics.at(0)
+            .diagnostics()
+            .at(0)
             .message == "unknown hit policy 'safer'");
 }

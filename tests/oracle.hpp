@@ -590,10 +590,10 @@ inline std::string differences(const Expected& x, const recourse::Decision& d) {
   field("target", view(x.target), d.target);
   field("exhausted", view(x.exhausted), d.exhausted);
   field("delayMs", x.delay_ms, d.delay_ms);
-  field("jitterMs", x.jitter_ms, d.jitter_draw);
+  field("jitterMs", x.jitter_ms, d.jitter_ms);
   field("attempt", x.attempt, d.attempt);
-  field("attemptsLeft", x.attempts_left, d.attempts_left);
-  field("repairsLeft", x.repairs_left, d.repairs_left);
+  field("attemptsLeft", x.attempts_left, d.attempts_left());
+  field("repairsLeft", x.repairs_left, d.repairs_left());
   field("budgets.attempts.before", x.attempts.before, d.attempts.before);
   field("budgets.attempts.after", x.attempts.after, d.attempts.after);
   field("budgets.repairs.before", x.repairs.before, d.repairs.before);

@@ -67,8 +67,8 @@ std::size_t agree_on_paths(const std::string& path, std::size_t inputs) {
   auto r = recourse::compile_paths({path});
   INFO(path);
   REQUIRE(r.ok());
-  for (const auto& p : r.bundle->policies()) CHECK(agree(p, inputs, path) == 0);
-  return r.bundle->policies().size();
+  for (const auto& p : r->policies()) CHECK(agree(p, inputs, path) == 0);
+  return r->policies().size();
 }
 
 // The text of every ```recourse block of a markdown file (each compiles alone: docs_test.cpp).
@@ -106,7 +106,7 @@ TEST_CASE("oracle: the policies of docs/ decide as they say", "[oracle]") {
       auto r = recourse::compile({{where, blocks[i]}});
       INFO(where);
       REQUIRE(r.ok());
-      for (const auto& p : r.bundle->policies()) {
+      for (const auto& p : r->policies()) {
         CHECK(agree(p, 5000, where) == 0);
         ++policies;
       }
@@ -172,7 +172,7 @@ TEST_CASE("oracle: a lower attempt ceiling clamps the host's maxAttempts", "[ora
     default -> stop })"}},
                              options);
   REQUIRE(r.ok());
-  CHECK(agree(r.bundle->policies().front(), 5000, "ceiling", 4) == 0);
+  CHECK(agree(r->policies().front(), 5000, "ceiling", 4) == 0);
 }
 
 TEST_CASE("oracle: a bundle picks the tool's policy, else \"*\", else decides no_policy",
@@ -187,9 +187,9 @@ TEST_CASE("oracle: a bundle picks the tool's policy, else \"*\", else decides no
     auto r = recourse::compile_paths(paths);
     REQUIRE(r.ok());
     std::vector<const recourse::detail::PolicySpec*> specs;
-    std::vector<std::shared_ptr<const recourse::detail::Compiled>> compiled;
+    std::vector<const recourse::detail::Compiled*> compiled;
     std::vector<fuzz::Pools> pools;
-    for (const auto& p : r.bundle->policies()) {
+    for (const auto& p : r->policies()) {
       compiled.push_back(fuzz::compiled_of(p));
       specs.push_back(&compiled.back()->spec);
       pools.push_back(fuzz::pools_of(*specs.back()));
@@ -206,9 +206,8 @@ TEST_CASE("oracle: a bundle picks the tool's policy, else \"*\", else decides no
       if (src.below(8) == 0) c.store_unavailable = true;
       const bool unreadable = src.below(8) == 0;
       const std::string diff =
-          unreadable
-              ? documented::differences(documented::unreadable(specs, c), r.bundle->unreadable(c))
-              : documented::differences(documented::decide(specs, e, c), r.bundle->decide(e, c));
+          unreadable ? documented::differences(documented::unreadable(specs, c), r->unreadable(c))
+                     : documented::differences(documented::decide(specs, e, c), r->decide(e, c));
       if (!diff.empty() && ++mismatches <= 5) {
         INFO((unreadable ? "unreadable envelope\n" : "") << fuzz::describe(e, c) << "\n" << diff);
         CHECK(diff.empty());

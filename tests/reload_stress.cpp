@@ -43,13 +43,13 @@ int main(int argc, char** argv) {
   for (int v = 0; v < 2; ++v) {
     auto r = recourse::compile({{"pay.recourse", kVersions[v]}});
     if (!r.ok()) return std::cerr << "reload_stress: version " << v << " does not compile\n", 1;
-    hashes[v] = std::string(r.bundle->find("pay")->hash());
+    hashes[v] = std::string(r->find("pay")->hash());
   }
 
   recourse::EngineOptions options;
   options.count = true;
   recourse::Engine engine({}, options);
-  if (!engine.reload({{"pay.recourse", kVersions[0]}}).ok) return 1;
+  if (!engine.reload({{"pay.recourse", kVersions[0]}}).ok()) return 1;
   std::atomic<std::uint64_t> logged{0};
   engine.set_log([&](const recourse::DecisionRecord& r) {
     if (r.decision.policy != "pay") fail("log record without its policy");
@@ -64,19 +64,20 @@ int main(int argc, char** argv) {
   std::atomic<bool> done{false};
   std::atomic<std::uint64_t> decided{0};
   auto decide = [&] {
-    std::vector<recourse::Decision> kept;  // decisions held across reloads
+    // Decisions held across reloads, each with the bundle it came from (Engine::pinned()).
+    std::vector<std::pair<recourse::Decision, std::shared_ptr<const recourse::Bundle>>> kept;
     std::uint64_t n = 0;
     while (!done.load(std::memory_order_acquire)) {
-      recourse::Decision d = engine.decide(envelope.envelope, context);
+      recourse::Decision d = engine.decide(*envelope, context);
       ++n;
       const bool first =
           d.rule == "slow_down" && d.route == recourse::Route::Retry && d.policy_hash == hashes[0];
       const bool second = d.rule == "hand_over" && d.route == recourse::Route::Escalate &&
                           d.policy_hash == hashes[1] && d.reason == "ask a person";
       if (!first && !second) fail("a decision mixes two versions: rule " + std::string(d.rule));
-      if (n % 64 == 0) kept.push_back(std::move(d));
+      if (n % 64 == 0) kept.emplace_back(d, engine.pinned());
     }
-    for (const auto& d : kept)
+    for (const auto& [d, pin] : kept)
       if (d.policy_hash != hashes[0] && d.policy_hash != hashes[1])
         fail("a kept decision lost its policy");
     decided.fetch_add(n);
@@ -85,8 +86,8 @@ int main(int argc, char** argv) {
   for (int t = 0; t < threads; ++t) pool.emplace_back(decide);
 
   for (int i = 1; i <= reloads && !broken; ++i) {
-    if (!engine.reload({{"pay.recourse", kVersions[i % 2]}}).ok) fail("a good reload failed");
-    if (i % 10 == 0 && engine.reload({{"pay.recourse", "policy \"pay\" {"}}).ok)
+    if (!engine.reload({{"pay.recourse", kVersions[i % 2]}}).ok()) fail("a good reload failed");
+    if (i % 10 == 0 && engine.reload({{"pay.recourse", "policy \"pay\" {"}}).ok())
       fail("a bad reload succeeded");
     if (i % 25 == 0) engine.counters();
     std::this_thread::yield();

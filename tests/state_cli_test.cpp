@@ -55,7 +55,7 @@ TEST_CASE("cli: decide --state counts across processes and reads the ledger", "[
   CHECK(decide(context)["attempt"] == 1);
   CHECK(decide(context)["attempt"] == 2);  // another process, the same operation
 
-  auto store = recourse::open_store("sqlite:" + db).store;
+  auto store = recourse::open_store("sqlite:" + db).value();
   REQUIRE(store);
   store->claim("pay-1", "key-pay-1", 60000, test::now_ms());
   store->transition("pay-1", recourse::LedgerState::Committed, test::now_ms());

@@ -246,27 +246,32 @@ TEST_CASE("state: workflow counters survive a JSON round trip", "[state]") {
 
   recourse::Workflow copy(nullptr, "another scope");
   std::string error;
-  REQUIRE(copy.from_json(wf.to_json(), error));
+  REQUIRE(copy.from_json(wf.to_json()).ok());
   CHECK(copy.to_json() == wf.to_json());
   CHECK(copy.find("a", "b/c")->attempts == 2);
-  CHECK_FALSE(copy.from_json(R"({"version":2,"operations":{"op":{"t":{"attempts":-1}}}})", error));
+  error = copy.from_json(R"({"version":2,"operations":{"op":{"t":{"attempts":-1}}}})").message();
+  CHECK_FALSE(error.empty());
   CHECK(
       error ==
       R"(workflow state: operation "op", tool "t": "attempts": expected a whole number >= 0, got -1)");
-  CHECK_FALSE(copy.from_json(R"({"version":2,"operations":{"op":{"attempts":1}}})", error));
+  error = copy.from_json(R"({"version":2,"operations":{"op":{"attempts":1}}})").message();
+  CHECK_FALSE(error.empty());
   CHECK(error ==
         R"(workflow state: operation "op", tool "attempts": a record is a JSON object, not 1)");
-  CHECK_FALSE(copy.from_json(R"({"version":3,"operations":{}})", error));
+  error = copy.from_json(R"({"version":3,"operations":{}})").message();
+  CHECK_FALSE(error.empty());
   CHECK(error == "workflow state: version 3 is not 2, the version this build reads");
-  CHECK_FALSE(copy.from_json("not json", error));
+  error = copy.from_json("not json").message();
+  CHECK_FALSE(error.empty());
   // The form before version 2 counted per operation alone: its counters cannot be given a tool.
-  CHECK_FALSE(copy.from_json(R"({"operations":{"op":{"attempts":1}},"tools":{}})", error));
+  error = copy.from_json(R"({"operations":{"op":{"attempts":1}},"tools":{}})").message();
+  CHECK_FALSE(error.empty());
   CHECK(error ==
         "workflow state: counters per operation alone, the form before version 2, cannot be "
         "restored: version 2 keeps them per operation and tool, and which tool they counted is "
         "not recorded");
   CHECK(copy.to_json() == wf.to_json());  // a failed restore changes nothing
-  REQUIRE(copy.from_json(R"({"operations":{},"tools":{}})", error));  // nothing to place
+  REQUIRE(copy.from_json(R"({"operations":{},"tools":{}})").ok());  // nothing to place
   CHECK(copy.to_json() == R"({"operations":{},"version":2})");
 }
 
@@ -280,12 +285,13 @@ TEST_CASE("state: health survives a JSON round trip", "[state]") {
   health.record_decision(p, c, with_route(Route::Retry));
   recourse::Health copy;
   std::string error;
-  REQUIRE(copy.from_json(health.to_json(), error));
+  REQUIRE(copy.from_json(health.to_json()).ok());
   CHECK(copy.to_json() == health.to_json());
   CHECK(copy.get("b").circuit == CircuitState::Open);
   CHECK(copy.get("b").opened_ms == 42);
   CHECK(copy.get("b").milli_tokens == 3000);
-  CHECK_FALSE(copy.from_json(R"({"tools":{"b":{"circuit":"ajar"}}})", error));
+  error = copy.from_json(R"({"tools":{"b":{"circuit":"ajar"}}})").message();
+  CHECK_FALSE(error.empty());
   CHECK(error ==
         R"(health state: tool "b": "circuit": expected closed, open or half_open, got "ajar")");
 }

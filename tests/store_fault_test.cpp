@@ -142,13 +142,16 @@ TEST_CASE("faults: the record reader takes only a record of its shape and format
 TEST_CASE("faults: Health and Workflow restore only records of their shape", "[faults][state]") {
   recourse::Workflow wf;
   std::string error;
-  CHECK_FALSE(wf.from_json(R"({"version":2,"operations":{"op":{"t":{"attempts":3}}}})", error));
+  error = wf.from_json(R"({"version":2,"operations":{"op":{"t":{"attempts":3}}}})").message();
+  CHECK_FALSE(error.empty());
   CHECK(error == R"(workflow state: operation "op", tool "t": "repairs" missing)");
-  CHECK_FALSE(wf.from_json(R"({"version":2,"operations":{"op":{"t":null}}})", error));
+  error = wf.from_json(R"({"version":2,"operations":{"op":{"t":null}}})").message();
+  CHECK_FALSE(error.empty());
   CHECK(error ==
         "workflow state: operation \"op\", tool \"t\": a record is a JSON object, not null");
   recourse::Health health;
-  CHECK_FALSE(health.from_json(R"({"tools":{"t":{"circuit":"open","circuit":"closed"}}})", error));
+  error = health.from_json(R"({"tools":{"t":{"circuit":"open","circuit":"closed"}}})").message();
+  CHECK_FALSE(error.empty());
   CHECK(error == "health state: \"circuit\" twice");
 }
 
@@ -165,8 +168,8 @@ TEST_CASE("faults: a redis that does not answer at open fails every --state comm
   kill(server.pid(), SIGSTOP);  // connects (the kernel accepts), never answers
   const std::int64_t start = test::now_ms();
   auto r = recourse::open_store(url, o);
-  CHECK_FALSE(r.store);
-  CHECK(r.error == url + " did not answer within 100 ms");
+  CHECK_FALSE(r.ok());
+  CHECK(r.message() == url + " did not answer within 100 ms");
   CHECK(test::now_ms() - start < 2000);
   every_command_fails(server.dir(), url, "error: --state: " + url + " did not answer within 50 ms",
                       true);
@@ -175,8 +178,8 @@ TEST_CASE("faults: a redis that does not answer at open fails every --state comm
   const auto busy = server.send({"DEBUG", "SLEEP", "3"});  // answers nothing for 3 s
   test::sleep_ms(50);
   r = recourse::open_store(url, o);
-  CHECK_FALSE(r.store);
-  CHECK(r.error == url + " did not answer within 100 ms");
+  CHECK_FALSE(r.ok());
+  CHECK(r.message() == url + " did not answer within 100 ms");
   every_command_fails(server.dir(), url, "error: --state: " + url + " did not answer within 50 ms");
 
   server.stop(SIGKILL);
@@ -189,7 +192,7 @@ TEST_CASE("faults: a redis stopped, slow, or killed and restarted mid-run", "[fa
   recourse::StoreOptions o;
   o.timeout_ms = 100;
   o.down_ms = 200;
-  auto store = recourse::open_store(server.url(), o).store;
+  auto store = recourse::open_store(server.url(), o).value();
   REQUIRE(store);
   auto now = [] { return test::now_ms(); };
   REQUIRE(store->claim("paid", "key-paid", 60000, now())->claimed);  // acknowledged
@@ -270,7 +273,7 @@ std::string fields(const test::Connection& c, const std::string& key) {
 TEST_CASE("faults: tampered redis hashes are store_unavailable, format-0 ones are migrated",
           "[faults][redis]") {
   test::RedisServer server;
-  auto store = recourse::open_store(server.url()).store;
+  auto store = recourse::open_store(server.url()).value();
   REQUIRE(store);
   const auto raw = server.connect();
   const std::int64_t now = test::now_ms();
@@ -411,9 +414,9 @@ std::shared_ptr<recourse::Store> open_sqlite(const std::string& path, std::int64
   o.busy_ms = busy_ms;
   o.down_ms = 100;
   auto r = recourse::open_store("sqlite:" + path, o);
-  INFO(r.error);
-  REQUIRE(r.store);
-  return r.store;
+  INFO(r.message());
+  REQUIRE(r.ok());
+  return r.value();
 }
 
 }  // namespace
@@ -552,12 +555,12 @@ TEST_CASE("faults: a sqlite file locked or truncated", "[faults][sqlite]") {
     store.reset();  // closes the file: its WAL is checkpointed into it
     std::filesystem::resize_file(path, 4096);
     auto r = recourse::open_store("sqlite:" + path);
-    CHECK_FALSE(r.store);
-    CHECK(r.error == "sqlite:" + path + ": database disk image is malformed");
+    CHECK_FALSE(r.ok());
+    CHECK(r.message() == "sqlite:" + path + ": database disk image is malformed");
     // The file opens and then fails its first statement: the failed open closes the connection
     // it made, so SQLite holds no more memory than before it.
     const sqlite3_int64 before = sqlite3_memory_used();
-    CHECK_FALSE(recourse::open_store("sqlite:" + path).store);
+    CHECK_FALSE(recourse::open_store("sqlite:" + path).ok());
     CHECK(sqlite3_memory_used() == before);
     every_command_fails(dir.path, "sqlite:" + path,
                         "error: --state: sqlite:" + path + ": database disk image is malformed");

@@ -13,7 +13,7 @@ TEST_CASE("store: the redis store conforms, with clients in separate processes",
   test::conformance({"redis",
                      [&](recourse::StoreOptions o) {
                        o.timeout_ms = 2000;  // a loaded machine's fsync (appendfsync always)
-                       return recourse::open_store(server.url(), o).store;
+                       return recourse::open_store(server.url(), o).value();
                      },
                      true});
 }
@@ -21,11 +21,11 @@ TEST_CASE("store: the redis store conforms, with clients in separate processes",
 TEST_CASE("store: a redis ledger needs appendfsync always", "[store][redis]") {
   RedisServer server({"everysec"});
   auto r = recourse::open_store(server.url());
-  REQUIRE(r.store);
-  REQUIRE(r.warnings.size() == 1);
-  CHECK(r.warnings[0].find("appendfsync everysec") != std::string::npos);
-  CHECK_FALSE(r.store->claim("op", "key", 1000, 0));  // refused: reads as unavailable
-  CHECK(r.store->bucket("t", recourse::BucketEvent::Read, {}, 0) == 10000);  // the rest works
+  REQUIRE(r.ok());
+  REQUIRE(r.diagnostics().size() == 1);
+  CHECK(r.diagnostics()[0].message.find("appendfsync everysec") != std::string::npos);
+  CHECK_FALSE(r.value()->claim("op", "key", 1000, 0));  // refused: reads as unavailable
+  CHECK(r.value()->bucket("t", recourse::BucketEvent::Read, {}, 0) == 10000);  // the rest works
 }
 
 TEST_CASE("store: a paused or killed redis gives flagged, conservative decisions, then recovers",
@@ -34,7 +34,7 @@ TEST_CASE("store: a paused or killed redis gives flagged, conservative decisions
   recourse::StoreOptions o;
   o.timeout_ms = 250;  // a paused server never answers; a loaded one does within this
   o.down_ms = 400;
-  auto store = recourse::open_store(server.url(), o).store;
+  auto store = recourse::open_store(server.url(), o).value();
   REQUIRE(store);
   const auto p = test::policy(R"(policy "t" {
     tool { idempotent = true }

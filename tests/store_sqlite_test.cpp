@@ -23,8 +23,8 @@ namespace {
 std::shared_ptr<recourse::Store> open(const std::string& path, recourse::StoreOptions o) {
   o.busy_ms = 5000;  // a loaded machine's fsyncs (the ledger's synchronous=FULL)
   auto r = recourse::open_store("sqlite:" + path, o);
-  INFO(r.error);
-  return r.store;
+  INFO(r.message());
+  return r.value();
 }
 
 }  // namespace
@@ -62,8 +62,8 @@ TEST_CASE("store: sqlite refuses a path that is not a regular file, leaving noth
     if (r.path == device && !have_device) continue;
     INFO(r.path);
     const auto opened = recourse::open_store("sqlite:" + r.path);
-    CHECK_FALSE(opened.store);
-    CHECK(opened.error == "sqlite:" + r.path + ": " + r.error);
+    CHECK_FALSE(opened.ok());
+    CHECK(opened.message() == "sqlite:" + r.path + ": " + r.error);
   }
   for (const char* suffix : {"-journal", "-wal", "-shm"})
     for (const auto& r : refused) CHECK(::access((r.path + suffix).c_str(), F_OK) != 0);

@@ -304,35 +304,35 @@ TEST_CASE("store: the memory store conforms", "[store]") {
 }
 
 TEST_CASE("store: open_store reads its spec", "[store]") {
-  CHECK(recourse::open_store("memory").store->name() == "memory");
+  CHECK(recourse::open_store("memory").value()->name() == "memory");
   auto r = recourse::open_store("postgres://x");
-  CHECK_FALSE(r.store);
-  CHECK(r.error ==
+  CHECK_FALSE(r.ok());
+  CHECK(r.message() ==
         "unknown state store \"postgres://x\": expected memory, sqlite:PATH or redis://HOST:PORT");
 }
 
 TEST_CASE("store: read_store_spec reads every kind and names what is wrong", "[store]") {
   using Kind = recourse::StoreSpec::Kind;
   auto memory = recourse::read_store_spec("memory");
-  CHECK(memory.kind == Kind::Memory);
-  CHECK(memory.error.empty());
+  CHECK(memory->kind == Kind::Memory);
+  CHECK(memory.message().empty());
   auto sqlite = recourse::read_store_spec("sqlite:/var/lib/a:b.db");
-  CHECK(sqlite.kind == Kind::Sqlite);
-  CHECK(sqlite.path == "/var/lib/a:b.db");
-  CHECK(sqlite.error.empty());
+  CHECK(sqlite->kind == Kind::Sqlite);
+  CHECK(sqlite->path == "/var/lib/a:b.db");
+  CHECK(sqlite.message().empty());
   auto redis = recourse::read_store_spec("redis://10.0.0.5:65535");
-  CHECK(redis.kind == Kind::Redis);
-  CHECK(redis.host == "10.0.0.5");
-  CHECK(redis.port == 65535);
-  CHECK(redis.error.empty());
+  CHECK(redis->kind == Kind::Redis);
+  CHECK(redis->host == "10.0.0.5");
+  CHECK(redis->port == 65535);
+  CHECK(redis.message().empty());
   auto default_port = recourse::read_store_spec("redis://cache");
-  CHECK(default_port.host == "cache");
-  CHECK(default_port.port == 6379);
-  CHECK(default_port.error.empty());
+  CHECK(default_port->host == "cache");
+  CHECK(default_port->port == 6379);
+  CHECK(default_port.message().empty());
   auto unix_socket = recourse::read_store_spec("redis+unix:///run/redis.sock");
-  CHECK(unix_socket.kind == Kind::RedisUnix);
-  CHECK(unix_socket.path == "/run/redis.sock");
-  CHECK(unix_socket.error.empty());
+  CHECK(unix_socket->kind == Kind::RedisUnix);
+  CHECK(unix_socket->path == "/run/redis.sock");
+  CHECK(unix_socket.message().empty());
 
   const std::string port = "is not a number in 1..65535";
   const std::string unknown = "expected memory, sqlite:PATH or redis://HOST:PORT";
@@ -352,10 +352,11 @@ TEST_CASE("store: read_store_spec reads every kind and names what is wrong", "[s
       {"memory\n", R"(unknown state store "memory\n": )" + unknown},
       {"", R"(unknown state store "": )" + unknown},
   };
-  for (const auto& [spec, error] : malformed) CHECK(recourse::read_store_spec(spec).error == error);
+  for (const auto& [spec, error] : malformed)
+    CHECK(recourse::read_store_spec(spec).message() == error);
 
   auto opened = recourse::open_store("redis://host:abc");  // read, never connected
-  CHECK_FALSE(opened.store);
-  CHECK(opened.error ==
+  CHECK_FALSE(opened.ok());
+  CHECK(opened.message() ==
         "state store \"redis://host:abc\": port \"abc\" is not a number in 1..65535");
 }

@@ -24,28 +24,48 @@ namespace test {
 /// Compiles one inline policy file and requires success.
 inline recourse::Policy policy(const std::string& text, const std::string& path = "test.recourse") {
   auto r = recourse::compile({{path, text}});
-  INFO((r.diagnostics.empty() ? std::string() : recourse::to_text(r.diagnostics.front())));
+  INFO((r.diagnostics().empty() ? std::string() : recourse::to_text(r.diagnostics().front())));
   REQUIRE(r.ok());
-  REQUIRE(r.bundle->policies().size() == 1);
-  return r.bundle->policies().front();
+  REQUIRE(r->policies().size() == 1);
+  return r->policies().front();
 }
 
 /// The diagnostics of compiling one inline file (expected to fail or warn).
 inline std::vector<recourse::Diagnostic> diagnostics(const std::string& text) {
-  return recourse::compile({{"test.recourse", text}}).diagnostics;
+  return recourse::compile({{"test.recourse", text}}).diagnostics();
+}
+
+/// format() with its diagnostics appended to `out`: the formatted text, or nullopt.
+inline std::optional<std::string> format_into(std::string_view text,
+                                              std::vector<recourse::Diagnostic>& out,
+                                              std::string_view path = "",
+                                              const recourse::CompileOptions& options = {}) {
+  auto r = recourse::format(text, path, options);
+  out.insert(out.end(), r.diagnostics().begin(), r.diagnostics().end());
+  if (!r.ok()) return std::nullopt;
+  return std::move(*r);
+}
+
+/// verify_format() with its diagnostics appended to `out`.
+inline bool verify_into(std::string_view original, std::string_view formatted,
+                        std::vector<recourse::Diagnostic>& out, std::string_view path = "",
+                        const recourse::CompileOptions& options = {}) {
+  const recourse::Status r = recourse::verify_format(original, formatted, path, options);
+  out.insert(out.end(), r.diagnostics().begin(), r.diagnostics().end());
+  return r.ok();
 }
 
 inline recourse::Envelope envelope(const std::string& json) {
   auto r = recourse::read_envelope(json);
-  INFO(r.error);
-  REQUIRE(r.ok);
-  return r.envelope;
+  INFO(r.message());
+  REQUIRE(r.ok());
+  return *r;
 }
 
 inline recourse::Context context(const std::string& json) {
   auto r = recourse::read_context(json);
-  REQUIRE(r.ok);
-  return r.context;
+  REQUIRE(r.ok());
+  return *r;
 }
 
 /// Runs a shell command; returns its exit status and stdout (stderr is folded in with `2>&1`

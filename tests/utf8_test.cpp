@@ -47,8 +47,8 @@ TEST_CASE("utf8: the adapters and the model text read the same sequences as inva
   // The transport error keeps the text, repaired; the model text drops what is invalid.
   const std::string text = "fail \xed\xa0\x80 \xe2\x82\xac \xc0\xaf end";
   const auto r = recourse::from_transport_error(text);
-  REQUIRE(r.envelope.message);
-  CHECK(*r.envelope.message ==
+  REQUIRE(r->envelope.message);
+  CHECK(*r->envelope.message ==
         "transport error: fail " + repeat(kFffd, 3) + " \xe2\x82\xac " + repeat(kFffd, 2) + " end");
   recourse::Envelope e;
   e.message = text;

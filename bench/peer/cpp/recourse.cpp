@@ -4,7 +4,7 @@
 // theirs as BigInts; maxAttempts is the per-call override (Context::max_attempts).
 // Usage: recourse_peer <variant> <inputs.bin> <domain.bin> [policy]
 //   variant: decide    Policy::decide(), the full decision (delay, budgets, key directive)
-//            unpinned  Policy::decide_unpinned(): the same without the shared reference count
+//            unpinned  Policy::decide(): the same without the shared reference count
 #include <chrono>
 #include <string>
 #include <vector>
@@ -78,13 +78,13 @@ int main(int argc, char** argv) {
     return 1;
   }
   const auto t0 = Clock::now();
-  const recourse::CompileResult compiled = recourse::compile_paths({policy_path});
+  const recourse::Result<recourse::Bundle> compiled = recourse::compile_paths({policy_path});
   const double prepare = ms_since(t0);
   if (!compiled.ok()) {
-    for (const auto& d : compiled.diagnostics) std::fprintf(stderr, "%s\n", to_text(d).c_str());
+    for (const auto& d : compiled.diagnostics()) std::fprintf(stderr, "%s\n", to_text(d).c_str());
     return 1;
   }
-  const recourse::Policy& policy = compiled.bundle->policies().front();
+  const recourse::Policy& policy = compiled->policies().front();
   const std::vector<Call> calls = to_calls(xs), domain = to_calls(dom);
   if (variant == "decide") {
     run(
@@ -94,10 +94,8 @@ int main(int argc, char** argv) {
   } else if (variant == "unpinned") {
     run(
         "recourse-unpinned", prepare, calls, exp, domain, dexp,
-        [&](const Call& c) {
-          return peer_route(policy.decide_unpinned(c.envelope, c.context).route);
-        },
-        reps, target);
+        [&](const Call& c) { return peer_route(policy.decide(c.envelope, c.context).route); }, reps,
+        target);
   } else {
     std::fprintf(stderr, "unknown variant %s\n", variant.c_str());
     return 2;

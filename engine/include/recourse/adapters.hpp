@@ -129,7 +129,7 @@
 // the safer, human-gated route. A transport-level HTTP status that is not 2xx goes through the
 // HTTP table (a 401 with WWW-Authenticate is PERMISSION). Tool annotations (idempotentHint,
 // readOnlyHint, destructiveHint) come from an untrusted server: they set
-// AdapterResult::idempotent only when AdapterOptions::trusted_server is true.
+// Result<Adapted>::idempotent only when AdapterOptions::trusted_server is true.
 //
 // Per-tool overrides: AdapterOptions::mappings replace a table's code (HTTP status, gRPC status,
 // JSON-RPC code) for one tool; a policy's `map` lines (Policy::mappings()) are such mappings. An
@@ -150,12 +150,6 @@
 
 namespace recourse {
 
-/// A source format.
-enum class Protocol : std::uint8_t { Http, Grpc, Mcp, JsonRpc };
-
-/// "http", "grpc", "mcp", "jsonrpc".
-const char* to_string(Protocol protocol) noexcept;
-
 /// The protocol named by `name`'s first word (up to a space or a '+'), case-insensitively ("mcp
 /// over streamable http" is Mcp, "http+sse" Http); also "json-rpc". nullopt for anything else.
 std::optional<Protocol> protocol_of(std::string_view name) noexcept;
@@ -164,14 +158,6 @@ std::optional<Protocol> protocol_of(std::string_view name) noexcept;
 /// given twice is two entries.
 using Headers = std::vector<std::pair<std::string, std::string>>;
 
-/// One per-tool override of an adapter's table.
-struct CodeMapping {
-  Protocol protocol = Protocol::Http;  ///< Mcp and JsonRpc mappings both apply to JSON-RPC errors
-  std::string key;   ///< "409"; "ALREADY_EXISTS" or "6"; "-32001"; or an HTTP body error type
-  std::string code;  ///< the envelope code to give instead
-};
-
-/// Options of every adapter.
 /// How much of the untrusted text an adapter composes itself (not a body's JSON fields, which
 /// `ReaderLimits` caps) it copies into an envelope, in bytes; longer text is cut there, then
 /// made valid UTF-8. Each cap keeps a hostile header or body from filling `message` or
@@ -194,13 +180,17 @@ struct AdapterOptions {
   std::int64_t secondary_rate_limit_min_ms = 60'000;  ///< GitHub: "wait at least one minute"
 };
 
-/// An envelope read from a raw form. `ok` false only when a raw JSON form is not a JSON object
-/// or breaks a whole-input limit (as read_envelope); `envelope` is then empty. The typed
-/// functions are always ok.
-struct AdapterResult : EnvelopeResult {
+/// What an adapter read: the envelope and how it was made.
+struct Adapted {
+  Envelope envelope;
   std::string mapping;  ///< the table row that gave the code, e.g. "http 429", "grpc UNAVAILABLE"
   std::optional<bool> idempotent;  ///< MCP annotations of a trusted server; else nullopt
 };
+
+/// Each adapter returns the envelope it read, or a failure N001 when a raw JSON form (from_raw,
+/// from_mcp) is not a JSON object, breaks a whole-input limit or names no protocol, or when the
+/// adapter itself failed (out of memory). The typed entry points (from_http, from_grpc, ...)
+/// fail only so.
 
 /// An HTTP response: status (100..599; anything else is garbled), header fields, the body as
 /// received (JSON is read when it is a JSON object; other text is kept out of `message` except a
@@ -210,25 +200,26 @@ struct AdapterResult : EnvelopeResult {
 /// as that provider's JSON error body; without one, the body is text, with a `no_error_event`
 /// warning. `now_ms` (ms since the epoch) turns HTTP-dates and epoch resets into delays; without
 /// it the response's Date header is the clock.
-AdapterResult from_http(int status, const Headers& headers, std::string_view body,
-                        std::optional<std::int64_t> now_ms,
-                        const AdapterOptions& options = {}) noexcept;
+Result<Adapted> from_http(int status, const Headers& headers, std::string_view body,
+                          std::optional<std::int64_t> now_ms,
+                          const AdapterOptions& options = {}) noexcept;
 
 /// A failure below HTTP: the client library's error text ("ECONNRESET", "read timeout").
-AdapterResult from_transport_error(std::string_view error,
-                                   const AdapterOptions& options = {}) noexcept;
+Result<Adapted> from_transport_error(std::string_view error,
+                                     const AdapterOptions& options = {}) noexcept;
 
 /// A gRPC status: its name ("UNAVAILABLE") or number ("14"), message and trailing metadata.
-AdapterResult from_grpc(std::string_view status, std::string_view message, const Headers& metadata,
-                        const AdapterOptions& options = {}) noexcept;
+Result<Adapted> from_grpc(std::string_view status, std::string_view message,
+                          const Headers& metadata, const AdapterOptions& options = {}) noexcept;
 
 /// A JSON-RPC error object's members; `data_json` is the `data` member as JSON text (or empty).
-AdapterResult from_jsonrpc(std::int64_t code, std::string_view message, std::string_view data_json,
-                           const AdapterOptions& options = {}) noexcept;
+Result<Adapted> from_jsonrpc(std::int64_t code, std::string_view message,
+                             std::string_view data_json,
+                             const AdapterOptions& options = {}) noexcept;
 
 /// An MCP tools/call reply as JSON text: a JSON-RPC response ({"result": ...} or
 /// {"error": ...}) or a bare CallToolResult ({"content": [...], "isError": true}).
-AdapterResult from_mcp(std::string_view reply_json, const AdapterOptions& options = {}) noexcept;
+Result<Adapted> from_mcp(std::string_view reply_json, const AdapterOptions& options = {}) noexcept;
 
 /// The raw form as one JSON object (the CLI's and the trace's input), per protocol:
 ///   http:    {"status": 429, "headers": {"Retry-After": "5"}, "body": {...} | "text",
@@ -240,9 +231,9 @@ AdapterResult from_mcp(std::string_view reply_json, const AdapterOptions& option
 ///   jsonrpc: {"error": {"code": -32602, "message": "...", "data": ...}} or the error object
 /// Header and metadata values are strings (a list of strings for a repeated field). Other keys
 /// are ignored. `protocol` nullopt: the object's "protocol" member (see protocol_of) decides.
-AdapterResult from_raw(std::optional<Protocol> protocol, std::string_view raw_json,
-                       std::optional<std::int64_t> now_ms,
-                       const AdapterOptions& options = {}) noexcept;
+Result<Adapted> from_raw(std::optional<Protocol> protocol, std::string_view raw_json,
+                         std::optional<std::int64_t> now_ms,
+                         const AdapterOptions& options = {}) noexcept;
 
 /// The protocol of a raw form, for a host (or `--from auto`) that does not know it: the object's
 /// "protocol" member when it names one, else its shape: an integer "status" or a
@@ -257,10 +248,6 @@ std::optional<Protocol> raw_form_protocol(std::string_view raw_json) noexcept;
 /// destructiveHint true with neither: false).
 std::optional<bool> idempotent_from_annotations(std::string_view annotations_json,
                                                 bool trusted) noexcept;
-
-/// The envelope as canonical JSON: the seed's keys in order, absent fields left out. read_envelope
-/// reads it back to the same envelope (warnings aside).
-std::string to_json(const Envelope& envelope);
 
 /// Limits of the model-facing text.
 struct ModelTextOptions {

@@ -3,18 +3,19 @@
 //
 // Reload semantics. reload() compiles first and swaps only a complete bundle: a failed compile
 // keeps the bundle in use and returns the diagnostics, and so do sources that hold no policy at
-// all (E004: an empty path list or an emptied directory never empties a host). A decision made
-// before a swap keeps its policy alive (Decision::keep_alive), so hosts may hold decisions across
-// reloads. Each thread decides with a snapshot of the engine's state it refreshes after every swap.
+// all (E004: an empty path list or an emptied directory never empties a host). Each thread
+// decides with a snapshot of the engine's state it refreshes after every swap; a decision's
+// strings stay valid while its thread's snapshot holds the bundle (until that thread's next
+// decision after a swap), and pinned() hands the snapshot's bundle to a host that keeps
+// decisions longer.
 //
 // The read path takes no lock and writes nothing shared. A swap bumps an atomic generation
 // counter; decide() compares it (one acquire load) with the generation of its thread's cached
-// snapshot and uses the snapshot when they agree. A decision's keep_alive counts a reference on
-// a control block of its thread's own (which owns the snapshot), not on the policy's shared one.
-// Only the first decide() on a thread after a swap (or the first ever) takes the engine's mutex,
-// once, to copy the new snapshot. A std::atomic_load of a shared_ptr is not used: libstdc++
-// implements it with a mutex pool. Cost of the choice: a thread keeps its last snapshot (and so the
-// previous bundle) alive until it decides again or exits, also after the Engine is gone.
+// snapshot and uses the snapshot when they agree. Only the first decide() on a thread after a
+// swap (or the first ever) takes the engine's mutex, once, to copy the new snapshot. A
+// std::atomic_load of a shared_ptr is not used: libstdc++ implements it with a mutex pool. Cost of
+// the choice: a thread keeps its last snapshot (and so the previous bundle) alive until it decides
+// again or exits, also after the Engine is gone.
 //
 // Thread-safety: every member function may be called from any thread at any time.
 #pragma once
@@ -44,13 +45,6 @@ struct DecisionRecord {
 /// "idempotencyKeyPinned".
 std::string to_json(const DecisionRecord& record);
 
-/// The decision's trace id: the envelope's traceId, else the one minted ("local-%016x").
-std::string trace_id(const Decision& decision, const Envelope& envelope);
-
-/// The context as JSON with read_context()'s camelCase keys (absent optionals left out), plus
-/// "idempotencyKeyPinned"; read_context() reads it back to an equal context.
-std::string to_json(const Context& context);
-
 /// Receives each decision on the thread that made it, before decide() returns. It must be
 /// thread-safe when the engine decides on several threads; an exception it throws is caught and
 /// dropped (decide() never throws).
@@ -70,14 +64,6 @@ struct DecisionCounters {
 /// "exhausted": {budget: n}}.
 std::string to_json(const DecisionCounters& counters);
 
-/// What reload() did: `ok` when the new bundle is in use; `generation` counts the swaps so far
-/// (unchanged on failure). Diagnostics include warnings of a successful compile.
-struct ReloadResult {
-  bool ok = false;                      ///< the new bundle is in use
-  std::uint64_t generation = 0;         ///< Engine::generation() after the call
-  std::vector<Diagnostic> diagnostics;  ///< errors (ok false) or warnings
-};
-
 /// Options fixed for the engine's life.
 struct EngineOptions {
   /// Count decisions per route, rule and exhausted budget (counters()). Opt-in: each count
@@ -96,12 +82,15 @@ class Engine {
   Engine(const Engine&) = delete;
   Engine& operator=(const Engine&) = delete;
 
-  /// Compiles `sources` and, when they compile to at least one policy, swaps the result in.
+  /// Compiles `sources` and, when they compile to at least one policy, swaps the result in: the
+  /// new generation (generation() after the call), with the compile's warnings. A failure keeps
+  /// the bundle in use and gives the errors (E004 for sources without a policy). Never throws.
+  Result<std::uint64_t> reload(const std::vector<Source>& sources,
+                               const CompileOptions& options = {});
+  /// Compiles files and directories (as compile_paths()) and swaps the result in, as reload().
   /// Never throws.
-  ReloadResult reload(const std::vector<Source>& sources, const CompileOptions& options = {});
-  /// Compiles files and directories (as compile_paths()) and swaps the result in. Never throws.
-  ReloadResult reload_paths(const std::vector<std::string>& paths,
-                            const CompileOptions& options = {});
+  Result<std::uint64_t> reload_paths(const std::vector<std::string>& paths,
+                                     const CompileOptions& options = {});
   /// Swaps in an already compiled bundle; returns the new generation.
   std::uint64_t swap(Bundle bundle);
   /// Sets (or, with an empty function, removes) the decision log; takes effect like a swap (and
@@ -110,12 +99,17 @@ class Engine {
 
   /// Decides with the current bundle (Bundle::decide), logs and counts. Never throws; no lock
   /// and no shared write unless a swap happened since this thread's last call (or `count`).
+  /// The decision's strings view the bundle of this thread's snapshot: valid until this thread's
+  /// next decide() or unreadable() after a swap, or its exit; pinned() keeps them longer.
   Decision decide(const Envelope& envelope, const Context& context) const noexcept;
   /// Bundle::unreadable() with the current bundle, logged and counted like decide().
   Decision unreadable(const Context& context) const noexcept;
 
   /// The bundle in use (for find(), Health, explain()); kept alive by the pointer.
   std::shared_ptr<const Bundle> bundle() const;
+  /// The bundle this thread's last decide() or unreadable() used (the bundle in use if it has
+  /// not decided yet): holding it keeps that decision's strings valid across reloads.
+  std::shared_ptr<const Bundle> pinned() const;
   /// Swaps so far (swap(), successful reloads, set_log()): 0 for the constructor's state.
   std::uint64_t generation() const noexcept;
   /// A sum of every thread's counters (all zero unless EngineOptions::count).

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "recourse/diagnostic.hpp"
+#include "recourse/result.hpp"
 
 namespace recourse {
 
@@ -57,16 +58,14 @@ struct ReaderLimits {
   std::size_t max_overflow_numbers = 8;  ///< numbers beyond a double's range (1e999), each dropped
 };
 
-/// The outcome of reading an envelope: `ok` false means the input was not a JSON object (or broke
-/// a whole-input limit) and `error` says why; `envelope` is then empty.
-struct EnvelopeResult {
-  bool ok = false;
-  std::string error;
-  Envelope envelope;
-};
+/// Reads one envelope from JSON text: the envelope (malformed fields dropped, each with a
+/// warning in Envelope::warnings), or a failure N001 when the input is not a JSON object or breaks
+/// a whole-input limit (max_bytes, max_depth). Never throws.
+Result<Envelope> read_envelope(std::string_view json, const ReaderLimits& limits = {}) noexcept;
 
-/// Reads one envelope from JSON text. Never throws.
-EnvelopeResult read_envelope(std::string_view json, const ReaderLimits& limits = {}) noexcept;
+/// The envelope as canonical JSON: the seed's keys in order, absent fields left out. read_envelope
+/// reads it back to the same envelope (warnings aside).
+std::string to_json(const Envelope& envelope);
 
 /// Side-effect state of the call that failed, as the host knows it.
 enum class SideEffect : std::uint8_t {
@@ -111,13 +110,6 @@ struct Context {
   bool store_unavailable = false;         ///< the state store could not answer (state.hpp): flagged
 };
 
-/// The outcome of reading a context: errors are Diagnostics with codes C0xx and no position.
-struct ContextResult {
-  bool ok = false;
-  std::vector<Diagnostic> errors;
-  Context context;
-};
-
 /// Limits of read_context(). The context is the host's own account of the call, but it travels
 /// through files, traces and other languages' bindings, so its size is bounded like any input;
 /// past a limit the context is refused (C001) and no decision is made.
@@ -136,7 +128,25 @@ struct ContextLimits {
 /// outright (the decision log writes it). Unknown keys are ignored; a known key with a wrong
 /// type or range is an error (C001), and so is a key given twice in any object of the context
 /// (keys compared as unescaped), since either value would be a guess; so is a context past
-/// `limits`. Never throws.
-ContextResult read_context(std::string_view json, const ContextLimits& limits = {}) noexcept;
+/// `limits`. The errors are diagnostics C001 with no position. Never throws.
+Result<Context> read_context(std::string_view json, const ContextLimits& limits = {}) noexcept;
+
+/// The context as JSON with read_context()'s camelCase keys (absent optionals left out), plus
+/// "idempotencyKeyPinned"; read_context() reads it back to an equal context.
+std::string to_json(const Context& context);
+
+/// A source format of the adapters (adapters.hpp) and of a policy's `map` lines.
+enum class Protocol : std::uint8_t { Http, Grpc, Mcp, JsonRpc };
+
+/// "http", "grpc", "mcp", "jsonrpc".
+const char* to_string(Protocol protocol) noexcept;
+
+/// One per-tool override of an adapter's table: a policy's `map` line (Policy::mappings()), for
+/// AdapterOptions::mappings.
+struct CodeMapping {
+  Protocol protocol = Protocol::Http;  ///< Mcp and JsonRpc mappings both apply to JSON-RPC errors
+  std::string key;   ///< "409"; "ALREADY_EXISTS" or "6"; "-32001"; or an HTTP body error type
+  std::string code;  ///< the envelope code to give instead
+};
 
 }  // namespace recourse

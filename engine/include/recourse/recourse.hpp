@@ -1,11 +1,9 @@
 // recourse: an embeddable policy engine that decides how to recover when a tool call fails.
-// Include this header for the whole C++ API.
+// Include this header for the whole C++ API: the core (core.hpp: compile, decide, adapters,
+// Engine), cross-call state (state.hpp, store.hpp) and the authoring tools (tooling.hpp).
 #pragma once
 
-#include "recourse/adapters.hpp"
-#include "recourse/diagnostic.hpp"
-#include "recourse/engine.hpp"
-#include "recourse/envelope.hpp"
-#include "recourse/format.hpp"
-#include "recourse/policy.hpp"
+#include "recourse/core.hpp"
 #include "recourse/state.hpp"
+#include "recourse/store.hpp"
+#include "recourse/tooling.hpp"

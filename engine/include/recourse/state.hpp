@@ -83,11 +83,11 @@ class Workflow {
   /// format, 1). The scope is not part of it.
   std::string to_json() const;
   /// Restores the local counters from to_json()'s form, under this workflow's scope (records of
-  /// format 0, without `format`, too); false (and `error`, naming the record) on malformed input
-  /// or a record that does not read as its shape (docs/state.md, "Records"), leaving *this as
-  /// is. The form without "version" (before 2, counters per operation alone) is refused unless
-  /// it holds no counters: which tool counted them was not recorded.
-  bool from_json(std::string_view json, std::string& error);
+  /// format 0, without `format`, too). Fails with S004 (naming the record) on malformed input or
+  /// a record that does not read as its shape (docs/state.md, "Records"), leaving *this as is.
+  /// The form without "version" (before 2, counters per operation alone) is refused unless it
+  /// holds no counters: which tool counted them was not recorded. Never throws.
+  Status from_json(std::string_view json) noexcept;
 
  private:
   std::string key(std::string_view operation_id, std::string_view tool) const;
@@ -144,10 +144,10 @@ class Health {
   /// windowCalls, openedMs, probeTaken, probeOperation, probeUntilMs, milliTokens}},
   /// "operations": {}} (format: the record format, 1).
   std::string to_json() const;
-  /// Restores the local state from to_json()'s form (records of format 0 too); false (and
-  /// `error`, naming the record) on malformed input or a record that does not read as its shape,
-  /// leaving *this as is.
-  bool from_json(std::string_view json, std::string& error);
+  /// Restores the local state from to_json()'s form (records of format 0 too). Fails with S004
+  /// (naming the record) on malformed input or a record that does not read as its shape, leaving
+  /// *this as is. Never throws.
+  Status from_json(std::string_view json) noexcept;
 
  private:
   Store& breakers(const Policy& policy) const;

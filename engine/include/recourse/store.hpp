@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "recourse/envelope.hpp"
+#include "recourse/result.hpp"
 
 namespace recourse {
 
@@ -199,10 +200,10 @@ class MemoryStore final : public Store {
   /// {"tools": {name: {...}}, "operations": {id: {...}}}, each record with "format": 1 (the
   /// ledger is not included).
   std::string to_json() const;
-  /// Restores to_json()'s form (either member may be absent; records of format 0 are migrated);
-  /// false and `error`, naming the record, on malformed input or a record that does not read as
-  /// its shape (docs/state.md, "Records"), leaving the store as it was.
-  bool from_json(std::string_view json, std::string& error);
+  /// Restores to_json()'s form (either member may be absent; records of format 0 are migrated).
+  /// Fails with S004, naming the record, on malformed input or a record that does not read as
+  /// its shape (docs/state.md, "Records"), leaving the store as it was. Never throws.
+  Status from_json(std::string_view json) noexcept;
 
  private:
   template <typename T>
@@ -218,32 +219,28 @@ class MemoryStore final : public Store {
   std::map<std::string, Expiring<std::map<std::string, std::int64_t>>, std::less<>> votes_;
 };
 
-/// The result of open_store(): a store, or why there is none.
-struct StoreResult {
-  std::shared_ptr<Store> store;
-  std::string error;
-  std::vector<std::string> warnings;  ///< e.g. a Redis ledger refused (appendfsync not always)
-};
-
 /// A store spec, read: which store, and where.
 struct StoreSpec {
   enum class Kind : std::uint8_t { Memory, Sqlite, Redis, RedisUnix };
   Kind kind = Kind::Memory;
-  std::string path;   ///< sqlite:PATH and redis+unix://PATH
-  std::string host;   ///< redis://HOST:PORT
-  int port = 6379;    ///< redis://HOST:PORT: 1..65535; 6379 when the spec gives none
-  std::string error;  ///< why the spec is malformed, one line naming it; empty when well formed
+  std::string path;  ///< sqlite:PATH and redis+unix://PATH
+  std::string host;  ///< redis://HOST:PORT
+  int port = 6379;   ///< redis://HOST:PORT: 1..65535; 6379 when the spec gives none
 };
 
 /// Reads a store spec without opening anything: "memory", "sqlite:PATH", "redis://HOST:PORT"
 /// ("redis://HOST": port 6379) or "redis+unix://PATH". An unknown kind, an empty PATH or HOST,
-/// and a PORT that is not a number in 1..65535 are malformed (`error`).
-StoreSpec read_store_spec(std::string_view spec);
+/// and a PORT that is not a number in 1..65535 are malformed: failure S001, one line naming the
+/// spec. Never throws.
+Result<StoreSpec> read_store_spec(std::string_view spec) noexcept;
 
 /// Opens a store from its spec (read_store_spec): "memory", "sqlite:PATH" (created when missing),
 /// "redis://HOST:PORT" or "redis+unix://PATH". A malformed spec, a store the build left out
-/// (CMake options RECOURSE_SQLITE, RECOURSE_REDIS) or one that cannot be reached is an error.
-/// Never throws.
-StoreResult open_store(std::string_view spec, const StoreOptions& options = {}) noexcept;
+/// (CMake options RECOURSE_SQLITE, RECOURSE_REDIS) is failure S001; a store that cannot be opened
+/// or reached is S002, naming it. A store that opens may come with warnings: S003 when a Redis
+/// server's persistence is too weak for the side-effect ledger, which is then refused
+/// (docs/state.md). Never throws.
+Result<std::shared_ptr<Store>> open_store(std::string_view spec,
+                                          const StoreOptions& options = {}) noexcept;
 
 }  // namespace recourse

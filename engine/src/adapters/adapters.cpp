@@ -117,18 +117,30 @@ void grpc_raw(Builder& b, const json& raw) {
        b.member(raw, "details", "message"));
 }
 
+// Runs one adapter. Any exception (out of memory) fails it with N001; without memory even for
+// that, the envelope is empty (every field absent: the policy's conservative reading).
 template <typename F>
-AdapterResult guarded(const AdapterOptions& options, F&& run) noexcept {
-  AdapterResult r;
+Result<Adapted> guarded(const AdapterOptions& options, F&& run) noexcept {
+  std::string why;
   try {
+    Adapted r;
     Builder b(r, options);
     run(b);
-    if (r.ok) b.finish();
+    if (!b.failure()) {
+      b.finish();
+      return r;
+    }
+    why = *b.failure();
   } catch (const std::exception& e) {
-    r = AdapterResult{};
-    r.error = std::string("raw form could not be read: ") + e.what();
+    why = std::string("raw form could not be read: ") + e.what();
+  } catch (...) {
+    why = "raw form could not be read";
   }
-  return r;
+  try {
+    return Result<Adapted>::failure(error_diagnostic("N001", std::move(why)));
+  } catch (...) {
+    return Adapted{};
+  }
 }
 
 }  // namespace
@@ -150,9 +162,9 @@ std::optional<Protocol> protocol_of(std::string_view name) noexcept {
   return std::nullopt;
 }
 
-AdapterResult from_http(int status, const Headers& headers, std::string_view body,
-                        std::optional<std::int64_t> now_ms,
-                        const AdapterOptions& options) noexcept {
+Result<Adapted> from_http(int status, const Headers& headers, std::string_view body,
+                          std::optional<std::int64_t> now_ms,
+                          const AdapterOptions& options) noexcept {
   return guarded(options, [&](Builder& b) {
     TextBody text;
     read_text_body(b, headers, body, text);
@@ -160,18 +172,19 @@ AdapterResult from_http(int status, const Headers& headers, std::string_view bod
   });
 }
 
-AdapterResult from_transport_error(std::string_view error, const AdapterOptions& options) noexcept {
+Result<Adapted> from_transport_error(std::string_view error,
+                                     const AdapterOptions& options) noexcept {
   return guarded(options, [&](Builder& b) { transport(b, error); });
 }
 
-AdapterResult from_grpc(std::string_view status, std::string_view message, const Headers& metadata,
-                        const AdapterOptions& options) noexcept {
+Result<Adapted> from_grpc(std::string_view status, std::string_view message,
+                          const Headers& metadata, const AdapterOptions& options) noexcept {
   return guarded(options,
                  [&](Builder& b) { grpc(b, std::string(status), message, metadata, nullptr); });
 }
 
-AdapterResult from_jsonrpc(std::int64_t code, std::string_view message, std::string_view data_json,
-                           const AdapterOptions& options) noexcept {
+Result<Adapted> from_jsonrpc(std::int64_t code, std::string_view message,
+                             std::string_view data_json, const AdapterOptions& options) noexcept {
   return guarded(options, [&](Builder& b) {
     Parsed data;
     if (!trim(data_json).empty()) {
@@ -182,29 +195,22 @@ AdapterResult from_jsonrpc(std::int64_t code, std::string_view message, std::str
   });
 }
 
-AdapterResult from_mcp(std::string_view reply_json, const AdapterOptions& options) noexcept {
+Result<Adapted> from_mcp(std::string_view reply_json, const AdapterOptions& options) noexcept {
   return from_raw(Protocol::Mcp, reply_json, std::nullopt, options);
 }
 
-AdapterResult from_raw(std::optional<Protocol> protocol, std::string_view raw_json,
-                       std::optional<std::int64_t> now_ms, const AdapterOptions& options) noexcept {
+Result<Adapted> from_raw(std::optional<Protocol> protocol, std::string_view raw_json,
+                         std::optional<std::int64_t> now_ms,
+                         const AdapterOptions& options) noexcept {
   return guarded(options, [&](Builder& b) {
     Parsed parsed = parse_json(raw_json, options.max_raw_bytes, options.limits);
-    AdapterResult& r = b.result();
-    if (!parsed.ok || !parsed.value.is_object()) {
-      r = AdapterResult{};
-      r.error = parsed.ok ? "a raw form is a JSON object" : parsed.error;
-      return;
-    }
+    if (!parsed.ok || !parsed.value.is_object())
+      return b.fail(parsed.ok ? "a raw form is a JSON object" : parsed.error);
     const json& raw = parsed.value;
     std::optional<Protocol> named;
     if (const std::string* p = str(raw, "protocol")) named = protocol_of(*p);
     if (!protocol) protocol = named;
-    if (!protocol) {
-      r = AdapterResult{};
-      r.error = "the raw form names no protocol (http, grpc, mcp or jsonrpc)";
-      return;
-    }
+    if (!protocol) return b.fail("the raw form names no protocol (http, grpc, mcp or jsonrpc)");
     if (named && *named != *protocol)
       b.warn("malformed", "code",
              std::string("the raw form says protocol ") + to_string(*named) + "; read as " +
@@ -225,7 +231,7 @@ AdapterResult from_raw(std::optional<Protocol> protocol, std::string_view raw_js
         mcp(b, raw, now_ms);
         if (const json* a = b.member(raw, "annotations", "code"); a && a->is_object()) {
           if (options.trusted_server)
-            r.idempotent = idempotent_of(*a);
+            b.result().idempotent = idempotent_of(*a);
           else if (idempotent_of(*a))
             b.warn("ignored", "idempotent",
                    "tool annotations come from an untrusted server; idempotent not set");

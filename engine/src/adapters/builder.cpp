@@ -69,14 +69,14 @@ bool Builder::overlay(const json& object, const char* where) {
       text += k + ":" + value.dump(-1, ' ', false, json::error_handler_t::replace);
   }
   text += "}";
-  const EnvelopeResult inner = read_envelope(text, o_.limits);
-  if (!inner.ok) {
+  const Result<Envelope> inner = read_envelope(text, o_.limits);
+  if (!inner.ok()) {
     warn("malformed", "code",
-         std::string(where) + " looks like an envelope but cannot be read: " + inner.error);
+         std::string(where) + " looks like an envelope but cannot be read: " + inner.message());
     return false;
   }
   Envelope& e = r_.envelope;
-  const Envelope& in = inner.envelope;
+  const Envelope& in = *inner;
   if (in.code) e.code = in.code;
   if (in.message) e.message = in.message;
   if (in.retryable) e.retryable = in.retryable;

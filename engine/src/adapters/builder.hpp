@@ -1,7 +1,7 @@
 // Adapters, the envelope under construction: what every protocol adapter writes into.
 //
-// Input: the AdapterResult being filled and the caller's AdapterOptions (limits, per-tool code
-// mappings). Output: the same AdapterResult: code, retryable and the mapping label that gave
+// Input: the Adapted being filled and the caller's AdapterOptions (limits, per-tool code
+// mappings). Output: the same Adapted: code, retryable and the mapping label that gave
 // them, warnings for values read as absent, and at the end (finish()) the envelope's string caps
 // and non-empty rules, as read_envelope applies them (docs/adapters.md, "Warnings").
 #pragma once
@@ -19,7 +19,7 @@ namespace recourse::detail::adapt {
 /// The envelope under construction. Holds references: `r` and `o` outlive it.
 class Builder {
  public:
-  Builder(AdapterResult& r, const AdapterOptions& o) : r_(r), o_(o) { r_.ok = true; }
+  Builder(Adapted& r, const AdapterOptions& o) : r_(r), o_(o) {}
   Envelope& e() { return r_.envelope; }
   const AdapterOptions& options() const { return o_; }
 
@@ -36,7 +36,10 @@ class Builder {
     r_.mapping = std::move(mapping);
   }
   const std::string& mapping() const { return r_.mapping; }
-  AdapterResult& result() { return r_; }
+  Adapted& result() { return r_; }
+  /// Gives up on the input (not a JSON object, no protocol): the adapter fails with N001.
+  void fail(std::string why) { failure_ = std::move(why); }
+  const std::optional<std::string>& failure() const { return failure_; }
 
   /// A member of a raw form, or nullptr; a marker there is read as absent with a warning on
   /// `field` (an envelope key).
@@ -58,8 +61,9 @@ class Builder {
   bool overlay(const json& object, const char* where);
 
  private:
-  AdapterResult& r_;
+  Adapted& r_;
   const AdapterOptions& o_;
+  std::optional<std::string> failure_;
 };
 
 /// An object "carries an envelope" when its code is a string naming a built-in code, or it has

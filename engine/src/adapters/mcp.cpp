@@ -71,7 +71,7 @@ bool text_error(Builder& b, std::string_view text) {
   const Parsed parsed = parse_json(text, limits.max_bytes, limits);
   if (!parsed.ok || !parsed.value.is_object()) return false;
   const json& object = parsed.value;
-  AdapterResult inner;
+  Adapted inner;
   Builder ib(inner, b.options());
   if (carries_envelope(object)) {
     ib.overlay(object, "mcp isError text");

@@ -139,7 +139,7 @@ std::optional<Input> realize(const Compiled& p, const Cube& cube) {
     const std::uint32_t row = t.match(point);
     const RowAction& a = t.actions[t.rows[row].action];
     Decision d;
-    finish(p, a.action, a.label, a.exhausted, row, point, e, c, d);
+    finish(p, a.action, a.label, a.exhausted, point, e, c, d);
     if (d.route != a.action.route) continue;
     in.route = d.route;
     return in;

@@ -17,7 +17,6 @@
 #include "check/inherit.hpp"
 #include "compile/compile.hpp"
 #include "eval/backoff.hpp"
-#include "recourse/adapters.hpp"
 #include "source/location.hpp"
 #include "source/sources.hpp"
 #include "table/compiled.hpp"
@@ -81,89 +80,97 @@ void drop_repeats(std::vector<Diagnostic>& diagnostics) {
 
 namespace detail {
 
-CompileResult compile_sources(const std::vector<Source>& given, const CompileOptions& options,
-                              bool load_bases, bool analyse) {
-  CompileResult out;
+Result<Bundle> compile_sources(const std::vector<Source>& given, const CompileOptions& options,
+                               bool load_bases, bool analyse) {
+  std::vector<Diagnostic> diagnostics;
   try {
     Sources refs;
     std::deque<Source> loaded;  // base files read on demand; a deque keeps their addresses
     const std::vector<ast::File> files =
-        detail::read_policies(given, options, load_bases, refs, loaded, out.diagnostics);
+        detail::read_policies(given, options, load_bases, refs, loaded, diagnostics);
 
     std::vector<Policy> policies;
     std::vector<std::pair<std::string, std::pair<std::string, ast::Pos>>> names;
     for (const ast::File& file : files) {
-      for (auto& spec : detail::check(file, refs, options, out.diagnostics)) {
+      for (auto& spec : detail::check(file, refs, options, diagnostics)) {
         for (const auto& [name, where] : names)
           if (name == spec.name) {
-            report(out.diagnostics, refs, spec.pos, Severity::Error, "E020",
+            report(diagnostics, refs, spec.pos, Severity::Error, "E020",
                    fmt::format("policy \"{}\" is defined twice", spec.name),
                    fmt::format("first defined at {}:{}", where.first, where.second.line));
           }
         names.push_back({spec.name, {spec.file, spec.pos}});
-        auto table = detail::compile(spec, options, refs, out.diagnostics);
+        auto table = detail::compile(spec, options, refs, diagnostics);
         if (!table) continue;
         auto compiled =
             detail::Compiled::make(std::move(spec), std::move(*table), options.attempt_ceiling);
-        if (analyse) detail::analyze(*compiled, refs, options, out.diagnostics);
+        if (analyse) detail::analyze(*compiled, refs, options, diagnostics);
         policies.push_back(BundleBuilder::wrap(std::move(compiled)));
       }
     }
-    drop_repeats(out.diagnostics);
-    if (!has_errors(out.diagnostics)) out.bundle = BundleBuilder::make(std::move(policies));
+    drop_repeats(diagnostics);
+    if (has_errors(diagnostics)) return Result<Bundle>::failure(std::move(diagnostics));
+    return {BundleBuilder::make(std::move(policies)), std::move(diagnostics)};
   } catch (const std::exception& e) {
-    out.bundle.reset();
-    Diagnostic d;
-    d.code = "E099";
-    d.message = std::string("internal error while compiling: ") + e.what();
-    out.diagnostics.push_back(std::move(d));
+    diagnostics.push_back(
+        error_diagnostic("E099", std::string("internal error while compiling: ") + e.what()));
+  } catch (...) {
+    diagnostics.push_back(
+        error_diagnostic("E099", "internal error while compiling: unknown exception"));
   }
-  return out;
+  return Result<Bundle>::failure(std::move(diagnostics));
 }
 
 }  // namespace detail
 
-CompileResult compile(const std::vector<Source>& sources, const CompileOptions& options) {
+Result<Bundle> compile(const std::vector<Source>& sources, const CompileOptions& options) {
   return detail::compile_sources(sources, options, false, options.analyze);
 }
 
-CompileResult compile_paths(const std::vector<std::string>& paths, const CompileOptions& options) {
-  std::vector<Source> sources;
-  std::vector<Diagnostic> unreadable;  // E000 and E090: the files that were not read
-  auto unreadable_path = [&](const std::string& path, std::string why) {
-    unreadable.push_back(detail::unreadable(path, std::move(why)));
-  };
-  std::vector<fs::path> seen;
-  auto read = [&](const fs::path& p) {
-    std::error_code ec;
-    const fs::path canonical = fs::weakly_canonical(p, ec);
-    if (std::find(seen.begin(), seen.end(), canonical) != seen.end()) return;  // named twice
-    seen.push_back(canonical);
-    if (auto text = detail::read_policy_file(p.string(), options, unreadable))
-      sources.push_back({p.string(), std::move(*text)});
-  };
-  for (const auto& path : paths) {
-    std::error_code ec;
-    if (fs::is_directory(path, ec)) {
-      std::vector<fs::path> files;
-      for (fs::recursive_directory_iterator it(path, ec), end; !ec && it != end; it.increment(ec))
-        if (it->is_regular_file() && it->path().extension() == ".recourse")
-          files.push_back(it->path());
-      if (ec) unreadable_path(path, "cannot list directory: " + ec.message());
-      std::sort(files.begin(), files.end());
-      for (const auto& f : files) read(f);
-    } else if (fs::exists(path, ec)) {
-      read(path);
-    } else {
-      unreadable_path(path, "no such file or directory");
+Result<Bundle> compile_paths(const std::vector<std::string>& paths, const CompileOptions& options) {
+  try {
+    std::vector<Source> sources;
+    std::vector<Diagnostic> unreadable;  // E000 and E090: the files that were not read
+    auto unreadable_path = [&](const std::string& path, std::string why) {
+      unreadable.push_back(detail::unreadable(path, std::move(why)));
+    };
+    std::vector<fs::path> seen;
+    auto read = [&](const fs::path& p) {
+      std::error_code ec;
+      const fs::path canonical = fs::weakly_canonical(p, ec);
+      if (std::find(seen.begin(), seen.end(), canonical) != seen.end()) return;  // named twice
+      seen.push_back(canonical);
+      if (auto text = detail::read_policy_file(p.string(), options, unreadable))
+        sources.push_back({p.string(), std::move(*text)});
+    };
+    for (const auto& path : paths) {
+      std::error_code ec;
+      if (fs::is_directory(path, ec)) {
+        std::vector<fs::path> files;
+        for (fs::recursive_directory_iterator it(path, ec), end; !ec && it != end; it.increment(ec))
+          if (it->is_regular_file() && it->path().extension() == ".recourse")
+            files.push_back(it->path());
+        if (ec) unreadable_path(path, "cannot list directory: " + ec.message());
+        std::sort(files.begin(), files.end());
+        for (const auto& f : files) read(f);
+      } else if (fs::exists(path, ec)) {
+        read(path);
+      } else {
+        unreadable_path(path, "no such file or directory");
+      }
     }
+    Result<Bundle> out = detail::compile_sources(sources, options, true, options.analyze);
+    if (unreadable.empty()) return out;
+    std::vector<Diagnostic> all = std::move(out).diagnostics();
+    all.insert(all.begin(), unreadable.begin(), unreadable.end());
+    return Result<Bundle>::failure(std::move(all));
+  } catch (const std::exception& e) {
+    return Result<Bundle>::failure(
+        error_diagnostic("E099", std::string("internal error while compiling: ") + e.what()));
+  } catch (...) {
+    return Result<Bundle>::failure(
+        error_diagnostic("E099", "internal error while compiling: unknown exception"));
   }
-  CompileResult out = detail::compile_sources(sources, options, true, options.analyze);
-  if (!unreadable.empty()) {
-    out.bundle.reset();
-    out.diagnostics.insert(out.diagnostics.begin(), unreadable.begin(), unreadable.end());
-  }
-  return out;
 }
 
 }  // namespace recourse

@@ -33,7 +33,8 @@ constexpr std::size_t kDecisionSize = offsetof(recourse_decision, internal) + si
 // What a recourse_decision's `internal` owns: the decision (and so its policy) and the strings
 // the struct points at.
 struct Held {
-  recourse::Decision decision;
+  recourse::Decision decision;  // its strings view `pin`'s policies
+  std::shared_ptr<const recourse::Bundle> pin;
   recourse::Envelope envelope;  // for recourse_decision_json
   std::string rule, reason, target, policy, policy_hash, exhausted, trace_id;
 };
@@ -99,9 +100,9 @@ recourse_status guarded(char** error, Body&& body) noexcept {
   }
 }
 
-recourse_status loaded(recourse::ReloadResult r, char** diagnostics) {
-  if (diagnostics) *diagnostics = copy(recourse::to_json(r.diagnostics));
-  return r.ok ? RECOURSE_OK : RECOURSE_COMPILE_FAILED;
+recourse_status loaded(const recourse::Result<std::uint64_t>& r, char** diagnostics) {
+  if (diagnostics) *diagnostics = copy(recourse::to_json(r.diagnostics()));
+  return r.ok() ? RECOURSE_OK : RECOURSE_COMPILE_FAILED;
 }
 
 std::optional<std::string> text(const char* s) {
@@ -196,7 +197,7 @@ void fill(Held& h, recourse_decision& out) {
   h.trace_id = recourse::trace_id(d, h.envelope);
   out.route = static_cast<recourse_route>(d.route);
   out.delay_ms = d.delay_ms;
-  out.jitter_ms = d.jitter_draw;
+  out.jitter_ms = d.jitter_ms;
   out.rule = h.rule.c_str();
   out.reason = h.reason.c_str();
   out.target = h.target.c_str();
@@ -205,8 +206,8 @@ void fill(Held& h, recourse_decision& out) {
   out.exhausted = h.exhausted.c_str();
   out.trace_id = h.trace_id.c_str();
   out.attempt = d.attempt;
-  out.attempts_left = d.attempts_left;
-  out.repairs_left = d.repairs_left;
+  out.attempts_left = d.attempts_left();
+  out.repairs_left = d.repairs_left();
   out.retry_after_ms = d.retry_after_ms.value_or(RECOURSE_ABSENT);
   out.retry_at_ms = d.retry_at_ms.value_or(RECOURSE_ABSENT);
   out.timeout_ms = d.timeout_ms.value_or(RECOURSE_ABSENT);
@@ -313,20 +314,22 @@ recourse_status recourse_engine_decide_json(const recourse_engine* engine,
       return invalid(error, fmt::format("context_json is NULL, context_len {}", context_len));
     recourse::Context context;
     if (context_len > 0) {
-      recourse::ContextResult c = recourse::read_context({context_json, context_len});
-      if (!c.ok) {
+      recourse::Result<recourse::Context> c = recourse::read_context({context_json, context_len});
+      if (!c.ok()) {
         std::string why;
-        for (const auto& d : c.errors) why += (why.empty() ? "" : "; ") + d.message;
+        for (const auto& d : c.diagnostics()) why += (why.empty() ? "" : "; ") + d.message;
         set(error, why);
         return RECOURSE_BAD_INPUT;
       }
-      context = std::move(c.context);
+      context = std::move(*c);
     }
-    const recourse::EnvelopeResult e =
+    const recourse::Result<recourse::Envelope> e =
         recourse::read_envelope({envelope_json ? envelope_json : "", envelope_len});
+    static const recourse::Envelope unread;
+    const recourse::Envelope& envelope = e.ok() ? *e : unread;
     const recourse::Decision d =
-        e.ok ? engine->engine.decide(e.envelope, context) : engine->engine.unreadable(context);
-    *decision = copy(recourse::to_json(d, e.envelope));
+        e.ok() ? engine->engine.decide(envelope, context) : engine->engine.unreadable(context);
+    *decision = copy(recourse::to_json(d, envelope));
     return *decision ? RECOURSE_OK : RECOURSE_NO_MEMORY;
   });
 }
@@ -373,6 +376,7 @@ recourse_status recourse_engine_decide(const recourse_engine* engine,
     auto held = std::make_unique<Held>();
     held->envelope = to_envelope(e);
     held->decision = engine->engine.decide(held->envelope, ctx);
+    held->pin = engine->engine.pinned();
     recourse_decision out{};
     fill(*held, out);
     out.size = decision->size;

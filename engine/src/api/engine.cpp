@@ -40,11 +40,8 @@ using State = detail::EngineState;
 std::atomic<std::uint64_t> next_engine_id{1};
 
 // The thread's cached snapshot of one engine. Engine ids are never reused, so a slot of an
-// engine that is gone is never matched again (its `shard` is never dereferenced).
-//
-// `pin` owns the snapshot through a control block of this thread's own: decisions pin their
-// policy by copying it (an aliasing pointer), so the reference count they write is on a cache
-// line no other thread writes, not the one every thread shares.
+// engine that is gone is never matched again (its `shard` is never dereferenced). `pin` holds
+// the snapshot, and so the strings of this thread's decisions, until the next refresh.
 struct Slot {
   std::uint64_t engine = 0;
   std::uint64_t generation = 0;
@@ -76,41 +73,29 @@ struct Engine::Impl {
   explicit Impl(EngineOptions o) : options(o) {}
 
   // The thread's snapshot: one acquire load when the cache is current; else a refresh under the
-  // mutex. Never throws: without memory for a shard, the thread decides uncounted.
-  // Returns nullptr only when there is no memory for the thread's pin.
-  const Slot* current() noexcept {
+  // mutex (copying the state's pointer allocates nothing). Never throws: without memory for a
+  // shard, the thread decides uncounted.
+  const Slot& current() noexcept {
     const std::uint64_t g = generation.load(std::memory_order_acquire);
     Slot* slot = nullptr;
     for (Slot& s : slots)
       if (s.engine == id) slot = &s;
-    if (slot && slot->generation == g) return slot;
+    if (slot && slot->generation == g) return *slot;
     if (!slot) slot = &slots[next_victim++ % kSlots];
     std::shared_ptr<const State> old = std::move(slot->pin);  // released after the unlock
-    slot->engine = 0;
-    try {
-      std::lock_guard<std::mutex> lock(mutex);
-      Shard* mine = nullptr;
-      if (options.count) try {
-          auto& owned = shards[std::this_thread::get_id()];
-          if (!owned) owned = std::make_unique<Shard>();
-          mine = owned.get();
-        } catch (...) {
-        }
-      auto owner = std::make_shared<const std::shared_ptr<const State>>(state);
-      slot->pin = std::shared_ptr<const State>(owner, owner->get());
-      slot->engine = id;
-      slot->generation = state->generation;
-      slot->shard = mine;
-    } catch (...) {
-      return nullptr;
-    }
-    return slot;
-  }
-
-  // The snapshot in use (for a thread out of memory, the engine's own, under the mutex).
-  std::shared_ptr<const State> fallback() noexcept {
     std::lock_guard<std::mutex> lock(mutex);
-    return state;
+    Shard* mine = nullptr;
+    if (options.count) try {
+        auto& owned = shards[std::this_thread::get_id()];
+        if (!owned) owned = std::make_unique<Shard>();
+        mine = owned.get();
+      } catch (...) {
+      }
+    slot->pin = state;
+    slot->engine = id;
+    slot->generation = state->generation;
+    slot->shard = mine;
+    return *slot;
   }
 
   std::uint64_t publish(std::optional<Bundle> bundle, std::optional<DecisionLog> log) {
@@ -142,22 +127,18 @@ struct Engine::Impl {
       }
   }
 
-  ReloadResult install(CompileResult compiled) {
-    ReloadResult r;
-    r.diagnostics = std::move(compiled.diagnostics);
-    r.ok = compiled.ok();
-    if (r.ok && compiled.bundle->policies().empty()) {
+  Result<std::uint64_t> install(Result<Bundle> compiled) {
+    if (!compiled.ok()) return Result<std::uint64_t>::failure(std::move(compiled).diagnostics());
+    Bundle bundle = std::move(*compiled);
+    std::vector<Diagnostic> diagnostics = std::move(compiled).diagnostics();
+    if (bundle.policies().empty()) {
       // An empty path list or an emptied directory would otherwise swap every tool to no_policy.
-      Diagnostic d;
-      d.code = "E004";
-      d.message = "the sources hold no policy: the current bundle stays";
-      d.help = "reload from the files that define the policies";
-      r.diagnostics.push_back(std::move(d));
-      r.ok = false;
+      diagnostics.push_back(error_diagnostic("E004",
+                                             "the sources hold no policy: the current bundle stays",
+                                             "reload from the files that define the policies"));
+      return Result<std::uint64_t>::failure(std::move(diagnostics));
     }
-    r.generation = r.ok ? publish(std::move(compiled.bundle), std::nullopt)
-                        : generation.load(std::memory_order_acquire);
-    return r;
+    return {publish(std::move(bundle), std::nullopt), std::move(diagnostics)};
   }
 };
 
@@ -171,32 +152,32 @@ Engine::~Engine() = default;
 
 namespace {
 
-ReloadResult internal_error(const std::exception& e, std::uint64_t generation) {
-  ReloadResult r;
-  r.generation = generation;
-  Diagnostic d;
-  d.code = "E099";
-  d.message = std::string("internal error while reloading: ") + e.what();
-  r.diagnostics.push_back(std::move(d));
-  return r;
+Result<std::uint64_t> internal_error(const char* what) {
+  return Result<std::uint64_t>::failure(
+      error_diagnostic("E099", std::string("internal error while reloading: ") + what));
 }
 
 }  // namespace
 
-ReloadResult Engine::reload(const std::vector<Source>& sources, const CompileOptions& options) {
+Result<std::uint64_t> Engine::reload(const std::vector<Source>& sources,
+                                     const CompileOptions& options) {
   try {
     return impl_->install(compile(sources, options));
   } catch (const std::exception& e) {
-    return internal_error(e, generation());
+    return internal_error(e.what());
+  } catch (...) {
+    return internal_error("unknown exception");
   }
 }
 
-ReloadResult Engine::reload_paths(const std::vector<std::string>& paths,
-                                  const CompileOptions& options) {
+Result<std::uint64_t> Engine::reload_paths(const std::vector<std::string>& paths,
+                                           const CompileOptions& options) {
   try {
     return impl_->install(compile_paths(paths, options));
   } catch (const std::exception& e) {
-    return internal_error(e, generation());
+    return internal_error(e.what());
+  } catch (...) {
+    return internal_error("unknown exception");
   }
 }
 
@@ -209,32 +190,28 @@ std::uint64_t Engine::set_log(DecisionLog log) {
 }
 
 Decision Engine::decide(const Envelope& envelope, const Context& context) const noexcept {
-  const Slot* slot = impl_->current();
-  if (!slot) {  // out of memory for a pin: decide with the shared snapshot, pinned the usual way
-    const std::shared_ptr<const State> s = impl_->fallback();
-    Decision d = s->bundle.decide(envelope, context);
-    impl_->after(*s, nullptr, envelope, context, d);
-    return d;
-  }
-  const State& s = *slot->pin;
-  const Policy* p = s.bundle.find(context.tool);
-  Decision d = p ? p->decide_unpinned(envelope, context) : s.bundle.decide(envelope, context);
-  if (p) d.keep_alive = std::shared_ptr<const detail::Compiled>(slot->pin, p->impl_.get());
-  impl_->after(s, slot->shard, envelope, context, d);
+  const Slot& slot = impl_->current();
+  const Decision d = slot.pin->bundle.decide(envelope, context);
+  impl_->after(*slot.pin, slot.shard, envelope, context, d);
   return d;
 }
 
 Decision Engine::unreadable(const Context& context) const noexcept {
-  const Slot* slot = impl_->current();
-  const std::shared_ptr<const State> s = slot ? slot->pin : impl_->fallback();
-  Decision d = s->bundle.unreadable(context);
-  impl_->after(*s, slot ? slot->shard : nullptr, Envelope{}, context, d);
+  const Slot& slot = impl_->current();
+  const Decision d = slot.pin->bundle.unreadable(context);
+  impl_->after(*slot.pin, slot.shard, Envelope{}, context, d);
   return d;
 }
 
 std::shared_ptr<const Bundle> Engine::bundle() const {
   std::lock_guard<std::mutex> lock(impl_->mutex);
   return std::shared_ptr<const Bundle>(impl_->state, &impl_->state->bundle);
+}
+
+std::shared_ptr<const Bundle> Engine::pinned() const {
+  for (const Slot& s : slots)
+    if (s.engine == impl_->id) return std::shared_ptr<const Bundle>(s.pin, &s.pin->bundle);
+  return bundle();
 }
 
 std::uint64_t Engine::generation() const noexcept {

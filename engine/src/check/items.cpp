@@ -69,17 +69,16 @@ void Checker::tests(const ast::Policy& p, PolicySpec& spec) {
     test.file = std::string(sources_.at(t.pos.source).path);
     test.pos = t.pos;
     test.envelope = t.envelope;
-    if (const EnvelopeResult read = read_envelope(t.envelope); !read.ok)
-      error("E028", t.envelope_pos, "the test's envelope does not read: " + read.error,
+    if (const Result<Envelope> read = read_envelope(t.envelope); !read.ok())
+      error("E028", t.envelope_pos, "the test's envelope does not read: " + read.message(),
             "write the envelope as JSON, e.g. {\"code\": \"TIMEOUT\", \"retryable\": true}");
     if (t.context) {
-      ContextResult c = read_context(*t.context);
-      if (!c.ok)
-        error("E028", t.context_pos,
-              "the test's context does not read: " +
-                  (c.errors.empty() ? std::string("not a JSON object") : c.errors[0].message),
+      Result<Context> c = read_context(*t.context);
+      if (c.ok())
+        test.context = std::move(*c);
+      else
+        error("E028", t.context_pos, "the test's context does not read: " + c.message(),
               "the context takes the keys of `recourse decide --context` (docs/language.md)");
-      test.context = std::move(c.context);
     }
     if (test.context.tool.empty())
       test.context.tool = spec.name;

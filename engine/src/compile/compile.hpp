@@ -31,7 +31,7 @@ std::optional<Table> compile(const PolicySpec& spec, const CompileOptions& optio
 /// every policy, and with `analyse` runs the coverage analysis (shadowed rules, invariants,
 /// assertions; it changes no table, only diagnostics). All or nothing: any error in any source
 /// means no Bundle. Never throws.
-CompileResult compile_sources(const std::vector<Source>& sources, const CompileOptions& options,
-                              bool load_bases, bool analyse);
+Result<Bundle> compile_sources(const std::vector<Source>& sources, const CompileOptions& options,
+                               bool load_bases, bool analyse);
 
 }  // namespace recourse::detail

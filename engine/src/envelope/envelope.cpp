@@ -139,7 +139,7 @@ EnvelopeWarning dropped(const char* kind, Key f, const std::string& why) {
 
 class Reader : public nlohmann::json_sax<nlohmann::json> {
  public:
-  Reader(const ReaderLimits& limits, EnvelopeResult& out, detail::SaxErrors& errors)
+  Reader(const ReaderLimits& limits, Envelope& out, detail::SaxErrors& errors)
       : limits_(limits), out_(out), errors_(errors) {}
 
   bool null() override {
@@ -236,7 +236,7 @@ class Reader : public nlohmann::json_sax<nlohmann::json> {
       if (current_ != Key::RetryAfter)
         return drop("malformed", "expected " + expected() + ", got a number");
       if (!valid) return drop("malformed", kBadWait);
-      out_.envelope.retry_after_ms = value;
+      out_.retry_after_ms = value;
     });
   }
 
@@ -267,32 +267,31 @@ class Reader : public nlohmann::json_sax<nlohmann::json> {
     if (!duplicated_[i]) {
       duplicated_[i] = true;
       clear(current_);
-      out_.envelope.warnings.push_back(
-          {"duplicate", kKeys[i],
-           std::string(kKeys[i]) + " appears more than once; read as absent"});
+      out_.warnings.push_back({"duplicate", kKeys[i],
+                               std::string(kKeys[i]) + " appears more than once; read as absent"});
     }
     return true;
   }
 
   void drop(const char* kind, const std::string& why) {
     clear(current_);
-    out_.envelope.warnings.push_back(dropped(kind, current_, why));
+    out_.warnings.push_back(dropped(kind, current_, why));
   }
 
   void clear(Key f) {
-    with_member(f, [&](auto member) { (out_.envelope.*member).reset(); });
+    with_member(f, [&](auto member) { (out_.*member).reset(); });
   }
-  void set_bool(bool v) { out_.envelope.retryable = v; }
+  void set_bool(bool v) { out_.retryable = v; }
   void set_string(std::string v) {
     with_member(current_, [&](auto member) {
-      auto& field = out_.envelope.*member;
+      auto& field = out_.*member;
       if constexpr (std::is_same_v<std::decay_t<decltype(field)>, std::optional<std::string>>)
         field = std::move(v);
     });
   }
 
   const ReaderLimits& limits_;
-  EnvelopeResult& out_;
+  Envelope& out_;
   detail::SaxErrors& errors_;
   std::size_t depth_ = 0;
   Key current_ = Key::None;
@@ -330,27 +329,28 @@ Envelope detail::read_fields(Envelope fields, const ReaderLimits& limits) {
   return fields;
 }
 
-EnvelopeResult read_envelope(std::string_view json, const ReaderLimits& limits) noexcept {
-  EnvelopeResult out;
+Result<Envelope> read_envelope(std::string_view json, const ReaderLimits& limits) noexcept {
+  std::string error;
   try {
-    std::string error =
+    Envelope out;
+    error =
         detail::sax_read(json, "envelope", limits.max_bytes, limits.max_overflow_numbers,
                          [&](std::string_view input, detail::SaxErrors& errors) {
-                           out = EnvelopeResult{};
+                           out = Envelope{};
                            Reader reader(limits, out, errors);
                            return nlohmann::json::sax_parse(input.begin(), input.end(), &reader);
                          });
-    if (!error.empty()) {
-      out = EnvelopeResult{};
-      out.error = std::move(error);
-      return out;
-    }
-    out.ok = true;
+    if (error.empty()) return out;
   } catch (const std::exception& e) {
-    out = EnvelopeResult{};
-    out.error = std::string("envelope could not be read: ") + e.what();
+    error = std::string("envelope could not be read: ") + e.what();
+  } catch (...) {
+    error = "envelope could not be read";
   }
-  return out;
+  try {
+    return Result<Envelope>::failure(error_diagnostic("N001", std::move(error)));
+  } catch (...) {
+    return Envelope{};  // no memory even for the reason: every field absent, the safe reading
+  }
 }
 
 }  // namespace recourse

@@ -133,14 +133,12 @@ std::uint64_t mint_trace_id(const Context& c, std::uint64_t seed) noexcept {
 }
 
 void finish(const Compiled& p, const Action& a, std::string_view label, std::string_view exhausted,
-            std::uint32_t row, const Point& point, const Envelope& e, const Context& c,
-            Decision& d) noexcept {
+            const Point& point, const Envelope& e, const Context& c, Decision& d) noexcept {
   d.route = a.route;
   d.rule = label;
   d.reason = a.reason;
   d.target = a.target;
   d.exhausted = exhausted;
-  d.row = row;
   d.policy = p.spec.name;
   d.policy_hash = p.hash;
   d.attempt = c.attempt;
@@ -158,7 +156,7 @@ void finish(const Compiled& p, const Action& a, std::string_view label, std::str
                                                                 : std::string_view(c.tool);
     const Delay delay = backoff_delay(p.spec.backoff, c.attempt, fnv1a(key_source, p.seed));
     d.delay_ms = std::max({delay.delay_ms, p.spec.min_delay_ms, e.retry_after_ms.value_or(0)});
-    d.jitter_draw = delay.draw_ms;
+    d.jitter_ms = delay.draw_ms;
     d.idempotency_key = keys ? KeyDirective::Reuse : KeyDirective::None;
     // The deadline covers the waits too. The guard rows proved the hint fits; the backoff is
     // computed after the lookup, so this last check is tested, not proven.
@@ -169,7 +167,7 @@ void finish(const Compiled& p, const Action& a, std::string_view label, std::str
       d.reason = "the next attempt would start after the deadline";
       d.exhausted = "deadline";
       d.delay_ms = 0;
-      d.jitter_draw = 0;
+      d.jitter_ms = 0;
       d.idempotency_key = KeyDirective::None;
     }
   } else if (d.route == Route::Repair) {
@@ -182,10 +180,11 @@ void finish(const Compiled& p, const Action& a, std::string_view label, std::str
     return before == kUnlimited ? kUnlimited
                                 : std::max<std::int64_t>(0, saturating_sub(before, amount));
   };
-  d.attempts_left = std::max<std::int64_t>(0, point.number(Attr::AttemptsLeft));
-  d.repairs_left = std::max<std::int64_t>(0, saturating_sub(p.spec.repairs, c.repairs));
-  d.attempts = {d.attempts_left, spend(d.attempts_left, call ? 1 : 0)};
-  d.repairs = {d.repairs_left, spend(d.repairs_left, d.route == Route::Repair ? 1 : 0)};
+  const std::int64_t attempts_left = std::max<std::int64_t>(0, point.number(Attr::AttemptsLeft));
+  const std::int64_t repairs_left =
+      std::max<std::int64_t>(0, saturating_sub(p.spec.repairs, c.repairs));
+  d.attempts = {attempts_left, spend(attempts_left, call ? 1 : 0)};
+  d.repairs = {repairs_left, spend(repairs_left, d.route == Route::Repair ? 1 : 0)};
   const std::int64_t cost_left = std::max<std::int64_t>(0, point.number(Attr::CostLeft));
   d.cost = {cost_left, spend(cost_left, call ? p.spec.cost : 0)};
   const std::int64_t time_before = std::max<std::int64_t>(0, time_left);
@@ -199,21 +198,19 @@ void finish(const Compiled& p, const Action& a, std::string_view label, std::str
 
 }  // namespace detail
 
-Decision Policy::decide_unpinned(const Envelope& envelope, const Context& context) const noexcept {
+Decision Policy::decide(const Envelope& envelope, const Context& context) const noexcept {
   Decision d;
   const detail::Compiled& p = *impl_;
   const detail::Point point =
       detail::make_point(p, envelope, context, p.wanted, d.warnings, d.nearest_code);
   const std::uint32_t row = p.table.match(point);
   const detail::RowAction& a = p.table.actions[p.table.rows[row].action];
-  detail::finish(p, a.action, a.label, a.exhausted, row, point, envelope, context, d);
+  detail::finish(p, a.action, a.label, a.exhausted, point, envelope, context, d);
   return d;
 }
 
-Decision Policy::decide(const Envelope& envelope, const Context& context) const noexcept {
-  Decision d = decide_unpinned(envelope, context);
-  d.keep_alive = impl_;
-  return d;
+const detail::Compiled& detail::compiled(const Policy& policy) noexcept {
+  return *policy.impl_;
 }
 
 std::string_view Policy::name() const noexcept {
@@ -246,7 +243,6 @@ Decision Bundle::unreadable(const Context& context) const noexcept {
   if (const Policy* p = find(context.tool)) {
     d.policy = p->name();
     d.policy_hash = p->hash();
-    d.keep_alive = p->impl_;
   }
   d.route = Route::Stop;
   d.rule = "unreadable_envelope";

@@ -5,6 +5,7 @@
 // the values they saw. It shares make_point() and finish() with decide(), and eval_test() with
 // the compiler, so what it checks is the table: cells, DNF, guard rows and the matcher.
 #include "eval/eval.hpp"
+#include "recourse/tooling.hpp"
 #include "table/compiled.hpp"
 
 namespace recourse {
@@ -95,33 +96,31 @@ Outcome run(const Compiled& p, const Point& point, std::vector<ExplainedRule>* t
 }
 
 // The interpreter's decision; with `trace`, each rule's tests up to the one that matched.
-Decision decide_by_rules(const std::shared_ptr<const Compiled>& impl, const Envelope& envelope,
-                         const Context& context, std::vector<ExplainedRule>* trace,
-                         std::string* guard) {
-  const Compiled& p = *impl;
+Decision decide_by_rules(const Compiled& p, const Envelope& envelope, const Context& context,
+                         std::vector<ExplainedRule>* trace, std::string* guard) {
   Decision d;
   const Point point = make_point(p, envelope, context, kAllAttrs, d.warnings, d.nearest_code);
   const Outcome o = run(p, point, trace);
   const RuleSpec& rule = p.spec.rules[o.rule];
   if (o.guard)
-    finish(p, o.guard->action, o.guard->name, o.guard->exhausted, 0, point, envelope, context, d);
+    finish(p, o.guard->action, o.guard->name, o.guard->exhausted, point, envelope, context, d);
   else
-    finish(p, rule.action, rule.name, {}, 0, point, envelope, context, d);
+    finish(p, rule.action, rule.name, {}, point, envelope, context, d);
   if (guard && o.guard) *guard = o.guard->name;
-  d.keep_alive = impl;
   return d;
 }
 
 }  // namespace
 }  // namespace detail
 
-Decision Policy::interpret(const Envelope& envelope, const Context& context) const {
-  return detail::decide_by_rules(impl_, envelope, context, nullptr, nullptr);
+Decision interpret(const Policy& policy, const Envelope& envelope, const Context& context) {
+  return detail::decide_by_rules(detail::compiled(policy), envelope, context, nullptr, nullptr);
 }
 
-Explanation Policy::explain(const Envelope& envelope, const Context& context) const {
+Explanation explain(const Policy& policy, const Envelope& envelope, const Context& context) {
   Explanation x;
-  x.decision = detail::decide_by_rules(impl_, envelope, context, &x.rules, &x.guard);
+  x.decision =
+      detail::decide_by_rules(detail::compiled(policy), envelope, context, &x.rules, &x.guard);
   return x;
 }
 

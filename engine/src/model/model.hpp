@@ -19,7 +19,7 @@
 #include "ast.hpp"
 #include "model/names.hpp"
 #include "recourse/adapters.hpp"
-#include "recourse/policy.hpp"
+#include "recourse/tooling.hpp"
 
 namespace recourse::detail {
 

@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "recourse/diagnostic.hpp"
+#include "recourse/result.hpp"
 
 #include "lines.hpp"
 #include "model/names.hpp"
@@ -60,6 +61,20 @@ std::string to_json(const std::vector<Diagnostic>& diagnostics) {
 std::string quoted(std::string_view text) {
   return nlohmann::json(std::string(text))
       .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+Diagnostic error_diagnostic(std::string code, std::string message, std::string help) {
+  Diagnostic d;
+  d.code = std::move(code);
+  d.message = std::move(message);
+  d.help = std::move(help);
+  return d;
+}
+
+std::string first_message(const std::vector<Diagnostic>& diagnostics) {
+  for (const Diagnostic& d : diagnostics)
+    if (d.severity == Severity::Error) return d.message;
+  return diagnostics.empty() ? std::string() : diagnostics.front().message;
 }
 
 bool has_errors(const std::vector<Diagnostic>& diagnostics, bool strict) noexcept {

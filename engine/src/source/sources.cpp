@@ -14,56 +14,57 @@
 
 namespace recourse {
 
-int open_regular_file(const std::string& path, std::string& error, std::uint64_t* size) noexcept {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
-  if (fd < 0) {
-    error = std::string("cannot be read: ") + std::strerror(errno);
-    return -1;
+Result<OpenFile> open_regular_file(const std::string& path) noexcept {
+  try {
+    const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+    if (fd < 0)
+      return Result<OpenFile>::failure(
+          detail::unreadable(path, std::string("cannot be read: ") + std::strerror(errno)));
+    struct stat st {};
+    if (::fstat(fd, &st) != 0) {
+      const int error = errno;
+      ::close(fd);
+      return Result<OpenFile>::failure(
+          detail::unreadable(path, std::string("cannot be read: ") + std::strerror(error)));
+    }
+    if (!S_ISREG(st.st_mode)) {
+      ::close(fd);
+      return Result<OpenFile>::failure(detail::unreadable(path, detail::not_regular(st.st_mode)));
+    }
+    return OpenFile{fd, static_cast<std::uint64_t>(st.st_size)};
+  } catch (...) {
+    return Result<OpenFile>::failure(detail::unreadable(path, "cannot be read: out of memory"));
   }
-  struct stat st {};
-  if (::fstat(fd, &st) != 0) {
-    error = std::string("cannot be read: ") + std::strerror(errno);
-    ::close(fd);
-    return -1;
-  }
-  if (!S_ISREG(st.st_mode)) {
-    error = detail::not_regular(st.st_mode);
-    ::close(fd);
-    return -1;
-  }
-  if (size) *size = static_cast<std::uint64_t>(st.st_size);
-  return fd;
 }
 
-std::optional<std::string> read_regular_file(const std::string& path, std::size_t max_bytes,
-                                             std::string& error, std::uint64_t* size) noexcept {
+Result<FileText> read_regular_file(const std::string& path, std::size_t max_bytes) noexcept {
   try {
-    std::uint64_t file_size = 0;
-    const int fd = open_regular_file(path, error, &file_size);
-    if (fd < 0) return std::nullopt;
+    Result<OpenFile> opened = open_regular_file(path);
+    if (!opened.ok()) return Result<FileText>::failure(std::move(opened).diagnostics());
     struct Closer {
       int fd;
       ~Closer() { ::close(fd); }
-    } const closer{fd};
+    } const closer{opened->fd};
     // In chunks: memory follows the file's size, never the limit's.
-    std::string text;
+    FileText file;
     char chunk[1 << 16];
-    while (text.size() <= max_bytes) {
-      const ssize_t n = ::read(fd, chunk, sizeof chunk);
+    while (file.text.size() <= max_bytes) {
+      const ssize_t n = ::read(closer.fd, chunk, sizeof chunk);
       if (n == 0) break;
       if (n < 0 && errno == EINTR) continue;
-      if (n < 0) {
-        error = std::string("cannot be read: ") + std::strerror(errno);
-        return std::nullopt;
-      }
-      text.append(chunk, static_cast<std::size_t>(n));
+      if (n < 0)
+        return Result<FileText>::failure(
+            detail::unreadable(path, std::string("cannot be read: ") + std::strerror(errno)));
+      file.text.append(chunk, static_cast<std::size_t>(n));
     }
-    if (size) *size = std::max<std::uint64_t>(file_size, text.size());
-    if (text.size() > max_bytes + 1) text.resize(max_bytes + 1);
-    return text;
+    file.size = std::max<std::uint64_t>(opened->size, file.text.size());
+    if (file.text.size() > max_bytes + 1) file.text.resize(max_bytes + 1);
+    return file;
   } catch (const std::exception& e) {
-    error = std::string("cannot be read: ") + e.what();
-    return std::nullopt;
+    return Result<FileText>::failure(
+        detail::unreadable(path, std::string("cannot be read: ") + e.what()));
+  } catch (...) {
+    return Result<FileText>::failure(detail::unreadable(path, "cannot be read"));
   }
 }
 
@@ -110,15 +111,13 @@ bool over_limit(std::string_view path, std::uint64_t bytes, const CompileOptions
 
 std::optional<std::string> read_policy_file(const std::string& path, const CompileOptions& options,
                                             std::vector<Diagnostic>& out) {
-  std::string error;
-  std::uint64_t size = 0;
-  auto text = read_regular_file(path, options.max_source_bytes, error, &size);
-  if (!text) {
-    out.push_back(unreadable(path, "file " + error));
+  Result<FileText> file = read_regular_file(path, options.max_source_bytes);
+  if (!file.ok()) {
+    out.push_back(unreadable(path, "file " + file.message()));
     return std::nullopt;
   }
-  if (over_limit(path, size, options, out)) return std::nullopt;
-  return text;
+  if (over_limit(path, file->size, options, out)) return std::nullopt;
+  return std::move(file->text);
 }
 
 BaseLoader file_loader(Sources& refs, std::deque<Source>& loaded, const CompileOptions& options,

@@ -11,6 +11,7 @@
 
 #include "check/inherit.hpp"
 #include "recourse/policy.hpp"
+#include "recourse/tooling.hpp"
 
 namespace recourse::detail {
 

@@ -41,10 +41,14 @@ BreakerSpec breaker_spec(const detail::Breaker& b) {
 }
 
 // Restores `store` from JSON, prefixing errors with `what`.
-bool restore(MemoryStore& store, std::string_view json, std::string& error, const char* what) {
-  if (store.from_json(json, error)) return true;
-  error = std::string(what) + ": " + error;
-  return false;
+Status restore(MemoryStore& store, std::string_view json, const char* what) noexcept {
+  Status restored = store.from_json(json);
+  if (restored.ok()) return restored;
+  try {
+    return Status::failure(error_diagnostic("S004", std::string(what) + ": " + restored.message()));
+  } catch (...) {
+    return restored;
+  }
 }
 
 }  // namespace
@@ -164,9 +168,10 @@ std::string Workflow::to_json() const {
   return json{{"version", kWorkflowStateVersion}, {"operations", operations}}.dump();
 }
 
-bool Workflow::from_json(std::string_view text, std::string& error) {
-  json counters = json::object();
+Status Workflow::from_json(std::string_view text) noexcept {
+  std::string counters_text;
   try {
+    json counters = json::object();
     const json j = json::parse(text);
     if (!j.is_object()) throw std::invalid_argument("not a JSON object");
     const json operations = j.value("operations", json::object());
@@ -193,11 +198,13 @@ bool Workflow::from_json(std::string_view text, std::string& error) {
         counters[key(operation, tool)] = state;
       }
     }
+    counters_text = json{{"operations", counters}}.dump();
   } catch (const std::exception& e) {
-    error = std::string("workflow state: ") + e.what();
-    return false;
+    return Status::failure(error_diagnostic("S004", std::string("workflow state: ") + e.what()));
+  } catch (...) {
+    return Status::failure(error_diagnostic("S004", "workflow state could not be read"));
   }
-  return restore(*local_, json{{"operations", counters}}.dump(), error, "workflow state");
+  return restore(*local_, counters_text, "workflow state");
 }
 
 // ---- Health ---------------------------------------------------------------------------------
@@ -215,11 +222,11 @@ Health::Health(std::shared_ptr<Store> store, HealthOptions options)
 }
 
 Store& Health::breakers(const Policy& policy) const {
-  return policy.impl_->spec.breaker.shared ? *store_ : *local_;
+  return detail::compiled(policy).spec.breaker.shared ? *store_ : *local_;
 }
 
 void Health::record_failure(const Policy& policy, const Context& c, std::int64_t now_ms) {
-  const detail::Breaker& b = policy.impl_->spec.breaker;
+  const detail::Breaker& b = detail::compiled(policy).spec.breaker;
   if (!b.enabled) return;
   now_ms_ = std::max(now_ms_.load(), now_ms);
   Store& store = breakers(policy);
@@ -228,7 +235,7 @@ void Health::record_failure(const Policy& policy, const Context& c, std::int64_t
 }
 
 void Health::prepare(const Policy& policy, Context& c, std::int64_t now_ms) {
-  const detail::PolicySpec& spec = policy.impl_->spec;
+  const detail::PolicySpec& spec = detail::compiled(policy).spec;
   now_ms_ = std::max(now_ms_.load(), now_ms);
   c.circuit = CircuitState::Closed;
   c.retry_throttled = false;
@@ -275,7 +282,7 @@ void Health::prepare(const Policy& policy, Context& c, std::int64_t now_ms) {
 }
 
 void Health::record_decision(const Policy& policy, const Context& c, const Decision& d) {
-  const detail::Throttle& t = policy.impl_->spec.throttle;
+  const detail::Throttle& t = detail::compiled(policy).spec.throttle;
   if (!t.enabled || d.route != Route::Retry) return;
   const bool shared =
       store_->bucket(c.tool, BucketEvent::Retry, bucket_spec(t), now_ms_).has_value();
@@ -284,7 +291,7 @@ void Health::record_decision(const Policy& policy, const Context& c, const Decis
 }
 
 void Health::record_success(const Policy& policy, const Context& c, std::int64_t now_ms) {
-  const detail::PolicySpec& spec = policy.impl_->spec;
+  const detail::PolicySpec& spec = detail::compiled(policy).spec;
   now_ms_ = std::max(now_ms_.load(), now_ms);
   if (spec.throttle.enabled)
     store_->bucket(c.tool, BucketEvent::Success, bucket_spec(spec.throttle), now_ms);
@@ -306,8 +313,8 @@ std::string Health::to_json() const {
   return local_->to_json();
 }
 
-bool Health::from_json(std::string_view json, std::string& error) {
-  return restore(*local_, json, error, "health state");
+Status Health::from_json(std::string_view json) noexcept {
+  return restore(*local_, json, "health state");
 }
 
 }  // namespace recourse

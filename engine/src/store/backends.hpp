@@ -3,10 +3,18 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "recourse/store.hpp"
 
 namespace recourse::detail {
+
+/// What an opener gives open_store(): a store, or why there is none (`error`, naming the store).
+struct StoreResult {
+  std::shared_ptr<Store> store;
+  std::string error;
+  std::vector<std::string> warnings;  ///< e.g. a Redis ledger refused (appendfsync not always)
+};
 
 /// Opens (creating when missing) the SQLite database at `path`: WAL, a busy timeout of
 /// options.busy_ms, synchronous=FULL on the ledger's connection.

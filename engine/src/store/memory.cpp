@@ -137,7 +137,7 @@ std::string MemoryStore::to_json() const {
   return json{{"tools", tools}, {"operations", ops}}.dump();
 }
 
-bool MemoryStore::from_json(std::string_view text, std::string& error) {
+Status MemoryStore::from_json(std::string_view text) noexcept {
   using json = nlohmann::json;
   try {
     const json j = detail::parse_record(text, 3);  // {"tools": {name: {record}}, ...}
@@ -167,10 +167,11 @@ bool MemoryStore::from_json(std::string_view text, std::string& error) {
     std::lock_guard<std::mutex> lock(mutex_);
     tools_ = std::move(tools);
     operations_ = std::move(ops);
-    return true;
+    return {};
   } catch (const std::exception& e) {
-    error = e.what();
-    return false;
+    return Status::failure(error_diagnostic("S004", e.what()));
+  } catch (...) {
+    return Status::failure(error_diagnostic("S004", "state could not be read"));
   }
 }
 

@@ -5,33 +5,37 @@
 #include <charconv>
 
 #include "recourse/diagnostic.hpp"
+#include "recourse/result.hpp"
 #include "store/backends.hpp"
 
 namespace recourse {
 
-StoreSpec read_store_spec(std::string_view spec) {
+namespace {
+
+Result<StoreSpec> read_spec(std::string_view spec) {
   StoreSpec s;
   auto malformed = [&](const std::string& what) {
-    s.error = "state store " + recourse::quoted(spec) + ": " + what;
-    return s;
+    return Result<StoreSpec>::failure(
+        error_diagnostic("S001", "state store " + recourse::quoted(spec) + ": " + what));
   };
   auto starts = [&](std::string_view prefix) { return spec.substr(0, prefix.size()) == prefix; };
   if (spec == "memory") return s;
   if (starts("sqlite:")) {
     s.kind = StoreSpec::Kind::Sqlite;
     s.path = spec.substr(7);
-    return s.path.empty() ? malformed("no PATH after sqlite:") : s;
+    if (s.path.empty()) return malformed("no PATH after sqlite:");
+    return s;
   }
   if (starts("redis+unix://")) {
     s.kind = StoreSpec::Kind::RedisUnix;
     s.path = spec.substr(13);
-    return s.path.empty() ? malformed("no PATH after redis+unix://") : s;
-  }
-  if (!starts("redis://")) {
-    s.error = "unknown state store " + recourse::quoted(spec) +
-              ": expected memory, sqlite:PATH or redis://HOST:PORT";
+    if (s.path.empty()) return malformed("no PATH after redis+unix://");
     return s;
   }
+  if (!starts("redis://"))
+    return Result<StoreSpec>::failure(
+        error_diagnostic("S001", "unknown state store " + recourse::quoted(spec) +
+                                     ": expected memory, sqlite:PATH or redis://HOST:PORT"));
   s.kind = StoreSpec::Kind::Redis;
   const std::string_view rest = spec.substr(8);
   const auto colon = rest.rfind(':');
@@ -45,32 +49,58 @@ StoreSpec read_store_spec(std::string_view spec) {
   return s;
 }
 
-StoreResult open_store(std::string_view spec, const StoreOptions& options) noexcept {
-  StoreResult r;
+// An opener's result as open_store() returns it.
+Result<std::shared_ptr<Store>> opened(detail::StoreResult r) {
+  if (!r.store) return Result<std::shared_ptr<Store>>::failure(error_diagnostic("S002", r.error));
+  std::vector<Diagnostic> warnings;
+  for (auto& w : r.warnings) {
+    warnings.push_back(error_diagnostic("S003", std::move(w)));
+    warnings.back().severity = Severity::Warning;
+  }
+  return {std::move(r.store), std::move(warnings)};
+}
+
+}  // namespace
+
+Result<StoreSpec> read_store_spec(std::string_view spec) noexcept {
   try {
-    const StoreSpec s = read_store_spec(spec);
-    if (!s.error.empty()) {
-      r.error = s.error;
-    } else if (s.kind == StoreSpec::Kind::Memory) {
-      r.store = std::make_shared<MemoryStore>(options);
-    } else if (s.kind == StoreSpec::Kind::Sqlite) {
+    return read_spec(spec);
+  } catch (...) {
+    return Result<StoreSpec>::failure(error_diagnostic("S001", "state store spec unreadable"));
+  }
+}
+
+Result<std::shared_ptr<Store>> open_store(std::string_view spec,
+                                          const StoreOptions& options) noexcept {
+  using Opened = Result<std::shared_ptr<Store>>;
+  try {
+    Result<StoreSpec> s = read_store_spec(spec);
+    if (!s.ok()) return Opened::failure(std::move(s).diagnostics());
+    switch (s->kind) {
+      case StoreSpec::Kind::Memory:
+        return std::shared_ptr<Store>(std::make_shared<MemoryStore>(options));
+      case StoreSpec::Kind::Sqlite:
 #ifdef RECOURSE_HAVE_SQLITE
-      r = detail::open_sqlite(s.path, options);
+        return opened(detail::open_sqlite(s->path, options));
 #else
-      r.error = "this build has no SQLite store (CMake option RECOURSE_SQLITE)";
+        return Opened::failure(error_diagnostic(
+            "S001", "this build has no SQLite store (CMake option RECOURSE_SQLITE)"));
 #endif
-    } else {
+      case StoreSpec::Kind::Redis:
+      case StoreSpec::Kind::RedisUnix:
 #ifdef RECOURSE_HAVE_REDIS
-      r = detail::open_redis(spec, s, options);
+        return opened(detail::open_redis(spec, *s, options));
 #else
-      r.error = "this build has no Redis store (CMake option RECOURSE_REDIS)";
+        return Opened::failure(error_diagnostic(
+            "S001", "this build has no Redis store (CMake option RECOURSE_REDIS)"));
 #endif
     }
+    return Opened::failure(error_diagnostic("S001", "unknown state store kind"));
   } catch (const std::exception& e) {
-    r.store.reset();
-    r.error = e.what();
+    return Opened::failure(error_diagnostic("S002", e.what()));
+  } catch (...) {
+    return Opened::failure(error_diagnostic("S002", "the state store could not be opened"));
   }
-  return r;
 }
 
 }  // namespace recourse

@@ -1,5 +1,5 @@
 // A compiled policy: its checked spec, its decision table and what decide() needs besides.
-// Immutable once built; shared (through Policy and Decision::keep_alive) between threads.
+// Immutable once built; shared (through Policy) between threads.
 #pragma once
 
 #include <cstring>
@@ -98,7 +98,7 @@ std::uint64_t mint_trace_id(const Context& context, std::uint64_t seed) noexcept
 /// Fills a decision from the action chosen (by the table or the interpreter; `label` and
 /// `exhausted` must live in `policy`): delay, budgets, key directive, trace id.
 void finish(const Compiled& policy, const Action& action, std::string_view label,
-            std::string_view exhausted, std::uint32_t row, const Point& point,
-            const Envelope& envelope, const Context& context, Decision& decision) noexcept;
+            std::string_view exhausted, const Point& point, const Envelope& envelope,
+            const Context& context, Decision& decision) noexcept;
 
 }  // namespace recourse::detail

@@ -15,6 +15,7 @@
 #include "analyze/witness.hpp"
 #include "check/check.hpp"
 #include "compile/compile.hpp"
+#include "recourse/tooling.hpp"
 #include "source/location.hpp"
 #include "source/sources.hpp"
 #include "table/table.hpp"
@@ -71,10 +72,14 @@ std::vector<SettingChange> setting_changes(const detail::Compiled& before,
   return out;
 }
 
-}  // namespace
+// What compare() found: `ok` when both versions compiled and were compared.
+struct DiffResult : PolicyDiff {
+  bool ok = false;
+  std::vector<Diagnostic> diagnostics;
+};
 
-DiffResult diff(const Source& before, const Source& after, std::string_view policy,
-                const CompileOptions& options) {
+DiffResult compare(const Source& before, const Source& after, std::string_view policy,
+                   const CompileOptions& options) {
   DiffResult result;
   try {
     detail::Sources sources;
@@ -149,6 +154,20 @@ DiffResult diff(const Source& before, const Source& after, std::string_view poli
     result.diagnostics.push_back(std::move(d));
   }
   return result;
+}
+
+}  // namespace
+
+Result<PolicyDiff> diff(const Source& before, const Source& after, std::string_view policy,
+                        const CompileOptions& options) {
+  try {
+    DiffResult r = compare(before, after, policy, options);
+    if (!r.ok) return Result<PolicyDiff>::failure(std::move(r.diagnostics));
+    return {static_cast<PolicyDiff&&>(r), std::move(r.diagnostics)};
+  } catch (...) {
+    return Result<PolicyDiff>::failure(
+        error_diagnostic("E099", "internal error while comparing: unknown exception"));
+  }
 }
 
 }  // namespace recourse

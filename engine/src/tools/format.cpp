@@ -17,7 +17,7 @@
 // aside) and the same comments, or format() reports E099 instead of returning it; then
 // verify_format() compiles both texts and compares the tables (and the printed text's size with
 // the limit) before format() returns it.
-#include "recourse/format.hpp"
+#include "recourse/tooling.hpp"
 
 #include <algorithm>
 #include <limits>
@@ -606,14 +606,14 @@ std::vector<std::string> comment_texts(const SourceText& src) {
 // compile, `CODE: MESSAGE` for each error (positions left out: formatting moves them).
 std::vector<std::string> compiled_form(std::string_view text, std::string_view path,
                                        const CompileOptions& options) {
-  const CompileResult r =
+  const Result<Bundle> r =
       detail::compile_sources({{std::string(path), std::string(text)}}, options, true, false);
   std::vector<std::string> out;
   if (r.ok())
-    for (const Policy& p : r.bundle->policies())
+    for (const Policy& p : r->policies())
       out.push_back("policy " + recourse::quoted(p.name()) + " " + std::string(p.hash()));
   else
-    for (const Diagnostic& d : r.diagnostics)
+    for (const Diagnostic& d : r.diagnostics())
       if (d.severity == Severity::Error) out.push_back(d.code + ": " + d.message);
   return out;
 }
@@ -628,9 +628,9 @@ void internal_error(std::vector<Diagnostic>& out, const detail::Sources& file, a
 
 }  // namespace
 
-bool verify_format(std::string_view original, std::string_view formatted,
-                   std::vector<Diagnostic>& diagnostics, std::string_view path,
-                   const CompileOptions& options) {
+Status verify_format(std::string_view original, std::string_view formatted, std::string_view path,
+                     const CompileOptions& options) {
+  std::vector<Diagnostic> diagnostics;
   const detail::Sources file{{path, original}};
   try {
     if (formatted.size() > options.max_source_bytes) {
@@ -638,11 +638,11 @@ bool verify_format(std::string_view original, std::string_view formatted,
       d.message = "formatted, the file would be " + std::to_string(formatted.size()) +
                   " bytes; the limit is " + std::to_string(options.max_source_bytes);
       d.help = "the file is left as it is; split it, or raise CompileOptions::max_source_bytes";
-      return false;
+      return Status::failure(std::move(diagnostics));
     }
     const auto before = compiled_form(original, path, options);
     const auto after = compiled_form(formatted, path, options);
-    if (before == after) return true;
+    if (before == after) return {};
     const auto [b, a] = std::mismatch(before.begin(), before.end(), after.begin(), after.end());
     internal_error(diagnostics, file, {},
                    "the formatted text compiles differently (" +
@@ -650,21 +650,25 @@ bool verify_format(std::string_view original, std::string_view formatted,
                        (a == after.end() ? std::string("nothing") : *a) + " after)");
   } catch (const std::exception& e) {
     internal_error(diagnostics, file, {}, e.what());
+  } catch (...) {
+    internal_error(diagnostics, file, {}, "unknown exception");
   }
-  return false;
+  return Status::failure(std::move(diagnostics));
 }
 
-std::optional<std::string> format(std::string_view text, std::vector<Diagnostic>& diagnostics,
-                                  std::string_view path, const CompileOptions& options) {
+Result<std::string> format(std::string_view text, std::string_view path,
+                           const CompileOptions& options) {
+  std::vector<Diagnostic> diagnostics;
   const detail::Sources sources{{path, text}};
   auto internal = [&](ast::Pos pos, const std::string& message) {
     internal_error(diagnostics, sources, pos, message);
-    return std::nullopt;
+    return Result<std::string>::failure(std::move(diagnostics));
   };
   try {
-    if (detail::over_limit(path, text.size(), options, diagnostics)) return std::nullopt;
+    if (detail::over_limit(path, text.size(), options, diagnostics))
+      return Result<std::string>::failure(std::move(diagnostics));
     const auto file = detail::parse_source(sources, 0, options.max_depth, diagnostics);
-    if (!file) return std::nullopt;
+    if (!file) return Result<std::string>::failure(std::move(diagnostics));
     const SourceText src(text);
     Node root = Builder(src).file(*file);
     std::vector<const Comment*> comments;
@@ -680,12 +684,16 @@ std::optional<std::string> format(std::string_view text, std::vector<Diagnostic>
       return internal({}, "the formatted text means something else");
     if (comment_texts(SourceText(out)) != comment_texts(src))
       return internal({}, "a comment was lost or changed");
-    if (out != text && !verify_format(text, out, diagnostics, path, options)) return std::nullopt;
-    return out;
+    if (out != text)
+      if (Status verified = verify_format(text, out, path, options); !verified.ok())
+        return Result<std::string>::failure(std::move(verified).diagnostics());
+    return {std::move(out), std::move(diagnostics)};
   } catch (const Unformattable& e) {
     return internal(e.pos, e.message);
   } catch (const std::exception& e) {
     return internal({}, e.what());
+  } catch (...) {
+    return internal({}, "unknown exception");
   }
 }
 

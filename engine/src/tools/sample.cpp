@@ -1,6 +1,6 @@
 // Inputs across a policy's domain (see recourse/sample.hpp): random cells of the reachable part
 // of random rows, realized by the analysis's realize().
-#include "recourse/sample.hpp"
+#include "recourse/tooling.hpp"
 
 #include "analyze/analyze.hpp"
 #include "analyze/cover.hpp"
@@ -10,10 +10,8 @@
 namespace recourse {
 
 std::vector<Sample> sample_inputs(const Policy& policy, std::size_t n, std::uint64_t seed) {
-  static const Context probe;  // a decision's keep_alive is the compiled form's public handle
-  const std::shared_ptr<const detail::Compiled> compiled =
-      policy.decide(Envelope{}, probe).keep_alive;
-  const detail::Table& table = compiled->table;
+  const detail::Compiled& compiled = detail::compiled(policy);
+  const detail::Table& table = compiled.table;
   std::vector<Sample> out;
   std::uint64_t state = seed;
   // One analysis' budget (CompileOptions' defaults) for all the draws; beyond it, whole rows.
@@ -43,7 +41,7 @@ std::vector<Sample> sample_inputs(const Policy& policy, std::size_t n, std::uint
       one.set(cells[draw(cells.size())]);
       set = std::move(one);
     }
-    if (auto input = detail::realize(*compiled, cube))
+    if (auto input = detail::realize(compiled, cube))
       out.push_back({std::move(input->envelope), std::move(input->context)});
   }
   if (out.empty()) {

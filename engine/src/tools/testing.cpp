@@ -2,7 +2,7 @@
 // decision with its expectation.
 #include <fmt/format.h>
 
-#include "recourse/policy.hpp"
+#include "recourse/tooling.hpp"
 #include "table/compiled.hpp"
 #include "wire/context.hpp"
 
@@ -50,8 +50,8 @@ std::vector<std::string> mismatches(const detail::TestSpec& t, const Decision& d
 
 }  // namespace
 
-PolicyInfo Policy::info() const {
-  const detail::PolicySpec& s = impl_->spec;
+PolicyInfo info(const Policy& policy) {
+  const detail::PolicySpec& s = detail::compiled(policy).spec;
   PolicyInfo i;
   i.attempts = s.attempts;
   i.repairs = s.repairs;
@@ -65,13 +65,14 @@ PolicyInfo Policy::info() const {
   return i;
 }
 
-std::vector<TestResult> Policy::run_tests() const {
+std::vector<TestResult> run_tests(const Policy& policy) {
   std::vector<TestResult> results;
-  for (const detail::TestSpec& t : impl_->spec.tests) {
-    const EnvelopeResult read = read_envelope(t.envelope);
-    const Decision d = decide(read.envelope, t.context);
+  for (const detail::TestSpec& t : detail::compiled(policy).spec.tests) {
+    const Result<Envelope> read = read_envelope(t.envelope);
+    const Envelope envelope = read.ok() ? *read : Envelope{};
+    const Decision d = policy.decide(envelope, t.context);
     TestResult r;
-    r.policy = impl_->spec.name;
+    r.policy = std::string(policy.name());
     r.name = t.name;
     r.file = t.file;
     r.line = t.pos.line;
@@ -81,8 +82,8 @@ std::vector<TestResult> Policy::run_tests() const {
     r.actual = describe(d);
     r.mismatches = mismatches(t, d);
     r.passed = r.mismatches.empty();
-    r.decision_json = to_json(d, read.envelope);
-    r.input = {to_json(read.envelope), detail::context_json(t.context, true),
+    r.decision_json = to_json(d, envelope);
+    r.input = {to_json(envelope), detail::context_json(t.context, true),
                std::string(to_string(d.route))};
     results.push_back(std::move(r));
   }

@@ -96,14 +96,14 @@ std::string detail::context_text_problem(std::string_view value, const ContextLi
   return "";
 }
 
-ContextResult read_context(std::string_view json, const ContextLimits& limits) noexcept {
-  ContextResult out;
+Result<Context> read_context(std::string_view json, const ContextLimits& limits) noexcept {
+  std::vector<Diagnostic> errors;
   try {
-    ContextReader r{out.errors, limits};
+    ContextReader r{errors, limits};
     auto whole = [&](std::string message) {
       r.fail("", "");
-      out.errors.back().message = std::move(message);
-      return out;
+      errors.back().message = std::move(message);
+      return Result<Context>::failure(std::move(errors));
     };
     if (json.size() > limits.max_bytes)
       return whole("context is " + std::to_string(json.size()) + " bytes; the limit is " +
@@ -150,7 +150,7 @@ ContextResult read_context(std::string_view json, const ContextLimits& limits) n
       return whole("context nested deeper than " + std::to_string(limits.max_depth) + " levels");
     if (!j.is_object()) return whole("context is not a JSON object");
     if (!repeated.empty()) return whole("context." + repeated + " appears more than once");
-    Context& c = out.context;
+    Context c;
     detail::for_each_context_field([&](const Field& f, auto field) {
       if (const auto& value = member(j, f.key); !value.is_null()) r.read(value, f, c.*field);
     });
@@ -161,15 +161,14 @@ ContextResult read_context(std::string_view json, const ContextLimits& limits) n
     if (member(j, "idempotencyKeyPinned").is_null())
       c.idempotency_key_pinned =
           !c.idempotency_key.empty() && (next.empty() || next == c.idempotency_key);
-    out.ok = out.errors.empty();
+    if (errors.empty()) return c;
+    return Result<Context>::failure(std::move(errors));
   } catch (const std::exception& e) {
-    out.ok = false;
-    Diagnostic d;
-    d.code = "C001";
-    d.message = std::string("context could not be read: ") + e.what();
-    out.errors.push_back(std::move(d));
+    return Result<Context>::failure(
+        error_diagnostic("C001", std::string("context could not be read: ") + e.what()));
+  } catch (...) {
+    return Result<Context>::failure(error_diagnostic("C001", "context could not be read"));
   }
-  return out;
 }
 
 namespace detail {

@@ -43,7 +43,7 @@ std::string to_json(const Decision& d, const Envelope& e) {
   nlohmann::ordered_json j;
   j["route"] = to_string(d.route);
   j["delayMs"] = d.delay_ms;
-  if (d.route == Route::Retry) j["jitterMs"] = d.jitter_draw;
+  if (d.route == Route::Retry) j["jitterMs"] = d.jitter_ms;
   j["rule"] = std::string(d.rule);
   if (!d.reason.empty()) j["reason"] = std::string(d.reason);
   if (!d.target.empty()) j["target"] = std::string(d.target);
@@ -51,8 +51,8 @@ std::string to_json(const Decision& d, const Envelope& e) {
   j["policyHash"] = std::string(d.policy_hash);
   if (!d.exhausted.empty()) j["exhausted"] = std::string(d.exhausted);
   j["attempt"] = d.attempt;
-  j["attemptsLeft"] = d.attempts_left;
-  j["repairsLeft"] = d.repairs_left;
+  j["attemptsLeft"] = d.attempts_left();
+  j["repairsLeft"] = d.repairs_left();
   if (d.retry_after_ms) j["retryAfterMs"] = *d.retry_after_ms;
   if (d.retry_at_ms) j["retryAt"] = *d.retry_at_ms;
   if (d.timeout_ms) j["timeoutMs"] = *d.timeout_ms;
