@@ -5,6 +5,8 @@
 #include <fstream>
 #include <regex>
 
+#include <nlohmann/json.hpp>
+
 #include "support.hpp"
 
 namespace {
@@ -148,6 +150,31 @@ TEST_CASE("cli: recourse diff exits 1 when decisions change, 0 when none do", "[
   auto none = test::run(test::cli() + " diff " + a + " " + a);
   CHECK(none.status == 0);
   CHECK_THAT(none.out, Catch::Contains("no decision changes"));
+}
+
+TEST_CASE("cli: recourse diff --format json gives each side's whole decision", "[diff][cli]") {
+  const std::string dir = std::string(std::getenv("TMPDIR") ? std::getenv("TMPDIR") : "/tmp");
+  const std::string a = dir + "/recourse-diff-json-a.recourse",
+                    b = dir + "/recourse-diff-json-b.recourse";
+  { std::ofstream(a) << kLimits; }
+  { std::ofstream(b) << edited(kLimits, {{"attempts = 3", "attempts = 4"}}); }
+  const auto run = test::run(test::cli() + " diff --format json " + a + " " + b);
+  CHECK(run.status == 1);
+  const auto out = nlohmann::json::parse(run.out);
+  REQUIRE(out["changes"].size() == 2);
+  const auto& retry = out["changes"][1];
+  CHECK(retry["before"] ==
+        nlohmann::json::parse(R"({"rule":"budget:attempts","route":"stop","target":"",)"
+                              R"("exhausted":"attempts","idempotencyKey":"none",)"
+                              R"("delayMs":{"min":0,"max":0}})"));
+  CHECK(retry["after"] ==
+        nlohmann::json::parse(R"({"rule":"t","route":"retry","target":"","exhausted":"",)"
+                              R"("idempotencyKey":"none","delayMs":{"min":50,"max":1000}})"));
+  CHECK(out["settings"] ==
+        nlohmann::json::parse(R"([{"setting":"limits.attempts","before":"3","after":"4"}])"));
+  const auto text = test::run(test::cli() + " diff " + a + " " + b);
+  CHECK_THAT(text.out, Catch::Contains("stop (budget:attempts) -> retry (t) delay 50..1000ms\n"));
+  CHECK_THAT(text.out, Catch::EndsWith("2 regions of inputs change decision, 1 setting changed\n"));
 }
 
 TEST_CASE("diff: a limit that moves a budget changes the decisions it moves", "[diff]") {
