@@ -339,7 +339,10 @@ struct SettingChange {
 struct DiffResult {
   bool ok = false;
   std::vector<Diagnostic> diagnostics;
-  std::vector<DecisionChange> changes;  ///< one per pair of deciding rules, in table order
+  /// One per pair of deciding rules (and one more per pair whose retry delays alone differ), in
+  /// table order: first the inputs that send the host's override of each limit that differs,
+  /// then those that lack one or more (see diff()).
+  std::vector<DecisionChange> changes;
   std::vector<SettingChange> settings;  ///< in the dump's order
 };
 

@@ -115,13 +115,14 @@ std::optional<Input> realize(const Compiled& p, const Cube& cube, Overrides may)
           std::clamp<std::int64_t>(c.attempt + std::max<std::int64_t>(v, 0), 1, p.attempt_ceiling);
       c.max_attempts = m;
       c.lower_retries = std::max<std::int64_t>(0, m - c.attempt - v);
-    } else if (attempts_left) {  // the policy's own limit: the call that leaves v, else retries
-                                 // below
+    } else if (attempts_left) {
+      // The policy's own limit: the call that leaves v when no rule pins the attempt, else the
+      // retries made below that leave it.
       const std::int64_t m = std::min(p.spec.attempts, p.attempt_ceiling), v = *attempts_left;
-      const bool own_attempt =
+      const bool attempt_free =
           std::none_of(t.columns.begin(), t.columns.end(),
                        [](const Column& k) { return k.attr == Attr::Attempt; });
-      if (own_attempt && m - v >= 1) c.attempt = m - v;
+      if (attempt_free && m - v >= 1) c.attempt = m - v;
       c.lower_retries = m - c.attempt - v;
       if (c.lower_retries < 0) continue;
     }
