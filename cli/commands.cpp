@@ -161,22 +161,42 @@ int run_diff(const Options& o) {
     print_diagnostics(compared.diagnostics(), o.format, std::cerr);
   if (!compared.ok()) return 1;
   const PolicyDiff& r = *compared;
-  auto action = [](Route route, const std::string& target) {
-    return target.empty() ? std::string(to_string(route))
-                          : fmt::format("{} \"{}\"", to_string(route), target);
+  // One side of a change: `route "target" (rule)`, with the key directive and the delays when
+  // they are what differs.
+  auto side = [](const DecisionChange& c, bool after) {
+    const Route route = after ? c.after_route : c.before_route;
+    const std::string& target = after ? c.after_target : c.before_target;
+    std::string out = to_string(route);
+    if (!target.empty()) out += fmt::format(" \"{}\"", target);
+    out += fmt::format(" ({})", after ? c.after_rule : c.before_rule);
+    if (c.before_key != c.after_key)
+      out += fmt::format(" key {}", to_string(after ? c.after_key : c.before_key));
+    const bool delays = c.before_delay_min_ms != c.after_delay_min_ms ||
+                        c.before_delay_max_ms != c.after_delay_max_ms;
+    if (delays && route == Route::Retry)
+      out += fmt::format(" delay {}..{}ms", after ? c.after_delay_min_ms : c.before_delay_min_ms,
+                         after ? c.after_delay_max_ms : c.before_delay_max_ms);
+    return out;
   };
   if (o.format == Format::Json) {
+    auto decision = [](Route route, const std::string& target, const std::string& rule,
+                       const std::string& exhausted, KeyDirective key, std::int64_t min_ms,
+                       std::int64_t max_ms) {
+      return json{{"rule", rule},
+                  {"route", to_string(route)},
+                  {"target", target},
+                  {"exhausted", exhausted},
+                  {"idempotencyKey", to_string(key)},
+                  {"delayMs", {{"min", min_ms}, {"max", max_ms}}}};
+    };
     json changes = json::array();
     for (const auto& c : r.changes)
-      changes.push_back({{"before",
-                          {{"rule", c.before_rule},
-                           {"route", to_string(c.before_route)},
-                           {"target", c.before_target}}},
-                         {"after",
-                          {{"rule", c.after_rule},
-                           {"route", to_string(c.after_route)},
-                           {"target", c.after_target}}},
-                         {"example", c.example}});
+      changes.push_back(
+          {{"before", decision(c.before_route, c.before_target, c.before_rule, c.before_exhausted,
+                               c.before_key, c.before_delay_min_ms, c.before_delay_max_ms)},
+           {"after", decision(c.after_route, c.after_target, c.after_rule, c.after_exhausted,
+                              c.after_key, c.after_delay_min_ms, c.after_delay_max_ms)},
+           {"example", c.example}});
     json settings = json::array();
     for (const auto& s : r.settings)
       settings.push_back({{"setting", s.setting}, {"before", s.before}, {"after", s.after}});
@@ -186,12 +206,8 @@ int run_diff(const Options& o) {
   } else {
     for (const auto& s : r.settings)
       std::cout << fmt::format("setting {}: {} -> {}\n", s.setting, s.before, s.after);
-    if (!r.settings.empty())
-      std::cout << "    (settings move budgets, delays and guards: decisions near them change)\n";
     for (const auto& c : r.changes)
-      std::cout << fmt::format("{} ({}) -> {} ({})\n    e.g. {}\n",
-                               action(c.before_route, c.before_target), c.before_rule,
-                               action(c.after_route, c.after_target), c.after_rule,
+      std::cout << fmt::format("{} -> {}\n    e.g. {}\n", side(c, false), side(c, true),
                                c.example.empty() ? "(no concrete input found)" : c.example);
     std::cout << fmt::format("{} region{} of inputs change decision{}\n", r.changes.size(),
                              r.changes.size() == 1 ? "" : "s",

@@ -6,6 +6,8 @@
 //    stderr), compared exactly after the directory's path is written as `.`; its exit status is
 //    0, or N when the command ends with `# exits N`.
 // Any other block fails the test, so no command in the tutorial goes unchecked.
+// README.md's ```console blocks are run the same way, from a directory holding rules/ and
+// build/recourse.
 #include <catch2/catch.hpp>
 
 #include <unistd.h>
@@ -98,11 +100,41 @@ void write_file(const Sandbox& box, const Step& step, const std::smatch& m) {
   out << joined(lines);
 }
 
+// Runs each `$ COMMAND` line of a console step in `dir` with `bin` first on PATH, and checks
+// that it prints the lines under it (the directory's path written `.`) and exits with 0, or N
+// when it ends with `# exits N`. Returns the commands run.
+std::vector<std::string> run_console(const Step& step, const fs::path& dir, const fs::path& bin) {
+  static const std::regex exits(R"((.*?)\s+# exits ([0-9]+))");
+  REQUIRE(!step.lines.empty());
+  std::vector<std::string> commands;
+  for (std::size_t i = 0; i < step.lines.size();) {
+    INFO("line " << step.line + 1 + i << ": " << step.lines[i]);
+    REQUIRE(step.lines[i].rfind("$ ", 0) == 0);
+    std::string command = step.lines[i].substr(2);
+    int status = 0;
+    std::smatch m;
+    if (std::regex_match(command, m, exits)) {
+      status = std::stoi(m[2].str());
+      command = m[1].str();
+    }
+    std::vector<std::string> expected;
+    for (++i; i < step.lines.size() && step.lines[i].rfind("$ ", 0) != 0; ++i)
+      expected.push_back(step.lines[i]);
+    const test::Run run = test::run("cd '" + dir.string() + "' && PATH='" + bin.string() +
+                                    "':\"$PATH\" && (" + command + ") 2>&1");
+    std::string out = run.out;
+    replace_all(out, dir.string(), ".");
+    CHECK(out == joined(expected));
+    CHECK(run.status == status);
+    commands.push_back(command);
+  }
+  return commands;
+}
+
 }  // namespace
 
 TEST_CASE("every command in docs/tutorial.md prints what the tutorial shows", "[docs]") {
   static const std::regex file_tag(R"([a-z]+ file=([^ ]+)(?: line=([0-9]+))?)");
-  static const std::regex exits(R"((.*?)\s+# exits ([0-9]+))");
   const Sandbox box;
   std::set<std::string> subcommands;
   std::size_t commands = 0;
@@ -114,25 +146,7 @@ TEST_CASE("every command in docs/tutorial.md prints what the tutorial shows", "[
       continue;
     }
     REQUIRE(step.info == "console");
-    REQUIRE(!step.lines.empty());
-    for (std::size_t i = 0; i < step.lines.size();) {
-      INFO("docs/tutorial.md:" << step.line + 1 + i << ": " << step.lines[i]);
-      REQUIRE(step.lines[i].rfind("$ ", 0) == 0);
-      std::string command = step.lines[i].substr(2);
-      int status = 0;
-      if (std::regex_match(command, m, exits)) {
-        status = std::stoi(m[2].str());
-        command = m[1].str();
-      }
-      std::vector<std::string> expected;
-      for (++i; i < step.lines.size() && step.lines[i].rfind("$ ", 0) != 0; ++i)
-        expected.push_back(step.lines[i]);
-      const test::Run run = test::run("cd '" + box.work.string() + "' && PATH='" +
-                                      box.bin.string() + "':\"$PATH\" && (" + command + ") 2>&1");
-      std::string out = run.out;
-      replace_all(out, box.work.string(), ".");
-      CHECK(out == joined(expected));
-      CHECK(run.status == status);
+    for (const std::string& command : run_console(step, box.work, box.bin)) {
       ++commands;
       if (command.rfind("recourse ", 0) == 0)
         subcommands.insert(command.substr(9, command.find(' ', 9) - 9));
@@ -144,4 +158,27 @@ TEST_CASE("every command in docs/tutorial.md prints what the tutorial shows", "[
     INFO("no `recourse " << sub << "` in docs/tutorial.md");
     CHECK(subcommands.count(sub) == 1);
   }
+}
+
+TEST_CASE("every console run in README.md prints what the README shows", "[docs]") {
+  // Run from a directory holding the repository's rules/, build/recourse, and the older version
+  // of payments.create the README's diff compares (two attempts instead of three).
+  const Sandbox box;
+  fs::create_directories(box.work / "build");
+  fs::create_symlink(test::cli(), box.work / "build" / "recourse");
+  fs::create_directory_symlink(fs::path(test::source_dir()) / "rules", box.work / "rules");
+  std::string before =
+      test::read_file(test::source_dir() + "/rules/examples/payments.create.recourse");
+  const auto at = before.find("attempts = 3");
+  REQUIRE(at != std::string::npos);
+  before.replace(at, 12, "attempts = 2");
+  std::ofstream(box.work / "payments.create.before", std::ios::binary) << before;
+  std::set<std::string> subcommands;
+  for (const Step& step : steps(test::read_file(test::source_dir() + "/README.md"))) {
+    if (step.info != "console") continue;
+    INFO("README.md:" << step.line);
+    for (const std::string& command : run_console(step, box.work, box.bin))
+      subcommands.insert(command.substr(0, command.find(' ', 15)));
+  }
+  CHECK(subcommands == std::set<std::string>{"build/recourse diff", "build/recourse fuzz"});
 }

@@ -102,18 +102,26 @@ std::vector<TestResult> run_tests(const Policy& policy);
 /// The policy's limits, codes, arguments and sequence bounds.
 PolicyInfo info(const Policy& policy);
 
-/// A region of inputs whose decision differs between two versions of a policy.
+/// A region of inputs whose decision differs between two versions of a policy: in its route,
+/// rule, target, spent budget, idempotency-key directive or range of retry delays. With an
+/// example, every field is what decide() gives for it, before and after; without one (no input
+/// of the region was found) they are the deciding rows', and the delays are 0.
 struct DecisionChange {
   std::string before_rule, after_rule;  ///< the rule or guard that decides, before and after
   Route before_route = Route::Stop, after_route = Route::Stop;
-  std::string before_target, after_target;  ///< replace/degrade targets
-  std::string example;                      ///< `envelope {...} context {...}` in the region
+  std::string before_target, after_target;        ///< replace/degrade targets
+  std::string example;                            ///< `envelope {...} context {...}` in the region
+  std::string before_exhausted, after_exhausted;  ///< the budget a guard found spent, or ""
+  KeyDirective before_key = KeyDirective::None, after_key = KeyDirective::None;
+  /// For a retry, the least and greatest delay (ms) the example's attempt and Retry-After allow
+  /// over every jitter draw, floored at min_delay; 0 for the other routes.
+  std::int64_t before_delay_min_ms = 0, before_delay_max_ms = 0;
+  std::int64_t after_delay_min_ms = 0, after_delay_max_ms = 0;
 };
 
 /// A setting that differs between the two versions (`limits.attempts`, `backoff.max`,
-/// `tool.idempotent`, `breaker.failures`, `hit`, ...). Settings move budgets, delays and guards
-/// for inputs the comparison of the tables cannot single out (a guard tests attempts_left, whose
-/// meaning the setting changes), so diff() names each one instead.
+/// `tool.idempotent`, `breaker.failures`, `hit`, ...), listed whether or not it changes a
+/// decision; the decisions it changes are among PolicyDiff::changes.
 struct SettingChange {
   std::string setting;
   std::string before, after;  ///< as the table dump prints them ("absent" when not set)
@@ -121,18 +129,26 @@ struct SettingChange {
 
 /// What diff() found when both versions compiled and were compared.
 struct PolicyDiff {
-  std::vector<DecisionChange> changes;  ///< one per pair of deciding rules, in table order
+  /// One per pair of deciding rules (and one more per pair whose retry delays alone differ), in
+  /// table order: first the inputs that send the host's override of each limit that differs,
+  /// then those that lack one or more (see diff()).
+  std::vector<DecisionChange> changes;
   std::vector<SettingChange> settings;  ///< in the dump's order
 };
 
-/// Compares two versions of one policy: every region of inputs whose route or target changes,
-/// grouped by the rule (or guard) that decides before and after, each with an example input
-/// that `recourse decide` reproduces, and every setting that differs. A version that extends a
-/// base is compiled with it (BASE.recourse beside the version's path, as compile_paths() finds
-/// it). `policy` names the policy when a source holds several.
-/// Both versions must declare the same codes (E040). Decided by cube algebra over the two tables
-/// compiled into one cell space; nothing enumerates the inputs. Fails with the versions' compile
-/// errors, or E040. Never throws.
+/// Compares two versions of one policy: every region of inputs whose decision changes (route,
+/// rule, target, spent budget, idempotency-key directive or range of retry delays), whatever
+/// changed it (rules, guards, settings, bases), grouped by the rule (or guard) that decides
+/// before and after, each with an example input that `recourse decide` reproduces on both
+/// versions, and every setting that differs. A version that extends a base is compiled with it
+/// (BASE.recourse beside the version's path, as compile_paths() finds it). `policy` names the
+/// policy when a source holds several.
+/// Both versions must declare the same codes (E040). Decided by cube algebra over the raw
+/// inputs: where a limit differs (attempts, deadline, cost, tool arguments, idempotent), the
+/// inputs with and without the host's override of it are compared apart, each version's
+/// derived attributes rewritten into common coordinates; nothing enumerates the inputs. Not
+/// compared: the deadline's check of a drawn delay after the lookup (a retry whose jittered
+/// delay would end past the deadline stops), which depends on the draw. Never throws.
 Result<PolicyDiff> diff(const Source& before, const Source& after, std::string_view policy = {},
                         const CompileOptions& options = {});
 

@@ -14,7 +14,7 @@
 
 namespace recourse::detail {
 
-std::optional<Input> realize(const Compiled& p, const Cube& cube) {
+std::optional<Input> realize(const Compiled& p, const Cube& cube, Overrides may) {
   const Table& t = p.table;
   for (int variant = 0; variant < 4; ++variant) {
     Input in;
@@ -109,19 +109,33 @@ std::optional<Input> realize(const Compiled& p, const Cube& cube) {
       }
     }
     // Derived attributes: choose the host's inputs that give them.
-    if (attempts_left) {
+    if (attempts_left && may.max_attempts) {
       const std::int64_t v = *attempts_left;
       const std::int64_t m =
           std::clamp<std::int64_t>(c.attempt + std::max<std::int64_t>(v, 0), 1, p.attempt_ceiling);
       c.max_attempts = m;
       c.lower_retries = std::max<std::int64_t>(0, m - c.attempt - v);
+    } else if (attempts_left) {
+      // The policy's own limit: the call that leaves v when no rule pins the attempt, else the
+      // retries made below that leave it.
+      const std::int64_t m = std::min(p.spec.attempts, p.attempt_ceiling), v = *attempts_left;
+      const bool attempt_free =
+          std::none_of(t.columns.begin(), t.columns.end(),
+                       [](const Column& k) { return k.attr == Attr::Attempt; });
+      if (attempt_free && m - v >= 1) c.attempt = m - v;
+      c.lower_retries = m - c.attempt - v;
+      if (c.lower_retries < 0) continue;
     }
-    if (time_left) c.deadline_ms = std::max<std::int64_t>(0, c.elapsed_ms + *time_left);
+    if (time_left && may.deadline)
+      c.deadline_ms = std::max<std::int64_t>(0, c.elapsed_ms + *time_left);
     if (cost_left && p.spec.cost_max != kUnlimited)
       c.cost_spent = std::max<std::int64_t>(0, p.spec.cost_max - *cost_left);
-    if (slack && e.retry_after_ms && time_left)
+    if (slack && e.retry_after_ms && time_left && may.deadline)
       c.deadline_ms = std::max<std::int64_t>(0, c.elapsed_ms + *e.retry_after_ms + *slack);
-    if (slack && !e.retry_after_ms) e.retry_after_ms = std::max<std::int64_t>(0, -*slack);
+    if (slack && !may.deadline && p.spec.deadline_ms != kUnlimited)  // the hint that leaves it
+      e.retry_after_ms = std::max<std::int64_t>(0, p.spec.deadline_ms - c.elapsed_ms - *slack);
+    else if (slack && !e.retry_after_ms)
+      e.retry_after_ms = std::max<std::int64_t>(0, -*slack);
     if (field_in_args) {
       if (!e.field) e.field = "arg";
       c.arguments =

@@ -68,4 +68,26 @@ Delay backoff_delay(const Backoff& b, std::int64_t attempt, std::uint64_t key) n
   return {d, 0};
 }
 
+DelayRange backoff_range(const Backoff& b, std::int64_t attempt) noexcept {
+  attempt = std::max<std::int64_t>(attempt, 1);
+  const std::int64_t d = capped(b, attempt);
+  switch (b.jitter) {
+    case Jitter::None:
+      return {d, d};
+    case Jitter::Full:
+      return {0, d};
+    case Jitter::Equal:
+      return {d / 2, d};
+    case Jitter::Decorrelated: {
+      // Each step draws from [base, 3 * previous]: the greatest sequence triples up to the cap.
+      std::int64_t high = b.base_ms;
+      const std::int64_t steps = std::min<std::int64_t>(attempt, 64);
+      for (std::int64_t k = 2; k <= steps; ++k)
+        high = std::min(b.max_ms, high > b.max_ms / 3 ? b.max_ms : 3 * high);
+      return {steps == 1 ? b.base_ms : std::min(b.max_ms, b.base_ms), high};
+    }
+  }
+  return {d, d};
+}
+
 }  // namespace recourse::detail

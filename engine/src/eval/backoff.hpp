@@ -33,4 +33,12 @@ struct Delay {
 /// seed); the draw depends on (key, attempt).
 Delay backoff_delay(const Backoff& backoff, std::int64_t attempt, std::uint64_t key) noexcept;
 
+/// The least and the greatest delay backoff_delay() gives after call `attempt` over every key
+/// (the jitter's range; both the same for jitter none), before floors and hints, in ms.
+struct DelayRange {
+  std::int64_t min_ms = 0, max_ms = 0;
+  bool operator==(const DelayRange& o) const { return min_ms == o.min_ms && max_ms == o.max_ms; }
+};
+DelayRange backoff_range(const Backoff& backoff, std::int64_t attempt) noexcept;
+
 }  // namespace recourse::detail

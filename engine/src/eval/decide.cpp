@@ -47,14 +47,6 @@ std::int64_t max_attempts(const Compiled& p, const Context& c) {
   return std::min(c.max_attempts.value_or(p.spec.attempts), p.attempt_ceiling);
 }
 
-std::int64_t saturating_sub(std::int64_t a, std::int64_t b) {
-  std::int64_t r;
-  if (__builtin_sub_overflow(a, b, &r))
-    return b > 0 ? std::numeric_limits<std::int64_t>::min()
-                 : std::numeric_limits<std::int64_t>::max();
-  return r;
-}
-
 // a - b where kUnlimited stays kUnlimited.
 std::int64_t left(std::int64_t limit, std::int64_t used) {
   return limit == kUnlimited ? kUnlimited : saturating_sub(limit, used);
@@ -148,7 +140,6 @@ void finish(const Compiled& p, const Action& a, std::string_view label, std::str
     d.warnings |= kTraceIdMinted;
     d.minted_trace_id = mint_trace_id(c, p.seed);
   }
-  const bool keys = p.spec.honours_keys;
   const std::int64_t time_left = point.number(Attr::TimeLeft);
   if (d.route == Route::Retry) {
     const std::string_view key_source = !c.operation_id.empty() ? std::string_view(c.operation_id)
@@ -157,7 +148,7 @@ void finish(const Compiled& p, const Action& a, std::string_view label, std::str
     const Delay delay = backoff_delay(p.spec.backoff, c.attempt, fnv1a(key_source, p.seed));
     d.delay_ms = std::max({delay.delay_ms, p.spec.min_delay_ms, e.retry_after_ms.value_or(0)});
     d.jitter_ms = delay.draw_ms;
-    d.idempotency_key = keys ? KeyDirective::Reuse : KeyDirective::None;
+    d.idempotency_key = key_directive(p.spec, d.route);
     // The deadline covers the waits too. The guard rows proved the hint fits; the backoff is
     // computed after the lookup, so this last check is tested, not proven.
     if (d.delay_ms >= time_left) {
@@ -170,8 +161,8 @@ void finish(const Compiled& p, const Action& a, std::string_view label, std::str
       d.jitter_ms = 0;
       d.idempotency_key = KeyDirective::None;
     }
-  } else if (d.route == Route::Repair) {
-    d.idempotency_key = keys ? KeyDirective::New : KeyDirective::None;
+  } else {
+    d.idempotency_key = key_directive(p.spec, d.route);
   }
 
   // Budgets before this decision and after the call it leads to.

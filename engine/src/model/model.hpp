@@ -115,6 +115,15 @@ inline constexpr std::array<std::string_view, 11> kBuiltinCodes = {
     "CONFLICT",  "QUOTA_EXCEEDED", "CONTEXT_OVERFLOW", "UNKNOWN",    "PENDING"};
 inline constexpr std::int64_t kUnknownCodeId = 9;  ///< UNKNOWN's id
 
+/// a - b, held at the int64 bounds instead of overflowing (a limit minus a count the host sent).
+inline std::int64_t saturating_sub(std::int64_t a, std::int64_t b) noexcept {
+  std::int64_t r;
+  if (__builtin_sub_overflow(a, b, &r))
+    return b > 0 ? std::numeric_limits<std::int64_t>::min()
+                 : std::numeric_limits<std::int64_t>::max();
+  return r;
+}
+
 /// One attribute's value for one input. Enums and booleans are small integers in `num`.
 struct Slot {
   bool present = false;

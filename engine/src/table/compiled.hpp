@@ -95,6 +95,16 @@ Point make_point(const Compiled& policy, const Envelope& envelope, const Context
 /// seed), printed as "local-%016x".
 std::uint64_t mint_trace_id(const Context& context, std::uint64_t seed) noexcept;
 
+/// The idempotency-key directive of a decision with `route`: when the tool honours keys, a
+/// retry resends the same key and a repair sends a new one; otherwise none. (finish() clears it
+/// when the deadline turns a retry into a stop.)
+inline KeyDirective key_directive(const PolicySpec& spec, Route route) noexcept {
+  if (!spec.honours_keys) return KeyDirective::None;
+  return route == Route::Retry    ? KeyDirective::Reuse
+         : route == Route::Repair ? KeyDirective::New
+                                  : KeyDirective::None;
+}
+
 /// Fills a decision from the action chosen (by the table or the interpreter; `label` and
 /// `exhausted` must live in `policy`): delay, budgets, key directive, trace id.
 void finish(const Compiled& policy, const Action& action, std::string_view label,
