@@ -1612,7 +1612,9 @@ TEST_CASE("adapters: JSON-RPC and MCP protocol errors", "[adapters]") {
       {-32603, "UNKNOWN", std::nullopt}, {-32002, "NOT_FOUND", false},
       {-32000, "UNKNOWN", std::nullopt}, {42, "UNKNOWN", std::nullopt},
       {-32042, "PERMISSION", false},     {-32001, "TIMEOUT", std::nullopt},
-      {-32020, "UNKNOWN", std::nullopt},
+      {-32020, "UNKNOWN", false},        {-32021, "NOT_FOUND", false},
+      {-32022, "UNKNOWN", false},        {-32023, "UNKNOWN", std::nullopt},
+      {-32019, "UNKNOWN", std::nullopt},
   };
   for (const Row& row : rows) {
     DYNAMIC_SECTION("code " << row.code) {
@@ -1672,6 +1674,53 @@ TEST_CASE("adapters: JSON-RPC and MCP protocol errors", "[adapters]") {
     CHECK(
         raw(Protocol::JsonRpc, R"({"code":-32001,"message":"Session not found"})").envelope.code ==
         "NOT_FOUND");
+  }
+  SECTION("MCP 2026-07-28: -32020 to -32022, the schema's own examples") {
+    // schema/2026-07-28/examples/HeaderMismatchError/header-mismatch.json
+    auto r = recourse::from_mcp(
+        R"({"jsonrpc":"2.0","id":1,"error":{"code":-32020,"message":"Header mismatch: Mcp-Name header value 'foo' does not match body value 'bar'"}})");
+    CHECK(r.envelope.code == "UNKNOWN");
+    CHECK(r.envelope.retryable == false);
+    CHECK(r.mapping == "mcp protocol error -32020");
+    CHECK_FALSE(r.envelope.suggestion);
+    // .../MissingRequiredClientCapabilityError/missing-elicitation-capability.json
+    r = recourse::from_mcp(
+        R"({"jsonrpc":"2.0","id":1,"error":{"code":-32021,"message":"Server requires the elicitation capability for this request","data":{"requiredCapabilities":{"elicitation":{}}}}})");
+    CHECK(r.envelope.code == "NOT_FOUND");
+    CHECK(r.envelope.retryable == false);
+    CHECK(r.envelope.suggestion == "declare the client capabilities: elicitation");
+    // .../UnsupportedProtocolVersionError/unsupported-version.json
+    r = recourse::from_mcp(
+        R"({"jsonrpc":"2.0","id":1,"error":{"code":-32022,"message":"Unsupported protocol version","data":{"supported":["2026-07-28","2025-11-25"],"requested":"1900-01-01"}}})");
+    CHECK(r.envelope.code == "UNKNOWN");
+    CHECK(r.envelope.retryable == false);
+    CHECK(r.envelope.message == "Unsupported protocol version");
+    CHECK(r.envelope.suggestion ==
+          "use a protocol version the server supports: 2026-07-28, 2025-11-25");
+    // Over streamable HTTP they come with a 400 whose body is the JSON-RPC error response.
+    r = recourse::from_mcp(
+        R"({"httpStatus":400,"body":{"jsonrpc":"2.0","id":1,"error":{"code":-32022,"message":"Unsupported protocol version","data":{"supported":["2026-07-28"],"requested":"1900-01-01"}}}})");
+    CHECK(r.envelope.code == "UNKNOWN");
+    CHECK(r.envelope.retryable == false);
+    CHECK(r.mapping == "mcp transport: http 400 mcp protocol error -32022");
+    CHECK(recourse::from_mcp(R"({"httpStatus":400,"body":{"error":{"code":-32021,"message":"m"}}})")
+              .envelope.code == "NOT_FOUND");
+    // A 400 without a JSON-RPC error is HTTP's.
+    r = recourse::from_mcp(R"({"httpStatus":400,"body":{"error":{"code":"bad","message":"m"}}})");
+    CHECK(r.envelope.code == "VALIDATION");
+    CHECK(r.mapping == "mcp transport: http 400");
+    // The data of one code says nothing under another; a malformed list says nothing.
+    CHECK_FALSE(
+        raw(Protocol::JsonRpc, R"({"code":-32021,"message":"m","data":{"supported":["x"]}})")
+            .envelope.suggestion);
+    CHECK_FALSE(
+        raw(Protocol::JsonRpc, R"({"code":-32022,"message":"m","data":{"supported":[1,null]}})")
+            .envelope.suggestion);
+    CHECK(
+        raw(Protocol::JsonRpc,
+            R"({"code":-32022,"message":"m","data":{"supported":["1","2","3","4","5","6","7","8","9"]}})")
+            .envelope.suggestion ==
+        "use a protocol version the server supports: 1, 2, 3, 4, 5, 6, 7, 8");
   }
   SECTION("a code that is not an integer") {
     const auto r = raw(Protocol::JsonRpc, R"({"error":{"code":"-32601","message":"x"}})");

@@ -118,6 +118,8 @@
 //   -32042 URL elicitation required (2025-11-25)                       PERMISSION false
 //   -32001 the SDKs' request timeout                                   TIMEOUT -
 //     ("Session not found", a 2025 TypeScript server's, is NOT_FOUND false)
+//   -32020 HeaderMismatch, -32022 UnsupportedProtocolVersion (2026-07-28) UNKNOWN false
+//   -32021 MissingRequiredClientCapability (2026-07-28)                NOT_FOUND false
 //   -32603 Internal error, any other code                              UNKNOWN -
 //
 // MCP tool-execution errors (CallToolResult with isError true; the spec keeps them apart from
