@@ -1436,6 +1436,53 @@ TEST_CASE("adapters: problem details (RFC 9457) and provider fields", "[adapters
     CHECK(r.envelope.retryable == false);
     CHECK(r.mapping == "override http \"https://example.com/probs/out-of-credit\"");
   }
+  SECTION("RFC 9457 section 3.2: extension members") {
+    // The out-of-credit example's extensions (balance, accounts) and any other unknown one are
+    // ignored ("clients consuming problem details MUST ignore any such extensions that they
+    // don't recognize"), even one named like a header the adapter reads elsewhere.
+    auto r = recourse::from_http(429, {}, R"({
+      "type": "https://example.com/probs/out-of-credit", "title": "You do not have enough credit.",
+      "balance": 30, "accounts": ["/account/12345"], "retry-after": "120",
+      "x-ratelimit-reset": "999"})",
+                                 std::nullopt);
+    INFO(describe(r));
+    CHECK(r.envelope.code == "RATE_LIMITED");
+    CHECK(r.envelope.message == "You do not have enough credit.");
+    CHECK_FALSE(r.envelope.retry_after_ms);
+    CHECK(r.envelope.warnings.empty());
+    // The errors extension (section 3) names the argument to repair, whatever else it carries.
+    r = recourse::from_http(422, {}, R"({"type":"https://example.net/validation-error",
+      "title":"Your request is not valid.","errors":[{"detail":"must be a positive integer",
+      "pointer":"#/age","code":"range"}],"trace":"abc"})",
+                            std::nullopt);
+    CHECK(r.envelope.field == "age");
+    CHECK(r.envelope.suggestion == "must be a positive integer");
+    // Section 3.1: a member whose value has the wrong type is ignored, as if absent: a
+    // numeric detail leaves the title, a numeric type matches no override.
+    AdapterOptions o;
+    o.mappings.push_back({Protocol::Http, "7", "CONFLICT"});
+    r = recourse::from_http(400, {}, R"({"type":7,"title":"Bad","detail":42,"errors":"x"})",
+                            std::nullopt, o);
+    CHECK(r.envelope.code == "VALIDATION");
+    CHECK(r.envelope.message == "Bad");
+    CHECK_FALSE(r.envelope.field);
+    // Section 3.1.2: status is advisory; the response's status decides.
+    r = recourse::from_http(400, {}, R"({"title":"Bad","status":503})", std::nullopt);
+    CHECK(r.envelope.code == "VALIDATION");
+    CHECK(r.envelope.retryable == false);
+    r = recourse::from_http(503, {}, R"({"title":"Down","status":400})", std::nullopt);
+    CHECK(r.envelope.code == "TRANSIENT");
+    // `retryable` alone is one more unknown extension; with a string `code` beside it the body
+    // is an envelope (docs/adapters.md, "Body fields"), and the server's "do not retry" holds.
+    const std::string maintenance = R"({"type":"https://example.com/probs/maintenance",
+      "title":"Down for maintenance","retryable":false)";
+    r = recourse::from_http(503, {}, maintenance + "}", std::nullopt);
+    CHECK(r.envelope.code == "TRANSIENT");
+    CHECK(r.envelope.retryable == true);
+    r = recourse::from_http(503, {}, maintenance + R"(,"code":"maintenance"})", std::nullopt);
+    CHECK(r.envelope.code == "maintenance");
+    CHECK(r.envelope.retryable == false);
+  }
   SECTION("OpenAI param, Google BadRequest, OAuth error") {
     auto r = recourse::from_http(
         400, {},
