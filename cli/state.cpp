@@ -34,8 +34,8 @@ void before_decision(Workflow* workflow, Health& health, const Policy& policy, C
     workflow->record_failure(c, envelope);
     workflow->apply(c, now_ms);
   }
-  health.record_failure(policy, c, now_ms);  // the outcome of the call that failed
-  health.prepare(policy, c, now_ms);         // the state for the next call
+  health.record_failure(policy, c, now_ms, &envelope);  // the outcome of the call that failed
+  health.prepare(policy, c, now_ms);                    // the state for the next call
 }
 
 void after_decision(Workflow* workflow, Health& health, const Policy& policy, const Context& c,

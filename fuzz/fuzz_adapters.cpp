@@ -10,6 +10,9 @@
 //   7      from_grpc: "STATUS\nmessage\n" then metadata lines "name: value\n"
 //   8      from_jsonrpc: "CODE\nmessage\n" then the data JSON
 //   9      from_mcp: the bytes are the reply JSON
+//   10     a gRPC raw form without a status whose grpc-status-details-bin trailer is the bytes,
+//          base64 encoded here (padded when the second byte has bit 16): the bounded protobuf
+//          reader of google.rpc.Status and its AIP-193 details, whose code is then the status
 // Odd second bytes add per-tool mappings (to codes other than TRANSIENT) and tight reader limits.
 //
 // Properties: never crash, throw or leak; unknown or garbled input never reads as TRANSIENT (a
@@ -23,6 +26,8 @@
 // negative retryAfterMs) and round-trips through to_json/read_envelope; the model text stays
 // within its limit and valid UTF-8; every decision on the envelope is valid.
 #include "fuzz.hpp"
+
+#include "../tests/base64.hpp"
 
 namespace {
 
@@ -88,7 +93,7 @@ bool transient_row(std::string_view mapping) {
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   if (size < 2) return 0;
-  const int mode = data[0] % 10;
+  const int mode = data[0] % 11;
   const bool extras = data[1] & 1;
   const std::string_view raw(reinterpret_cast<const char*>(data) + 2, size - 2);
   recourse::AdapterOptions options;
@@ -105,6 +110,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       options.limits.max_text_bytes = 16;
       options.limits.max_bytes = 256;
       options.max_raw_bytes = 512;
+      options.status_details = {64, 3, 2, 8};
     }
     options.trusted_server = data[1] & 4;
   }
@@ -147,8 +153,14 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
                                  ls.size() > 1 ? ls[1] : "", rest, options);
       break;
     }
-    default:
+    case 9:
       r = recourse::from_mcp(raw, options);
+      break;
+    default:
+      r = recourse::from_raw(recourse::Protocol::Grpc,
+                             R"({"metadata":{"grpc-status-details-bin":")" +
+                                 test::base64(raw, data[1] & 16) + R"("}})",
+                             now, options);
       break;
   }
 
@@ -157,7 +169,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
                               " input: " + std::string(raw.substr(0, 2000)) +
                               "\nerror: " + r->message();
     FUZZ_CHECK(!r->message().empty() && r->diagnostics()[0].code == "N001", where);
-    FUZZ_CHECK(mode <= 4 || mode == 9, where);  // the typed entry points are always ok
+    FUZZ_CHECK(mode <= 4 || mode >= 9, where);  // the typed entry points are always ok
     return 0;
   }
   const recourse::Adapted& adapted = **r;
@@ -180,6 +192,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
                    e.code != "PENDING" && e.retryable != std::optional<bool>(true),
                where);
   if (adapted.mapping.find("garbled") != std::string::npos) FUZZ_CHECK(e.code == "UNKNOWN", where);
+  // A trailer alone gives a gRPC status row (its code read from the Status, or garbled), or a
+  // per-tool override of that row.
+  if (mode == 10)
+    FUZZ_CHECK(starts(adapted.mapping, "grpc ") || starts(adapted.mapping, "override grpc "),
+               where);
   // The reader's caps.
   const recourse::ReaderLimits& l = options.limits;
   FUZZ_CHECK(!e.code || (!e.code->empty() && e.code->size() <= l.max_code_bytes), where);

@@ -1438,6 +1438,53 @@ TEST_CASE("adapters: problem details (RFC 9457) and provider fields", "[adapters
     CHECK(r->envelope.retryable == false);
     CHECK(r->mapping == "override http \"https://example.com/probs/out-of-credit\"");
   }
+  SECTION("RFC 9457 section 3.2: extension members") {
+    // The out-of-credit example's extensions (balance, accounts) and any other unknown one are
+    // ignored ("clients consuming problem details MUST ignore any such extensions that they
+    // don't recognize"), even one named like a header the adapter reads elsewhere.
+    auto r = recourse::from_http(429, {}, R"({
+      "type": "https://example.com/probs/out-of-credit", "title": "You do not have enough credit.",
+      "balance": 30, "accounts": ["/account/12345"], "retry-after": "120",
+      "x-ratelimit-reset": "999"})",
+                                 std::nullopt);
+    INFO(describe(r));
+    CHECK(r->envelope.code == "RATE_LIMITED");
+    CHECK(r->envelope.message == "You do not have enough credit.");
+    CHECK_FALSE(r->envelope.retry_after_ms);
+    CHECK(r->envelope.warnings.empty());
+    // The errors extension (section 3) names the argument to repair, whatever else it carries.
+    r = recourse::from_http(422, {}, R"({"type":"https://example.net/validation-error",
+      "title":"Your request is not valid.","errors":[{"detail":"must be a positive integer",
+      "pointer":"#/age","code":"range"}],"trace":"abc"})",
+                            std::nullopt);
+    CHECK(r->envelope.field == "age");
+    CHECK(r->envelope.suggestion == "must be a positive integer");
+    // Section 3.1: a member whose value has the wrong type is ignored, as if absent: a
+    // numeric detail leaves the title, a numeric type matches no override.
+    AdapterOptions o;
+    o.mappings.push_back({Protocol::Http, "7", "CONFLICT"});
+    r = recourse::from_http(400, {}, R"({"type":7,"title":"Bad","detail":42,"errors":"x"})",
+                            std::nullopt, o);
+    CHECK(r->envelope.code == "VALIDATION");
+    CHECK(r->envelope.message == "Bad");
+    CHECK_FALSE(r->envelope.field);
+    // Section 3.1.2: status is advisory; the response's status decides.
+    r = recourse::from_http(400, {}, R"({"title":"Bad","status":503})", std::nullopt);
+    CHECK(r->envelope.code == "VALIDATION");
+    CHECK(r->envelope.retryable == false);
+    r = recourse::from_http(503, {}, R"({"title":"Down","status":400})", std::nullopt);
+    CHECK(r->envelope.code == "TRANSIENT");
+    // `retryable` alone is one more unknown extension; with a string `code` beside it the body
+    // is an envelope (docs/adapters.md, "Body fields"), and the server's "do not retry" holds.
+    const std::string maintenance = R"({"type":"https://example.com/probs/maintenance",
+      "title":"Down for maintenance","retryable":false)";
+    r = recourse::from_http(503, {}, maintenance + "}", std::nullopt);
+    CHECK(r->envelope.code == "TRANSIENT");
+    CHECK(r->envelope.retryable == true);
+    r = recourse::from_http(503, {}, maintenance + R"(,"code":"maintenance"})", std::nullopt);
+    CHECK(r->envelope.code == "maintenance");
+    CHECK(r->envelope.retryable == false);
+  }
   SECTION("OpenAI param, Google BadRequest, OAuth error") {
     auto r = recourse::from_http(
         400, {},
@@ -1614,7 +1661,9 @@ TEST_CASE("adapters: JSON-RPC and MCP protocol errors", "[adapters]") {
       {-32603, "UNKNOWN", std::nullopt}, {-32002, "NOT_FOUND", false},
       {-32000, "UNKNOWN", std::nullopt}, {42, "UNKNOWN", std::nullopt},
       {-32042, "PERMISSION", false},     {-32001, "TIMEOUT", std::nullopt},
-      {-32020, "UNKNOWN", std::nullopt},
+      {-32020, "UNKNOWN", false},        {-32021, "NOT_FOUND", false},
+      {-32022, "UNKNOWN", false},        {-32023, "UNKNOWN", std::nullopt},
+      {-32019, "UNKNOWN", std::nullopt},
   };
   for (const Row& row : rows) {
     DYNAMIC_SECTION("code " << row.code) {
@@ -1674,6 +1723,53 @@ TEST_CASE("adapters: JSON-RPC and MCP protocol errors", "[adapters]") {
     CHECK(
         raw(Protocol::JsonRpc, R"({"code":-32001,"message":"Session not found"})")->envelope.code ==
         "NOT_FOUND");
+  }
+  SECTION("MCP 2026-07-28: -32020 to -32022, the schema's own examples") {
+    // schema/2026-07-28/examples/HeaderMismatchError/header-mismatch.json
+    auto r = recourse::from_mcp(
+        R"({"jsonrpc":"2.0","id":1,"error":{"code":-32020,"message":"Header mismatch: Mcp-Name header value 'foo' does not match body value 'bar'"}})");
+    CHECK(r->envelope.code == "UNKNOWN");
+    CHECK(r->envelope.retryable == false);
+    CHECK(r->mapping == "mcp protocol error -32020");
+    CHECK_FALSE(r->envelope.suggestion);
+    // .../MissingRequiredClientCapabilityError/missing-elicitation-capability.json
+    r = recourse::from_mcp(
+        R"({"jsonrpc":"2.0","id":1,"error":{"code":-32021,"message":"Server requires the elicitation capability for this request","data":{"requiredCapabilities":{"elicitation":{}}}}})");
+    CHECK(r->envelope.code == "NOT_FOUND");
+    CHECK(r->envelope.retryable == false);
+    CHECK(r->envelope.suggestion == "declare the client capabilities: elicitation");
+    // .../UnsupportedProtocolVersionError/unsupported-version.json
+    r = recourse::from_mcp(
+        R"({"jsonrpc":"2.0","id":1,"error":{"code":-32022,"message":"Unsupported protocol version","data":{"supported":["2026-07-28","2025-11-25"],"requested":"1900-01-01"}}})");
+    CHECK(r->envelope.code == "UNKNOWN");
+    CHECK(r->envelope.retryable == false);
+    CHECK(r->envelope.message == "Unsupported protocol version");
+    CHECK(r->envelope.suggestion ==
+          "use a protocol version the server supports: 2026-07-28, 2025-11-25");
+    // Over streamable HTTP they come with a 400 whose body is the JSON-RPC error response.
+    r = recourse::from_mcp(
+        R"({"httpStatus":400,"body":{"jsonrpc":"2.0","id":1,"error":{"code":-32022,"message":"Unsupported protocol version","data":{"supported":["2026-07-28"],"requested":"1900-01-01"}}}})");
+    CHECK(r->envelope.code == "UNKNOWN");
+    CHECK(r->envelope.retryable == false);
+    CHECK(r->mapping == "mcp transport: http 400 mcp protocol error -32022");
+    CHECK(recourse::from_mcp(R"({"httpStatus":400,"body":{"error":{"code":-32021,"message":"m"}}})")
+              ->envelope.code == "NOT_FOUND");
+    // A 400 without a JSON-RPC error is HTTP's.
+    r = recourse::from_mcp(R"({"httpStatus":400,"body":{"error":{"code":"bad","message":"m"}}})");
+    CHECK(r->envelope.code == "VALIDATION");
+    CHECK(r->mapping == "mcp transport: http 400");
+    // The data of one code says nothing under another; a malformed list says nothing.
+    CHECK_FALSE(
+        raw(Protocol::JsonRpc, R"({"code":-32021,"message":"m","data":{"supported":["x"]}})")
+            ->envelope.suggestion);
+    CHECK_FALSE(
+        raw(Protocol::JsonRpc, R"({"code":-32022,"message":"m","data":{"supported":[1,null]}})")
+            ->envelope.suggestion);
+    CHECK(
+        raw(Protocol::JsonRpc,
+            R"({"code":-32022,"message":"m","data":{"supported":["1","2","3","4","5","6","7","8","9"]}})")
+            ->envelope.suggestion ==
+        "use a protocol version the server supports: 1, 2, 3, 4, 5, 6, 7, 8");
   }
   SECTION("a code that is not an integer") {
     const auto r = raw(Protocol::JsonRpc, R"({"error":{"code":"-32601","message":"x"}})");

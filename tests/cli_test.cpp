@@ -507,9 +507,12 @@ TEST_CASE("cli: replay carries workflow and tool state across a trace", "[cli][s
   CHECK(rule[4] == "budget:attempts");  // the fourth call of one operation
   CHECK(rule[7] == "circuit:open");     // third failure in a row: recorded, the circuit opens
   CHECK(rule[8] == "circuit:open");
-  CHECK(rule[9] == "transient");      // cooldown over: the half-open probe
-  CHECK(rule[10] == "circuit:open");  // only one probe at a time
-  CHECK(rule[12] == "transient");     // the probe succeeded (line 11): closed
+  // gRFC A6: the five TRANSIENT failures of lines 5-9 took five of search.query's ten retry
+  // tokens, retried or not: at or below half, no retry, the half-open probe's included; the
+  // success at line 11 gives back only 0.5 (and closes the circuit).
+  CHECK(rule[9] == "budget:retry_tokens");
+  CHECK(rule[10] == "budget:retry_tokens");
+  CHECK(rule[12] == "budget:retry_tokens");
   CHECK(rule[13] == "fix_argument");
   CHECK(rule[14] == "budget:repeats");  // the same invalid write again
   CHECK(rule[16] == "budget:deadline");

@@ -1,6 +1,7 @@
 // Budget state: gRFC A6 retry tokens, circuit breaker transitions, per-operation counters, and
 // JSON round trips. Time is passed in; nothing reads a clock.
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "recourse/state.hpp"
 #include "support.hpp"
@@ -18,36 +19,205 @@ recourse::Decision with_route(Route route) {
 
 }  // namespace
 
-TEST_CASE("state: retry tokens follow gRFC A6 and the decided route", "[state]") {
-  const auto p = test::policy(
-      R"(policy "t" { throttle { max_tokens = 10 token_ratio = 0.5 } default -> stop })");
+TEST_CASE("state: retry tokens: every failure gRFC A6 counts takes one, then the check",
+          "[state][a6]") {
+  const auto p = test::policy(R"(policy "t" {
+    throttle { max_tokens = 10 token_ratio = 0.5 }
+    rule r when code in [TRANSIENT, TIMEOUT] and retryable -> retry
+    rule v when code == VALIDATION -> stop
+    default -> stop })");
+  const auto transient = test::envelope(R"({"code":"TRANSIENT","retryable":true})");
+  const auto validation = test::envelope(R"({"code":"VALIDATION","retryable":false})");
   recourse::Health health;
   recourse::Context c;
   c.tool = "t";
   health.prepare(p, c, 0);
   CHECK_FALSE(c.retry_throttled);
-  // A failure the engine did not retry takes no token, whatever the envelope claimed.
-  for (int i = 0; i < 20; ++i) health.record_decision(p, c, with_route(Route::Stop));
+  // A failure of a code the policy does not retry takes nothing; nor do decisions.
+  for (int i = 0; i < 20; ++i) {
+    health.record_failure(p, c, 0, &validation);
+    health.record_decision(p, c, with_route(Route::Retry));
+  }
   CHECK(health.get("t").milli_tokens == -1);
-  // Each retry takes one token; retries stop once tokens <= max/2 (10 -> 5 after 5 retries).
-  for (int i = 0; i < 4; ++i) health.record_decision(p, c, with_route(Route::Retry));
+  // Each counted failure takes one before the check: the fifth leaves 5 of 10, already
+  // throttled (10 -> 5 after 5 failures; the decision that follows sees it).
+  for (int i = 0; i < 4; ++i) health.record_failure(p, c, 0, &transient);
   health.prepare(p, c, 0);
   CHECK(health.get("t").milli_tokens == 6000);
   CHECK_FALSE(c.retry_throttled);
-  health.record_decision(p, c, with_route(Route::Retry));
+  health.record_failure(p, c, 0, &transient);
   health.prepare(p, c, 0);
   CHECK(health.get("t").milli_tokens == 5000);
   CHECK(c.retry_throttled);
-  // A success gives token_ratio back: 5.5 > 5, retries allowed again.
-  health.record_success(p, c, 0);
+  // Throttled failures still count (A6: "retried or not"): the bucket drains below half.
+  health.record_failure(p, c, 0, &transient);
+  CHECK(health.get("t").milli_tokens == 4000);
+  // A success gives token_ratio back: 4.5, then 5, then 5.5 > 5: retries allowed again.
+  for (int i = 0; i < 3; ++i) health.record_success(p, c, 0);
   health.prepare(p, c, 0);
   CHECK(health.get("t").milli_tokens == 5500);
   CHECK_FALSE(c.retry_throttled);
-  // Tokens never exceed max_tokens nor drop below 0.
+  // Tokens never exceed max_tokens nor drop below 0; without an envelope every failure counts.
   for (int i = 0; i < 50; ++i) health.record_success(p, c, 0);
   CHECK(health.get("t").milli_tokens == 10000);
-  for (int i = 0; i < 50; ++i) health.record_decision(p, c, with_route(Route::Retry));
+  for (int i = 0; i < 50; ++i) health.record_failure(p, c, 0);
   CHECK(health.get("t").milli_tokens == 0);
+}
+
+TEST_CASE("state: the failures A6 counts are the codes a policy's retry rules take",
+          "[state][a6]") {
+  auto counted = [](const std::string& rules, const std::string& envelope) {
+    const auto p = test::policy(R"(policy "t" { throttle { max_tokens = 4 } )" + rules + " }");
+    recourse::Health health;
+    recourse::Context c;
+    c.tool = "t";
+    const auto e = test::envelope(envelope);
+    health.record_failure(p, c, 0, &e);
+    return health.get("t").milli_tokens == 3000;
+  };
+  const std::string some = R"(rule r when code in [TRANSIENT, TIMEOUT] and retryable -> retry
+      rule v when code == VALIDATION -> repair  default -> stop)";
+  CHECK(counted(some, R"({"code":"TRANSIENT","retryable":true})"));
+  CHECK(counted(some, R"({"code":"TRANSIENT","retryable":false})"));  // a don't-retry pushback
+  CHECK(counted(some, R"({"code":"TIMEOUT"})"));
+  CHECK_FALSE(counted(some, R"({"code":"VALIDATION","retryable":false})"));
+  CHECK_FALSE(counted(some, R"({"code":"RATE_LIMITED","retryable":true})"));
+  CHECK_FALSE(counted(some, R"({"code":"NO_SUCH_CODE"})"));  // read as UNKNOWN
+  CHECK_FALSE(counted(some, R"({"message":"no code"})"));
+  const std::string negated =
+      "rule r when code is present and not (code in [VALIDATION, CONTEXT_OVERFLOW]) -> retry "
+      "default -> stop";
+  CHECK(counted(negated, R"({"code":"RATE_LIMITED"})"));
+  CHECK(counted(negated, R"({"code":"NO_SUCH_CODE"})"));
+  CHECK_FALSE(counted(negated, R"({"code":"VALIDATION"})"));
+  CHECK(counted("rule r when retryable and code != CONTEXT_OVERFLOW -> retry  default -> stop",
+                R"({"code":"VALIDATION"})"));
+  CHECK(counted("rule c when code == CONTEXT_OVERFLOW -> stop  default -> retry",
+                R"({"code":"PERMISSION"})"));
+  CHECK_FALSE(
+      counted("rule r when code is absent -> retry  default -> stop", R"({"code":"TRANSIENT"})"));
+  CHECK(counted("rule r when code is absent -> retry  default -> stop", R"({"message":"m"})"));
+}
+
+TEST_CASE("state: grpc-go's TestRetryThrottling, call by call", "[state][a6]") {
+  // grpc-go test/retry_test.go: maxAttempts 4, retryableStatusCodes [UNAVAILABLE], maxTokens 10,
+  // tokenRatio 0.5; the server answers OK on its calls 0, 3, 6, 10, 11, 12, 13, 14, 16 and 18
+  // and UNAVAILABLE otherwise. Each row: the call's outcome, the server's call count after it
+  // (the test's `i`), and the tokens after it.
+  const auto p = test::policy(R"(policy "g" {
+    limits { attempts = 4 }
+    throttle { max_tokens = 10 token_ratio = 0.5 }
+    rule r when code == TRANSIENT -> retry
+    default -> stop })");
+  const auto unavailable = test::envelope(R"({"code":"TRANSIENT","retryable":true})");
+  const std::set<int> ok = {0, 3, 6, 10, 11, 12, 13, 14, 16, 18};
+  struct Call {
+    bool ok;
+    int count;
+    std::int64_t milli;
+  };
+  const Call calls[] = {{true, 0, 10000}, {true, 3, 8500},  {true, 6, 7000},  {false, 8, 5000},
+                        {false, 9, 4000}, {true, 10, 4500}, {true, 11, 5000}, {true, 12, 5500},
+                        {true, 13, 6000}, {true, 14, 6500}, {true, 16, 6000}, {false, 17, 5000}};
+  recourse::Health health;
+  int i = -1;
+  for (const Call& call : calls) {
+    recourse::Context c = test::context(R"({"tool":"g","sideEffect":"none"})");
+    bool succeeded = false;
+    for (c.attempt = 1;; ++c.attempt) {
+      if (ok.count(++i)) {
+        health.record_success(p, c, 0);
+        succeeded = true;
+        break;
+      }
+      health.record_failure(p, c, 0, &unavailable);
+      health.prepare(p, c, 0);
+      const auto d = p.decide(unavailable, c);
+      health.record_decision(p, c, d);
+      if (d.route != Route::Retry) break;
+    }
+    INFO("call ending at " << call.count);
+    CHECK(succeeded == call.ok);
+    CHECK(i == call.count);
+    const std::int64_t milli = health.get("g").milli_tokens;
+    CHECK((milli < 0 ? 10000 : milli) == call.milli);
+  }
+}
+
+TEST_CASE("state: grpc-java's RetriableStreamTest throttling sequences", "[state][a6]") {
+  // grpc-java RetriableStreamTest: Throttle(4, 0.8); RETRIABLE_STATUS_CODE_1 is a code the
+  // policy retries (TRANSIENT here), NON_RETRIABLE_STATUS_CODE one it does not (VALIDATION).
+  const auto p = test::policy(R"(policy "j" {
+    throttle { max_tokens = 4 token_ratio = 0.8 }
+    rule r when code == TRANSIENT -> retry
+    default -> stop })");
+  auto e = [](const char* json) { return test::envelope(json); };
+  const auto retriable = e(R"({"code":"TRANSIENT","retryable":true})");
+  const auto non_retriable = e(R"({"code":"VALIDATION","retryable":false})");
+  auto above = [&](recourse::Health& h) {  // Throttle.isAboveThreshold()
+    recourse::Context c;
+    c.tool = "j";
+    h.prepare(p, c, 0);
+    return !c.retry_throttled;
+  };
+  recourse::Context c;
+  c.tool = "j";
+  SECTION("throttle: failures, then successes") {
+    recourse::Health h;
+    const bool expected[] = {true, false, false, false, false, false};  // 3, 2, 1, 0, 0, 0
+    for (bool want : expected) {
+      h.record_failure(p, c, 0, &retriable);  // onQualifiedFailureThenCheckIsAboveThreshold
+      CHECK(above(h) == want);
+    }
+    const std::int64_t tokens[] = {800, 1600, 2400, 3200, 4000, 4000};
+    for (std::int64_t t : tokens) {
+      h.record_success(p, c, 0);
+      CHECK(h.get("j").milli_tokens == t);
+      CHECK(above(h) == (t * 2 > 4000));
+    }
+    h.record_failure(p, c, 0, &retriable);
+    CHECK(above(h));  // 3
+    h.record_failure(p, c, 0, &retriable);
+    CHECK_FALSE(above(h));  // 2
+  }
+  // Each stream: another call's counted failure first (4 -> 3), then the stream's own.
+  auto stream = [&](const recourse::Envelope& failure) {
+    recourse::Health h;
+    h.record_failure(p, c, 0, &retriable);
+    CHECK(above(h));
+    h.record_failure(p, c, 0, &failure);
+    return h.get("j").milli_tokens;
+  };
+  SECTION("FailWithRetriableStatusCode_WithoutPushback: counted, no retry") {
+    CHECK(stream(retriable) == 2000);
+  }
+  SECTION("FailWithNonRetriableStatusCode_WithoutPushback: not counted") {
+    CHECK(stream(non_retriable) == 3000);
+  }
+  SECTION("FailWithRetriableStatusCode_WithRetriablePushback: counted") {
+    CHECK(stream(e(R"({"code":"TRANSIENT","retryable":true,"retryAfterMs":123})")) == 2000);
+  }
+  SECTION("FailWithNonRetriableStatusCode_WithRetriablePushback: not counted") {
+    CHECK(stream(e(R"({"code":"VALIDATION","retryable":false,"retryAfterMs":123})")) == 3000);
+  }
+  SECTION("FailWithRetriableStatusCode_WithNonRetriablePushback: counted") {
+    CHECK(stream(e(R"({"code":"TRANSIENT","retryable":false})")) == 2000);
+  }
+  SECTION("FailWithNonRetriableStatusCode_WithNonRetriablePushback: a known difference") {
+    // grpc-java counts it (2); the envelope keeps a don't-retry pushback only as retryable
+    // false, as any validation error says, so it is not counted here (docs/language.md).
+    CHECK(stream(e(R"({"code":"VALIDATION","retryable":false})")) == 3000);
+  }
+  SECTION("Succeed: three counted failures, then successes") {
+    recourse::Health h;
+    for (int k = 0; k < 3; ++k) h.record_failure(p, c, 0, &retriable);  // 1
+    h.record_success(p, c, 0);
+    CHECK(h.get("j").milli_tokens == 1800);
+    CHECK_FALSE(above(h));
+    h.record_success(p, c, 0);
+    CHECK(h.get("j").milli_tokens == 2600);
+    CHECK(above(h));
+  }
 }
 
 TEST_CASE("state: the breaker opens, half-opens for one probe, and closes", "[state]") {

@@ -22,13 +22,14 @@ namespace {
 using recourse::LedgerState;
 using recourse::Route;
 
-// Retries while the shared tokens allow; its breaker is the store's (scope shared), so every
-// decision reads and writes counters, breaker, tokens and the ledger.
+// Retries while the shared tokens allow (every TRANSIENT failure takes one, gRFC A6: 20 leave
+// room for the runs below); its breaker is the store's (scope shared), so every decision reads
+// and writes counters, breaker, tokens and the ledger.
 constexpr const char* kPolicy = R"(policy "t" {
   tool { idempotent = true }
   limits { attempts = 5 on_exhausted = degrade }
   breaker { failures = 50 cooldown = 30s scope = shared }
-  throttle { max_tokens = 10 }
+  throttle { max_tokens = 20 }
   rule r when retryable and code != CONTEXT_OVERFLOW -> retry
   default -> stop })";
 
@@ -59,7 +60,7 @@ struct Host {
     workflow.record_attempt(c, 1, now);
     workflow.record_failure(c, e);
     workflow.apply(c, now);
-    health.record_failure(policy, c, now);
+    health.record_failure(policy, c, now, &e);
     health.prepare(policy, c, now);
     Outcome out{policy.decide(e, c), c.attempt, c.side_effect};
     workflow.record_decision(c, out.decision);

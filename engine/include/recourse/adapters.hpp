@@ -103,6 +103,9 @@
 //   INTERNAL 13, DATA_LOSS 15, CANCELLED 1 UNKNOWN false      UNKNOWN 2 UNKNOWN -
 //   OK 0, or anything else: UNKNOWN - with a warning
 //   RESOURCE_EXHAUSTED whose details name a per-day or per-month quota: QUOTA_EXCEEDED false
+//   google.rpc details in JSON (a raw form's `details`) or in the grpc-status-details-bin
+//   trailer (a base64 google.rpc.Status, read within AdapterOptions::status_details; a code
+//   that differs from the status, or malformed bytes: ignored with a warning)
 //   grpc-retry-pushback-ms: a non-negative integer is retryAfterMs; a negative or malformed one
 //   means "do not retry" (gRFC A6): retryable false, with a warning.
 //
@@ -115,6 +118,8 @@
 //   -32042 URL elicitation required (2025-11-25)                       PERMISSION false
 //   -32001 the SDKs' request timeout                                   TIMEOUT -
 //     ("Session not found", a 2025 TypeScript server's, is NOT_FOUND false)
+//   -32020 HeaderMismatch, -32022 UnsupportedProtocolVersion (2026-07-28) UNKNOWN false
+//   -32021 MissingRequiredClientCapability (2026-07-28)                NOT_FOUND false
 //   -32603 Internal error, any other code                              UNKNOWN -
 //
 // MCP tool-execution errors (CallToolResult with isError true; the spec keeps them apart from
@@ -170,10 +175,26 @@ struct AdapterTextLimits {
   std::size_t transport_error_bytes = 1024;  ///< a transport error's text in `message`
 };
 
+/// Limits of gRPC's `grpc-status-details-bin` trailer: a binary google.rpc.Status (base64,
+/// padded or not), read by a bounded protobuf wire-format reader of the few messages AIP-193
+/// names (RetryInfo, BadRequest, ErrorInfo, QuotaFailure). A trailer over max_bytes, or whose
+/// Status is not well-formed protobuf, is ignored whole with a warning; a detail past
+/// max_details, a detail that is not well-formed, or a string over max_string_bytes is skipped
+/// alone with one warning. Nothing is allocated before the length is checked.
+struct StatusDetailsLimits {
+  std::size_t max_bytes = 8192;  ///< the decoded Status, in bytes
+  /// Messages nested deeper are skipped unread. The reader needs 4: Status > Any > a detail
+  /// (QuotaFailure) > its part (a violation, a metadata entry, RetryInfo's Duration).
+  std::size_t max_depth = 4;
+  std::size_t max_details = 16;        ///< google.protobuf.Any details read, in order
+  std::size_t max_string_bytes = 512;  ///< one string: a message, reason, field, quota id, ...
+};
+
 /// Options of every adapter.
 struct AdapterOptions {
   ReaderLimits limits;     ///< the envelope reader's limits; a body beyond max_bytes is ignored
   AdapterTextLimits text;  ///< caps on text the adapter composes from headers and bodies
+  StatusDetailsLimits status_details;   ///< gRPC's grpc-status-details-bin trailer
   std::size_t max_raw_bytes = 1 << 20;  ///< a whole raw form (from_raw); beyond it: not ok
   std::vector<CodeMapping> mappings;    ///< per-tool overrides, first match wins
   bool trusted_server = false;          ///< MCP: honour the tool's annotations

@@ -117,10 +117,16 @@ class Health {
   /// Shared state in `store` (nullptr: one MemoryStore for everything); local breakers in a
   /// MemoryStore of its own.
   explicit Health(std::shared_ptr<Store> store = nullptr, HealthOptions options = {});
-  /// Records that a call of context.tool failed. A closed circuit counts it and may open; the
-  /// failure of the half-open probe (a call of the operation that took it) reopens the circuit
-  /// for another cooldown; other failures while open change nothing (they were in flight).
-  void record_failure(const Policy& policy, const Context& context, std::int64_t now_ms);
+  /// Records that a call of context.tool failed, before prepare() for the next decision. A
+  /// closed circuit counts it and may open; the failure of the half-open probe (a call of the
+  /// operation that took it) reopens the circuit for another cooldown; other failures while open
+  /// change nothing (they were in flight). With `throttle`, a failure gRFC A6 counts takes one
+  /// retry token, whether it is then retried or not, so the check in prepare() follows the
+  /// decrement: one whose `envelope` has a code the policy retries (docs/language.md, section
+  /// 10, "Retry tokens"); without an envelope (nullptr) every failure counts, the conservative
+  /// reading.
+  void record_failure(const Policy& policy, const Context& context, std::int64_t now_ms,
+                      const Envelope* envelope = nullptr);
   /// Fills context.circuit and context.retry_throttled for the decision about the next call, and
   /// context.side_effect from the ledger when the host gave none and the ledger has an entry.
   /// When an open circuit's cooldown has passed, the first caller takes the one half-open probe
@@ -129,8 +135,8 @@ class Health {
   /// not answer (and counts the decision, with one Workflow::apply already set it); a context
   /// so flagged takes its retry tokens from the fallback bucket (HealthOptions).
   void prepare(const Policy& policy, Context& context, std::int64_t now_ms);
-  /// Records the decision taken: a retry costs one retry token (gRFC A6's bucket, with tokens
-  /// following the decided route, never the envelope's `retryable`).
+  /// Records the decision taken. Retry tokens were taken by record_failure(); a retry decided
+  /// while the store could not answer takes one from the fallback bucket (HealthOptions).
   void record_decision(const Policy& policy, const Context& context, const Decision& decision);
   /// Records a success: gives token_ratio tokens back (up to max_tokens) and closes the circuit.
   void record_success(const Policy& policy, const Context& context, std::int64_t now_ms);

@@ -33,14 +33,15 @@
 namespace recourse {
 
 /// gRFC A6 retry tokens of one tool, in milli-tokens (integers: Redis truncates Lua numbers).
-/// The bucket starts full; a retry takes 1000, a success gives ratio_milli back (capped at
-/// max_milli); retries are allowed while tokens > max_milli / 2.
+/// The bucket starts full; a failure A6 counts takes 1000 (BucketEvent::Retry), a success gives
+/// ratio_milli back (capped at max_milli); retries are allowed while tokens > max_milli / 2.
 struct BucketSpec {
   std::int64_t max_milli = 10000;  ///< max_tokens x 1000
   std::int64_t ratio_milli = 100;  ///< token_ratio x 1000
 };
 
-/// A token-bucket event: Read changes nothing.
+/// A token-bucket event: Read changes nothing; Retry takes a token (a failure gRFC A6 counts,
+/// retried or not); Success gives token_ratio back.
 enum class BucketEvent : std::uint8_t { Read, Retry, Success };
 
 /// Circuit breaker settings: open after `failures` consecutive failures, or when at least

@@ -86,36 +86,55 @@ void keep_window(std::optional<std::string>& into, std::optional<std::string> wi
 
 }  // namespace
 
+void apply_google_details(const GoogleDetails& details, BodyInfo& info) {
+  if (details.retry_delay_ms) info.retry_delay_ms = details.retry_delay_ms;
+  if (!details.field_violations.empty()) {
+    const auto& v = details.field_violations.front();
+    if (!v.field.empty() && !info.field) info.field = v.field;
+    if (!v.description.empty() && !info.suggestion) info.suggestion = v.description;
+  }
+  for (const auto& reason : details.reasons)
+    if (!reason.empty()) info.types.push_back(reason);
+  for (const auto& [key, value] : details.metadata)
+    if (key == "quota_limit" || key == "quota_id" || key == "quota_metric")
+      keep_window(info.quota_window, quota_window(value));
+  for (const auto& v : details.quota_violations)
+    for (const std::string* q : {&v.quota_id, &v.quota_metric})
+      keep_window(info.quota_window, quota_window(*q));
+}
+
 void read_google_details(const json& details, BodyInfo& info) {
   if (!details.is_array()) return;
+  GoogleDetails g;
+  auto text = [](const json& object, const char* key) {
+    const std::string* s = str(object, key);
+    return s ? *s : std::string();
+  };
   for (const auto& d : details) {
     const std::string* type = str(d, "@type");
     if (type == nullptr) continue;
     if (has(*type, "google.rpc.RetryInfo")) {
       if (const std::string* delay = str(d, "retryDelay"))
-        if (auto ms = duration_ms(*delay)) info.retry_delay_ms = ms;
+        if (auto ms = duration_ms(*delay)) g.retry_delay_ms = ms;
     } else if (has(*type, "google.rpc.BadRequest")) {
       const auto it = d.find("fieldViolations");
-      if (it != d.end() && it->is_array() && !it->empty()) {
-        const json& v = it->front();
-        if (const std::string* f = str(v, "field"); f && !info.field) info.field = *f;
-        if (const std::string* s = str(v, "description"); s && !info.suggestion)
-          info.suggestion = *s;
-      }
+      if (it != d.end() && it->is_array() && !it->empty())
+        g.field_violations.push_back(
+            {text(it->front(), "field"), text(it->front(), "description")});
     } else if (has(*type, "google.rpc.ErrorInfo")) {
-      if (const std::string* reason = str(d, "reason")) info.types.push_back(*reason);
+      g.reasons.push_back(text(d, "reason"));
       if (const auto md = d.find("metadata"); md != d.end() && md->is_object())
-        for (const char* key : {"quota_limit", "quota_id", "quota_metric"})
-          if (const std::string* q = str(*md, key))
-            keep_window(info.quota_window, quota_window(*q));
+        for (const auto& [key, value] : md->items())
+          if (value.is_string() && !is_marker(value))
+            g.metadata.emplace_back(key, value.get<std::string>());
     } else if (has(*type, "google.rpc.QuotaFailure")) {
       const auto it = d.find("violations");
       if (it == d.end() || !it->is_array()) continue;
       for (const auto& v : *it)
-        for (const char* key : {"quotaId", "quotaMetric"})
-          if (const std::string* q = str(v, key)) keep_window(info.quota_window, quota_window(*q));
+        g.quota_violations.push_back({text(v, "quotaMetric"), text(v, "quotaId")});
     }
   }
+  apply_google_details(g, info);
 }
 
 BodyInfo read_body(const json& body) {

@@ -15,6 +15,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "adapters/json.hpp"
@@ -55,10 +56,33 @@ std::optional<std::string> aws_error_code(std::string_view raw);
 /// nullopt when none is.
 std::optional<std::string> quota_window(std::string_view name);
 
-/// google.rpc details (AIP-193: RetryInfo, BadRequest, ErrorInfo, QuotaFailure), in a Google
-/// JSON error or gRPC: the retry delay, the first field violation (field, description), the
-/// ErrorInfo reason as a type, and the longest quota window the QuotaFailure violations and
-/// the ErrorInfo metadata name.
+/// The google.rpc error details AIP-193 names (google/rpc/error_details.proto: RetryInfo,
+/// BadRequest, ErrorInfo, QuotaFailure), as either encoding carried them: the JSON form of a
+/// Google error body or a gRPC raw form's `details` (read_google_details()), or the binary
+/// google.rpc.Status of the grpc-status-details-bin trailer (protobuf.hpp). Only the members
+/// apply_google_details() gives a meaning are kept; an empty string is an absent one (proto3).
+struct GoogleDetails {
+  struct FieldViolation {
+    std::string field, description;
+  };
+  struct QuotaViolation {
+    std::string quota_metric, quota_id;
+  };
+  std::optional<std::int64_t> retry_delay_ms;    // the last RetryInfo.retry_delay, ms rounded up
+  std::vector<FieldViolation> field_violations;  // every BadRequest's, in order
+  std::vector<std::string> reasons;              // ErrorInfo.reason, in order
+  std::vector<std::pair<std::string, std::string>> metadata;  // ErrorInfo.metadata entries
+  std::vector<QuotaViolation> quota_violations;               // every QuotaFailure's
+};
+
+/// What google.rpc details mean, whichever encoding carried them: the retry delay; the first
+/// field violation's field and description (unless the body gave them already); each ErrorInfo
+/// reason as a type; the longest quota window the QuotaFailure violations (quota_id,
+/// quota_metric) and the ErrorInfo metadata (quota_limit, quota_id, quota_metric) name.
+void apply_google_details(const GoogleDetails& details, BodyInfo& info);
+
+/// google.rpc details in their JSON form (an array of objects with "@type"; proto3's JSON
+/// mapping: retryDelay "30.2s", fieldViolations, quotaId), read and applied.
 void read_google_details(const json& details, BodyInfo& info);
 
 /// True when the details name a quota of a day or longer (quota_window): a limit that no

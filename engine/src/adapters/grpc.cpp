@@ -1,5 +1,6 @@
 // Adapters, gRPC: a status by name ("UNAVAILABLE", Go's "Unavailable") or number, its message,
-// google.rpc details and the trailing metadata.
+// google.rpc details (JSON, or the binary grpc-status-details-bin trailer) and the trailing
+// metadata.
 //
 // Input: the status, message and metadata a gRPC client reports, or a raw form's members.
 // Output: the Builder's envelope (protocols.hpp). Sources: grpc/doc/statuscodes.md (the table,
@@ -9,6 +10,7 @@
 #include <cctype>
 
 #include "adapters/body.hpp"
+#include "adapters/protobuf.hpp"
 #include "adapters/protocols.hpp"
 #include "adapters/text.hpp"
 #include "source/utf8.hpp"
@@ -65,10 +67,43 @@ std::optional<std::size_t> grpc_status(std::string_view s) {
 
 }  // namespace
 
+namespace {
+
+// The grpc-status-details-bin trailer (protobuf.hpp), when there is one and it reads; else a
+// warning says why it was ignored.
+std::optional<RpcStatus> status_details(Builder& b, const Headers& metadata) {
+  const HeaderValue bin = header(metadata, "grpc-status-details-bin");
+  if (!bin.present) return std::nullopt;
+  if (bin.repeated) {
+    b.warn("malformed", "code", "grpc-status-details-bin appears more than once; ignored");
+    return std::nullopt;
+  }
+  RpcStatusRead read = read_status_details_bin(trim(bin.value), b.options().status_details);
+  if (!read.status) {
+    b.warn("malformed", "code", "grpc-status-details-bin ignored: " + read.error);
+    return std::nullopt;
+  }
+  if (!read.status->skipped.empty())
+    b.warn("malformed", "code", "grpc-status-details-bin: skipped " + read.status->skipped);
+  return std::move(read.status);
+}
+
+}  // namespace
+
 void grpc(Builder& b, std::optional<std::string> status, std::string_view message,
           const Headers& metadata, const json* details) {
   Envelope& e = b.e();
+  std::optional<RpcStatus> bin = status_details(b, metadata);
+  // grpc-go reads a trailer's Status as the call's status; when grpc-status is there too, the
+  // two must agree (grpc-java's StatusProto: "code must match gRPC status code").
+  if (!status && bin) status = std::to_string(bin->code);
   const auto index = status ? grpc_status(*status) : std::nullopt;
+  if (bin && (!index || static_cast<std::int64_t>(*index) != bin->code)) {
+    b.warn("malformed", "code",
+           "grpc-status-details-bin's code " + std::to_string(bin->code) +
+               " does not match the gRPC status; its details are ignored");
+    bin.reset();
+  }
   bool exhausted = false;  // RESOURCE_EXHAUSTED, not overridden by the policy's `map`
   if (!index) {
     b.warn("malformed", "code",
@@ -85,9 +120,13 @@ void grpc(Builder& b, std::optional<std::string> status, std::string_view messag
     if (m) b.set_code_only(m->code, "override grpc " + m->key);
     exhausted = !m && std::string_view(row.name) == "RESOURCE_EXHAUSTED";
   }
-  if (!message.empty()) e.message = valid_utf8(message);
+  if (!message.empty())
+    e.message = valid_utf8(message);
+  else if (bin && !bin->message.empty())
+    e.message = valid_utf8(bin->message);
   BodyInfo info;
   if (details) read_google_details(*details, info);
+  if (bin) apply_google_details(bin->details, info);
   // AIP-193: RESOURCE_EXHAUSTED whose QuotaFailure or ErrorInfo names a per-day quota is spent
   // for the day, not a rate limit to retry (an override of the status still wins).
   if (exhausted && long_quota(info))

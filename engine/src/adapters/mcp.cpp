@@ -6,8 +6,10 @@
 // MCP specification, revisions 2025-06-18, 2025-11-25 and 2026-07-28: server/tools
 // (CallToolResult, content, structuredContent, tool annotations; an unknown tool is -32602),
 // server/resources (a missing resource is -32002 up to 2025-11-25, -32602 with data {uri} in
-// 2026-07-28), client/elicitation (-32042, 2025-11-25), basic (the error code ranges, 2026-07-28)
-// and basic/transports (streamable HTTP); the SDKs' -32001 request timeout (python-sdk
+// 2026-07-28), client/elicitation (-32042, 2025-11-25), basic (the error code ranges and the
+// codes -32020 to -32022, 2026-07-28; schema.ts HEADER_MISMATCH,
+// MISSING_REQUIRED_CLIENT_CAPABILITY, UNSUPPORTED_PROTOCOL_VERSION) and basic/transports
+// (streamable HTTP); the SDKs' -32001 request timeout (python-sdk
 // mcp_types/jsonrpc.py REQUEST_TIMEOUT) and "Session not found" (typescript-sdk
 // server/streamableHttp.ts). The tables are in docs/adapters.md, "JSON-RPC and MCP".
 #include <algorithm>
@@ -103,6 +105,30 @@ bool text_error(Builder& b, std::string_view text) {
   return true;
 }
 
+// What the 2026-07-28 errors' data say the client must change (schema.ts:
+// MissingRequiredClientCapabilityError's data.requiredCapabilities, an object of capability
+// names; UnsupportedProtocolVersionError's data.supported, a list of versions), at most 8 names.
+std::optional<std::string> protocol_suggestion(std::int64_t code, const json& data) {
+  std::string names;
+  auto add = [&](const std::string& name) {
+    if (!names.empty()) names += ", ";
+    names += name;
+  };
+  std::size_t n = 0;
+  if (const auto it = data.find("requiredCapabilities");
+      code == -32021 && it != data.end() && it->is_object()) {
+    for (const auto& [name, value] : it->items())
+      if (n++ < 8 && !is_marker(value)) add(name);
+    if (!names.empty()) return "declare the client capabilities: " + names;
+  } else if (const auto it = data.find("supported");
+             code == -32022 && it != data.end() && it->is_array()) {
+    for (const auto& v : *it)
+      if (n++ < 8 && v.is_string() && !is_marker(v)) add(v.get<std::string>());
+    if (!names.empty()) return "use a protocol version the server supports: " + names;
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 void jsonrpc(Builder& b, std::optional<std::int64_t> code, std::optional<std::string> message,
@@ -124,6 +150,10 @@ void jsonrpc(Builder& b, std::optional<std::int64_t> code, std::optional<std::st
       b.set_code("NOT_FOUND", false, l);
     else if (c == -32042)
       b.set_code("PERMISSION", false, l);
+    else if (c == -32021)  // MissingRequiredClientCapability: -32601's twin for the client side
+      b.set_code("NOT_FOUND", false, l);
+    else if (c == -32020 || c == -32022)  // HeaderMismatch, UnsupportedProtocolVersion
+      b.set_code("UNKNOWN", false, l);
     else if (c == -32001 && message && iequals(trim(*message), "session not found"))
       b.set_code("NOT_FOUND", false, l + " (session not found)");
     else if (c == -32001)
@@ -140,6 +170,7 @@ void jsonrpc(Builder& b, std::optional<std::int64_t> code, std::optional<std::st
     e.suggestion = info.suggestion;
     if (!e.message && info.message) e.message = info.message;
     if (info.envelope) b.overlay(*info.envelope, "jsonrpc data");
+    if (!e.suggestion && code) e.suggestion = protocol_suggestion(*code, *data);
   }
 }
 
@@ -179,6 +210,16 @@ void mcp(Builder& b, const json& reply, std::optional<std::int64_t> now_ms) {
         for (const auto& [k, v] : h->items())
           if (v.is_string()) headers.emplace_back(k, v.get<std::string>());
       const json* body = b.member(reply, "body", "message");
+      // 2026-07-28 answers its protocol errors (-32020 to -32022, an invalid or unknown -32602)
+      // with HTTP 400 and the JSON-RPC error response as the body: the error says more.
+      if (const json* error =
+              s == 400 && body && body->is_object() ? b.member(*body, "error", "code") : nullptr;
+          error && error->is_object() && error->contains("code") &&
+          (*error)["code"].is_number_integer()) {
+        jsonrpc_object(b, *error, "mcp protocol error");
+        b.result().mapping = "mcp transport: http 400 " + b.mapping();
+        return;
+      }
       http(b, static_cast<int>(std::clamp<std::int64_t>(s, -1, 1000)), headers,
            body && body->is_object() ? body : nullptr,
            body && body->is_string() ? std::string_view(body->get_ref<const std::string&>())

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "eval/backoff.hpp"
+#include "eval/eval.hpp"
 #include "store/logic.hpp"
 #include "table/compiled.hpp"
 
@@ -38,6 +39,53 @@ BucketSpec bucket_spec(const detail::Throttle& t) {
 
 BreakerSpec breaker_spec(const detail::Breaker& b) {
   return {b.failures, milli(b.ratio), b.window, b.min_calls, b.cooldown_ms};
+}
+
+// A condition's truth for one code with every other attribute unknown: false, true or maybe.
+enum class Truth : std::uint8_t { False, True, Maybe };
+
+Truth for_code(const detail::Cond& c, const detail::Slot& code) {
+  using K = ast::Expr::Kind;
+  switch (c.kind) {
+    case K::Test:
+      if (c.attr != detail::Attr::Code) return Truth::Maybe;
+      return detail::eval_test(c, code) ? Truth::True : Truth::False;
+    case K::Not: {
+      const Truth t = for_code(c.children[0], code);
+      return t == Truth::Maybe ? t : t == Truth::True ? Truth::False : Truth::True;
+    }
+    case K::And:
+    case K::Or: {
+      const Truth settles = c.kind == K::And ? Truth::False : Truth::True;
+      Truth r = c.kind == K::And ? Truth::True : Truth::False;
+      for (const auto& child : c.children) {
+        const Truth t = for_code(child, code);
+        if (t == settles) return t;
+        if (t == Truth::Maybe) r = t;
+      }
+      return r;
+    }
+  }
+  return Truth::Maybe;
+}
+
+// A failure gRFC A6 counts for throttling: "a status code that qualifies as retryable", here a
+// code some `retry` rule of the policy can take (its condition is not false for that code,
+// whatever the other attributes; a rule without one takes every code). The code is resolved as
+// decide() resolves it: an unknown one is UNKNOWN, an absent one fails every test but `is
+// absent`.
+bool counts_for_throttle(const detail::Compiled& p, const Envelope& e) {
+  detail::Slot code;
+  if (e.code) {
+    const std::int64_t id = p.code_ids.find(*e.code);
+    code.present = true;
+    code.num = id < 0 ? detail::kUnknownCodeId : id;
+  }
+  for (const detail::RuleSpec& rule : p.spec.rules)
+    if (rule.action.route == Route::Retry &&
+        (!rule.when || for_code(*rule.when, code) != Truth::False))
+      return true;
+  return false;
 }
 
 // Restores `store` from JSON, prefixing errors with `what`.
@@ -225,10 +273,19 @@ Store& Health::breakers(const Policy& policy) const {
   return detail::compiled(policy).spec.breaker.shared ? *store_ : *local_;
 }
 
-void Health::record_failure(const Policy& policy, const Context& c, std::int64_t now_ms) {
-  const detail::Breaker& b = detail::compiled(policy).spec.breaker;
-  if (!b.enabled) return;
+void Health::record_failure(const Policy& policy, const Context& c, std::int64_t now_ms,
+                            const Envelope* envelope) {
+  const detail::PolicySpec& spec = detail::compiled(policy).spec;
   now_ms_ = std::max(now_ms_.load(), now_ms);
+  // gRFC A6, "Throttling Retry Attempts and Hedged RPCs": "Every failed RPC will decrement the
+  // token_count by 1", where "the only RPCs that are counted as failures ... fail with a status
+  // code that qualifies as retryable". A store that cannot answer takes nothing: prepare() then
+  // reads the fallback bucket.
+  if (spec.throttle.enabled &&
+      (!envelope || counts_for_throttle(*&detail::compiled(policy), *envelope)))
+    store_->bucket(c.tool, BucketEvent::Retry, bucket_spec(spec.throttle), now_ms);
+  const detail::Breaker& b = spec.breaker;
+  if (!b.enabled) return;
   Store& store = breakers(policy);
   if (&store != local_.get()) store.outcome(c.tool, c.operation_id, true, breaker_spec(b), now_ms);
   local_->outcome(c.tool, c.operation_id, true, breaker_spec(b), now_ms);
@@ -282,11 +339,8 @@ void Health::prepare(const Policy& policy, Context& c, std::int64_t now_ms) {
 }
 
 void Health::record_decision(const Policy& policy, const Context& c, const Decision& d) {
-  const detail::Throttle& t = detail::compiled(policy).spec.throttle;
-  if (!t.enabled || d.route != Route::Retry) return;
-  const bool shared =
-      store_->bucket(c.tool, BucketEvent::Retry, bucket_spec(t), now_ms_).has_value();
-  if (!shared || c.store_unavailable)  // prepare() let it through on the fallback bucket
+  if (!detail::compiled(policy).spec.throttle.enabled || d.route != Route::Retry) return;
+  if (c.store_unavailable)  // prepare() let it through on the fallback bucket
     fallback_milli_ = std::max<std::int64_t>(0, fallback_milli_.load() - 1000);
 }
 

@@ -1,7 +1,7 @@
 // The store operations as pure functions on one record; see logic.hpp.
 //
 // The token bucket follows gRFC A6 ("gRPC Retry Design", retry throttling): tokens start at
-// max_tokens, a failure the engine decides to retry takes 1, a success gives token_ratio back
+// max_tokens, a failure A6 counts takes 1 (retried or not), a success gives token_ratio back
 // (capped at max_tokens), and retries are allowed only while tokens > max_tokens / 2. Tokens are
 // integer thousandths. The breaker is the classic closed -> open -> half-open machine
 // (Nygard, "Release It!"), with the half-open probe held as a lease.
