@@ -100,10 +100,10 @@ DiffResult diff(const Source& before, const Source& after, std::string_view poli
     auto ta = detail::compile(*a, options, sources, result.diagnostics, &*b);
     auto tb = detail::compile(*b, options, sources, result.diagnostics, &*a);
     if (!ta || !tb) return result;
-    const auto old_policy =
-        detail::Compiled::make(std::move(*a), std::move(*ta), options.attempt_ceiling);
-    const auto new_policy =
-        detail::Compiled::make(std::move(*b), std::move(*tb), options.attempt_ceiling);
+    const auto old_policy = detail::Compiled::make(std::move(*a), std::move(*ta),
+                                                   options.attempt_ceiling, options.steering);
+    const auto new_policy = detail::Compiled::make(std::move(*b), std::move(*tb),
+                                                   options.attempt_ceiling, options.steering);
     result.settings = setting_changes(*old_policy, *new_policy);
     const detail::Table& told = old_policy->table;
     const detail::Table& tnew = new_policy->table;
