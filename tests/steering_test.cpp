@@ -6,9 +6,11 @@
 // test fails below 90% detection or with any false positive on the ordinary texts.
 #include <catch2/catch.hpp>
 #include <fstream>
+#include <iostream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <sstream>
 #include <string>
 #include <vector>
 

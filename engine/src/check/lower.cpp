@@ -83,9 +83,12 @@ void add_invariants(PolicySpec& spec) {
   never("bounded_retries", retry | repair,
         test(Attr::AttemptsLeft, Op::Le, 0, "attempts_left <= 0"),
         "never [retry, repair] when attempts_left <= 0");
-  never("steered_repair", repair,
-        test(Attr::SuspiciousSuggestion, Op::Truthy, 0, "suspicious_suggestion"),
-        "never repair when suspicious_suggestion");
+  // Only a policy that repairs has a suggestion to send (and so the column to prove it on).
+  if (std::any_of(spec.rules.begin(), spec.rules.end(),
+                  [](const RuleSpec& r) { return r.action.route == Route::Repair; }))
+    never("steered_repair", repair,
+          test(Attr::SuspiciousSuggestion, Op::Truthy, 0, "suspicious_suggestion"),
+          "never repair when suspicious_suggestion");
 }
 
 // The guards, in precedence order (docs/language.md, "Guards and precedence"): side-effect
