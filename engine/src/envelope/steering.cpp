@@ -290,14 +290,28 @@ constexpr Phrase kPhrases[] = {
     {kSteerExfiltration, "include your api key"},
 };
 
-// Verbs that command the reader when imperative (see imperative()), by category.
-constexpr std::string_view kFetchVerbs[] = {"fetch",    "visit",  "open",  "navigate",  "browse",
-                                            "download", "click",  "go to", "check out", "read from",
-                                            "retrieve", "follow", "curl",  "wget"};
-constexpr std::string_view kSendVerbs[] = {"send",  "forward",  "upload", "share", "leak", "post",
-                                           "email", "transmit", "submit", "copy",  "cc"};
-constexpr std::string_view kRunVerbs[] = {"run",   "execute", "type",  "paste",
-                                          "enter", "call",    "invoke"};
+// Verbs that command the reader when imperative (see imperative()): to fetch a URL, to send
+// data to an address, to run a command or call a tool.
+enum VerbKind : std::uint8_t { kFetch = 1, kSend = 2, kRun = 4 };
+struct Verb {
+  std::string_view text;
+  std::uint8_t kind;
+};
+constexpr Verb kVerbs[] = {
+    {"fetch", kFetch},     {"visit", kFetch},     {"open", kFetch},     {"navigate", kFetch},
+    {"browse", kFetch},    {"download", kFetch},  {"click", kFetch},    {"go to", kFetch},
+    {"check out", kFetch}, {"read from", kFetch}, {"retrieve", kFetch}, {"follow", kFetch},
+    {"curl", kFetch},      {"wget", kFetch},      {"send", kSend},      {"forward", kSend},
+    {"upload", kSend},     {"share", kSend},      {"leak", kSend},      {"post", kSend},
+    {"email", kSend},      {"transmit", kSend},   {"submit", kSend},    {"copy", kSend},
+    {"cc", kSend},         {"run", kRun},         {"execute", kRun},    {"type", kRun},
+    {"paste", kRun},       {"enter", kRun},       {"call", kRun},       {"invoke", kRun}};
+// The verbs' first letters, a bit per letter: most words are no verb, and this tells at once.
+constexpr std::uint32_t kVerbLetters = [] {
+  std::uint32_t m = 0;
+  for (const Verb& v : kVerbs) m |= 1u << (v.text.front() - 'a');
+  return m;
+}();
 // Words that make the verb after them imperative.
 constexpr std::string_view kImperativeLead[] = {
     "please",      "then",   "and",  "first", "now",    "must",    "should", "always",
@@ -387,7 +401,10 @@ class Scanner {
     std::uint32_t found = 0;
     for (std::size_t i = 0; i < t_.size(); ++i) {
       const auto c = static_cast<unsigned char>(lower(t_[i]));
-      if (c < 128)
+      // Inside a word no phrase starts: those beginning with a letter or digit need a word
+      // boundary, and the others begin with what is no letter or digit.
+      const bool mid_word = alnum(t_[i]) && i > 0 && alnum(t_[i - 1]);
+      if (c < 128 && !mid_word)
         for (std::size_t k = kIndex.begin[c]; k < kIndex.begin[c + 1u]; ++k) {
           const Phrase& p = kPhrases[kIndex.order[k]];
           if (!(found & p.category) && phrase_at(i, p.text)) found |= p.category;
@@ -508,8 +525,12 @@ class Scanner {
   // The categories an imperative verb at word start i gives.
   std::uint32_t verbs_at(std::size_t i) const {
     std::uint32_t found = 0;
-    const bool fetch = word_in(i, kFetchVerbs), send = word_in(i, kSendVerbs),
-               run = word_in(i, kRunVerbs);
+    const char c = lower(t_[i]);
+    if (c < 'a' || c > 'z' || !(kVerbLetters & 1u << (c - 'a'))) return 0;
+    std::uint8_t kind = 0;
+    for (const Verb& v : kVerbs)
+      if (v.text.front() == c && word_is(i, v.text)) kind |= v.kind;
+    const bool fetch = kind & kFetch, send = kind & kSend, run = kind & kRun;
     if (!fetch && !send && !run) return 0;
     if (!imperative(i)) return 0;
     if (fetch && address_after(i, 120, false)) found |= kSteerUrl;
@@ -581,6 +602,7 @@ class Scanner {
       if (singles >= 10) return kSteerEncodedPayload;
     }
     for (std::size_t i = 0; i + 6 < n; ++i) {
+      if (t_[i] != ';' && lower(t_[i]) != 'b') continue;
       if (phrase_at(i, ";base64,")) return kSteerEncodedPayload;
       if (phrase_at(i, "base64")) {
         std::size_t j = i + 6;
