@@ -2,9 +2,9 @@
 // corpus of injected instructions (tests/steering/corpus.jsonl, organised by the categories
 // public prompt-injection benchmarks use) and false positives on ordinary error text (every
 // `message` and `suggestion` of tests/cases/*.json and rules/traces/*.jsonl, with those the
-// adapters make of their raw forms, and the corpus's hard negatives). The figures are printed and
-// reported in docs/adapters.md, "Steering"; the test fails below 90% detection or with any false
-// positive on the ordinary texts.
+// adapters make of their raw forms, and the corpus's hard negatives). The figures are printed
+// and reported in docs/adapters.md, "Steering"; the test fails below 90% detection or with any
+// false positive on the ordinary texts.
 #include <catch2/catch.hpp>
 #include <fstream>
 #include <iostream>
