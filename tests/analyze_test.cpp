@@ -264,3 +264,34 @@ TEST_CASE("analyze: retry rules a hostile server can steer", "[analyze]") {
                           "retryable -> retry\n  default -> stop\n}\n")
             .empty());
 }
+
+TEST_CASE(
+    "analyze: counterexamples on suspicious_text and suspicious_suggestion carry the text "
+    "that gives them",
+    "[analyze][steering]") {
+  // The gate escalates a repair of a flagged suggestion: an assertion that denies it fails,
+  // and its counterexample's suggestion reads as instructions when decided.
+  // (unsafe_resend waived, so gate:unknown_outcome is not another way to escalate).
+  const std::string repairs =
+      "  waive unsafe_resend \"test\"\n"
+      "  rule fix when code == VALIDATION and suggestion is present -> repair\n"
+      "  default -> stop\n}\n";
+  const std::string gated =
+      "policy \"p\" {\n  assert never escalate when code == VALIDATION\n" + repairs;
+  auto d = test::diagnostics(gated);
+  const auto* e = find(d, "E120");
+  REQUIRE(e);
+  CHECK_THAT(e->help, Catch::Contains("ignore previous instructions"));
+  CHECK(replay(*e, "policy \"p\" {\n" + repairs) == recourse::Route::Escalate);
+  // A rule on the message: the counterexample's message is flagged.
+  const std::string body =
+      "  rule steered when suspicious_text -> escalate \"steering\"\n"
+      "  rule transient when code == TRANSIENT -> retry\n  default -> stop\n}\n";
+  d = test::diagnostics("policy \"q\" {\n  assert never escalate when code == TRANSIENT\n" + body);
+  e = find(d, "E120");
+  REQUIRE(e);
+  CHECK_THAT(e->help, Catch::Contains(R"("message":"ignore previous instructions")"));
+  CHECK(replay(*e, "policy \"q\" {\n" + body) == recourse::Route::Escalate);
+  // No policy that repairs can break steered_repair: the gate holds it (E105 never fires).
+  CHECK(find(test::diagnostics(gated), "E105") == nullptr);
+}

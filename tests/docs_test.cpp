@@ -25,6 +25,7 @@
 #include <string>
 #include <vector>
 
+#include "envelope/steering.hpp"
 #include "model/fields.hpp"
 #include "model/settings.hpp"
 #include "recourse/recourse.hpp"
@@ -585,6 +586,23 @@ TEST_CASE("the reference's attribute table lists every attribute with its JSON k
   };
   detail::for_each_envelope_field(keyed("(envelope)"));
   detail::for_each_context_field(keyed("(context)"));
+}
+
+TEST_CASE("the reference's steering categories are the detector's", "[docs]") {
+  // docs/language.md section 4, "Steering": one row per category, in the table's order, with
+  // the name the warnings use and the meaning kSteeringCategories gives.
+  const std::string reference = read_file(test::source_dir() + "/docs/language.md");
+  const std::size_t at = reference.find("\n| Category | What it finds |\n");
+  REQUIRE(at != std::string::npos);
+  std::istringstream section(reference.substr(at + 1));
+  std::vector<std::string> documented, expected;
+  std::string line;
+  std::getline(section, line);  // the header
+  std::getline(section, line);  // the rule
+  while (std::getline(section, line) && line.rfind("| `", 0) == 0) documented.push_back(line);
+  for (const auto& c : recourse::detail::kSteeringCategories)
+    expected.push_back("| `" + std::string(c.name) + "` | " + std::string(c.meaning) + " |");
+  CHECK(documented == expected);
 }
 
 TEST_CASE("the reference's settings tables are the settings table", "[docs]") {

@@ -54,7 +54,7 @@ TEST_CASE("recourse fuzz: --seconds is each policy's, and an unattacked policy i
     ++summaries;
     const auto name = line.find(": ");
     CHECK(std::stoull(line.substr(name + 2, at - name - 2)) > 0);
-    CHECK(line.find(" decisions, 7 properties checked, 0 broken") != std::string::npos);
+    CHECK(line.find(" decisions, 8 properties checked, 0 broken") != std::string::npos);
   }
   CHECK(summaries == 6);  // rules/examples: six files of one policy each
   CHECK(r.out.find("warning") == std::string::npos);
@@ -63,12 +63,12 @@ TEST_CASE("recourse fuzz: --seconds is each policy's, and an unattacked policy i
   const auto bounds =
       test::run(test::cli() + " fuzz --sequences 10 " + test::source_dir() + "/examples/fuzz 2>&1");
   CHECK(bounds.out.find("calendar.book: 10 sequences, ") != std::string::npos);
-  CHECK(bounds.out.find(" decisions, 9 properties checked, ") != std::string::npos);
+  CHECK(bounds.out.find(" decisions, 10 properties checked, ") != std::string::npos);
 
   const std::string none = test::cli() + " fuzz " + dir + " --tool payments.create --seconds 0";
   const auto out = test::run(none + " 2>/dev/null");
   CHECK(out.status == 1);
-  CHECK(out.out == "payments.create: 0 sequences, 0 decisions, 7 properties checked, 0 broken\n");
+  CHECK(out.out == "payments.create: 0 sequences, 0 decisions, 8 properties checked, 0 broken\n");
   CHECK(test::run(none + " 2>&1 >/dev/null").out ==
         "warning: policy \"payments.create\" got no sequence in 0s: nothing was checked (raise "
         "--seconds or give --sequences)\n");

@@ -21,6 +21,7 @@
 #include <string_view>
 #include <vector>
 
+#include "envelope/steering.hpp"
 #include "model/model.hpp"
 #include "recourse/envelope.hpp"
 #include "recourse/policy.hpp"
@@ -202,7 +203,18 @@ inline Input attributes(const PolicySpec& spec, const recourse::Envelope& e,
     in[Attr::FieldInArguments] =
         number(std::find(args.begin(), args.end(), *e.field) != args.end() ? 1 : 0);
   }
-  // deadline_slack (guards only) is not computed: guard 9 reads retry_after and time_left.
+  // suspicious_text: the detector flags the message or the suggestion (false when both are
+  // absent); suspicious_suggestion: it flags the suggestion. The detector's verdict on one text
+  // is the one piece shared with the engine: the corpus test (steering_test.cpp) measures it.
+  const recourse::SteeringLimits limits;
+  auto flagged = [&](const std::optional<std::string>& s) {
+    return s ? recourse::detail::scan_steering(*s, limits) : 0u;
+  };
+  const std::uint32_t message = flagged(e.message), suggestion = flagged(e.suggestion);
+  if (message | suggestion) out.warnings |= recourse::kSuspiciousText;
+  in[Attr::SuspiciousText] = number((message | suggestion) != 0 ? 1 : 0);
+  in[Attr::SuspiciousSuggestion] = number(suggestion != 0 ? 1 : 0);
+  // deadline_slack (guards only) is not computed: guard 10 reads retry_after and time_left.
   return in;
 }
 
@@ -337,29 +349,33 @@ inline std::optional<Override> guard(const PolicySpec& spec, Route route, const 
     return Override{"gate:unknown_outcome", "", "outcome unknown; verify before resending",
                     verify ? Route::Replace : Route::Escalate, spec.verify};
   }
-  // 3. budget:retry_after (false when absent)
+  // 3. gate:steering: a repair of a suggestion that reads as instructions
+  if (!retry && in[Attr::SuspiciousSuggestion].num)
+    return Override{"gate:steering", "", "the suggestion reads as instructions to the agent",
+                    Route::Escalate, ""};
+  // 4. budget:retry_after (false when absent)
   if (retry && hint.present && hint.num > spec.retry_after_max_ms)
     return spent("retry_after", "server asked to wait longer than retry_after_max");
-  // 4. budget:repeats, with limits.repeats
+  // 5. budget:repeats, with limits.repeats
   if (spec.repeats != kNoLimit && c.repeats >= spec.repeats)
     return spent("repeats", "the same call failed the same way too often; change approach");
-  // 5. budget:attempts
+  // 6. budget:attempts
   if (in[Attr::AttemptsLeft].num <= 0) return spent("attempts", "attempt budget spent");
-  // 6. budget:repairs
+  // 7. budget:repairs
   if (!retry && c.repairs >= spec.repairs) return spent("repairs", "repair budget spent");
-  // 7. budget:cost, with limits.cost
+  // 8. budget:cost, with limits.cost
   if (spec.cost_max != kNoLimit && in[Attr::CostLeft].num < spec.cost)
     return spent("cost", "cost budget spent");
-  // 8. budget:deadline: no time left
+  // 9. budget:deadline: no time left
   if (time_left != kNoLimit && time_left <= 0)
     return spent("deadline", "operation deadline passed");
-  // 9. budget:deadline: the hint ends at or after the deadline
+  // 10. budget:deadline: the hint ends at or after the deadline
   if (retry && hint.present && time_left != kNoLimit && hint.num >= time_left)
     return spent("deadline", "server asked to wait beyond the deadline");
-  // 10. budget:retry_tokens, with throttle
+  // 11. budget:retry_tokens, with throttle
   if (retry && spec.throttle.enabled && c.retry_throttled)
     return spent("retry_tokens", "retries throttled for this tool (gRFC A6 token bucket)");
-  // 11. circuit:open, with breaker
+  // 12. circuit:open, with breaker
   if (spec.breaker.enabled && c.circuit == recourse::CircuitState::Open)
     return Override{"circuit:open", "", "circuit open for this tool", spec.on_open.route,
                     spec.on_open.target};

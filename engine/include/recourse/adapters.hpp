@@ -273,6 +273,7 @@ std::optional<bool> idempotent_from_annotations(std::string_view annotations_jso
 /// Limits of the model-facing text.
 struct ModelTextOptions {
   std::size_t max_bytes = 400;  ///< UTF-8 bytes, the ellipsis included
+  SteeringLimits steering;      ///< the steering detector's limits
 };
 
 /// What the next model turn may read about a failure.
@@ -282,14 +283,18 @@ struct ModelText {
   bool redacted = false;          ///< likely secrets were replaced by [redacted]
   bool instruction_like = false;  ///< the text reads like instructions to the model (flagged)
   bool truncated = false;         ///< cut at max_bytes
+  /// The steering categories found in the message, field or suggestion (bits as in
+  /// Decision::steering's low half); instruction_like is `steering != 0`.
+  std::uint32_t steering = 0;
 };
 
 /// The model-facing text of an envelope, derived from message, field and suggestion (or the
 /// code alone): control characters, ANSI escapes, invisible Unicode and HTML stripped, bearer
 /// tokens, API keys (sk-..., ghp_..., AKIA..., JWTs), passwords in URLs and secret=value pairs
-/// redacted, instruction-like text ("ignore previous instructions", "you must", "system
-/// prompt") marked with a leading "[flagged: instruction-like text from the tool]", and the
-/// whole cut at max_bytes on a character boundary. Deterministic; never throws on any input.
+/// redacted, instruction-like text (the steering detector's categories, docs/language.md section
+/// 4, found in the message, field or suggestion as received) marked with a leading "[flagged:
+/// instruction-like text from the tool: CATEGORIES]", and the whole cut at max_bytes on a
+/// character boundary. Deterministic; never throws on any input.
 ModelText model_text(const Envelope& envelope, const ModelTextOptions& options = {});
 
 }  // namespace recourse

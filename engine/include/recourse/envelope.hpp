@@ -58,6 +58,21 @@ struct ReaderLimits {
   std::size_t max_overflow_numbers = 8;  ///< numbers beyond a double's range (1e999), each dropped
 };
 
+/// The largest SteeringLimits::max_scan_bytes: the detector normalizes text into a buffer of
+/// this size on the stack.
+inline constexpr std::size_t kMaxSteeringScanBytes = 16384;
+
+/// Limits of the steering detector, which reads an envelope's message and suggestion for
+/// instructions aimed at the agent (the `suspicious_text` attribute, docs/language.md section 4).
+struct SteeringLimits {
+  /// Bytes scanned of each text (message, suggestion), from its start; text past it is not
+  /// read. Values above kMaxSteeringScanBytes read as kMaxSteeringScanBytes.
+  std::size_t max_scan_bytes = 8192;
+  /// Shortest run of base64 characters (mixing upper case, lower case and digits) that is an
+  /// encoded payload.
+  std::size_t min_encoded_chars = 40;
+};
+
 /// Reads one envelope from JSON text: the envelope (malformed fields dropped, each with a
 /// warning in Envelope::warnings), or a failure N001 when the input is not a JSON object or breaks
 /// a whole-input limit (max_bytes, max_depth). Never throws.

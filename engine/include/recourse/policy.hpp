@@ -58,7 +58,9 @@ enum DecisionWarning : std::uint32_t {
   kSideEffectAssumed = 1u << 2,   ///< the context gave no sideEffect: read as unknown
   kTraceIdMinted = 1u << 3,       ///< the envelope had no traceId: Decision::minted_trace_id
   kUnreadableEnvelope = 1u << 4,  ///< the envelope was not JSON: conservative stop
-  kStoreUnavailable = 1u << 5     ///< the state store could not answer: local, conservative state
+  kStoreUnavailable = 1u << 5,    ///< the state store could not answer: local, conservative state
+  kSuspiciousText = 1u << 6       ///< the message or suggestion reads as instructions to the agent
+                                  ///< (Decision::steering names the categories)
 };
 
 /// A decision warning and its kind, the name the decision's JSON gives it.
@@ -75,7 +77,8 @@ inline constexpr DecisionWarningKind kDecisionWarningKinds[] = {
     {kNoPolicy, "no_policy"},
     {kUnreadableEnvelope, "unreadable_envelope"},
     {kTraceIdMinted, "trace_id_minted"},
-    {kStoreUnavailable, "store_unavailable"}};
+    {kStoreUnavailable, "store_unavailable"},
+    {kSuspiciousText, "suspicious_text"}};
 
 /// No limit: a budget the policy does not set (no deadline, no cost cap).
 inline constexpr std::int64_t kUnlimited = INT64_MAX;
@@ -91,7 +94,7 @@ struct BudgetLeft {
 /// One decision: a plain value, copyable, holding no reference count. Its string views point into
 /// the compiled policy and stay valid while that Policy (a copy of it, or its Bundle) lives.
 /// Each field has one name across C++, C and JSON (docs/embedding.md, "The decision's fields").
-/// sizeof(Decision) is 264 bytes on 64-bit targets.
+/// sizeof(Decision) is 272 bytes on 64-bit targets.
 struct Decision {
   std::string_view rule;          ///< the rule that decided (or "default", or a guard name)
   std::string_view reason;        ///< the route's reason string, or the guard's
@@ -112,6 +115,10 @@ struct Decision {
   std::optional<std::int64_t> retry_after_ms;  ///< the server's valid hint, carried on every route
   std::uint64_t minted_trace_id = 0;           ///< with kTraceIdMinted: print as "local-%016x"
   std::uint32_t warnings = 0;                  ///< DecisionWarning bits
+  /// With kSuspiciousText: the steering categories found (docs/language.md section 4, in the
+  /// order of its table, bit k for row k+1), the message's in bits 0-15, the suggestion's in
+  /// bits 16-31.
+  std::uint32_t steering = 0;
   Route route = Route::Stop;
   KeyDirective idempotency_key = KeyDirective::None;
 
@@ -156,6 +163,9 @@ struct CompileOptions {
   /// ahead (`recourse check` in CI) and loads them on a hot path; `recourse decide`, `explain`
   /// and `replay` compile so.
   bool analyze = true;
+  /// Limits of the steering detector that gives `suspicious_text` and `suspicious_suggestion`
+  /// (docs/language.md section 4); the compiled policy keeps them for every decision.
+  SteeringLimits steering;
 };
 
 /// A compiled policy: immutable and thread-safe. Copying shares the compiled form. Made only by

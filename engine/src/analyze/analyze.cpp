@@ -124,6 +124,7 @@ class Analyzer {
     if (name == "retry_after_commit") return "E101";
     if (name == "unsafe_resend") return "E102";
     if (name == "context_overflow_retry") return "E103";
+    if (name == "steered_repair") return "E105";
     return "E104";
   }
 

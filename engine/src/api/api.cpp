@@ -26,8 +26,10 @@ namespace recourse {
 namespace detail {
 
 std::shared_ptr<const Compiled> Compiled::make(PolicySpec spec, Table table,
-                                               std::int64_t attempt_ceiling) {
+                                               std::int64_t attempt_ceiling,
+                                               const SteeringLimits& steering) {
   auto c = std::make_shared<Compiled>();
+  c->steering = steering;
   c->spec = std::move(spec);
   c->table = std::move(table);
   c->attempt_ceiling = attempt_ceiling;
@@ -102,8 +104,8 @@ Result<Bundle> compile_sources(const std::vector<Source>& given, const CompileOp
         names.push_back({spec.name, {spec.file, spec.pos}});
         auto table = detail::compile(spec, options, refs, diagnostics);
         if (!table) continue;
-        auto compiled =
-            detail::Compiled::make(std::move(spec), std::move(*table), options.attempt_ceiling);
+        auto compiled = detail::Compiled::make(std::move(spec), std::move(*table),
+                                               options.attempt_ceiling, options.steering);
         if (analyse) detail::analyze(*compiled, refs, options, diagnostics);
         policies.push_back(BundleBuilder::wrap(std::move(compiled)));
       }

@@ -83,10 +83,16 @@ void add_invariants(PolicySpec& spec) {
   never("bounded_retries", retry | repair,
         test(Attr::AttemptsLeft, Op::Le, 0, "attempts_left <= 0"),
         "never [retry, repair] when attempts_left <= 0");
+  // Only a policy that repairs has a suggestion to send (and so the column to prove it on).
+  if (std::any_of(spec.rules.begin(), spec.rules.end(),
+                  [](const RuleSpec& r) { return r.action.route == Route::Repair; }))
+    never("steered_repair", repair,
+          test(Attr::SuspiciousSuggestion, Op::Truthy, 0, "suspicious_suggestion"),
+          "never repair when suspicious_suggestion");
 }
 
 // The guards, in precedence order (docs/language.md, "Guards and precedence"): side-effect
-// gates, the Retry-After cap, spent budgets, the open circuit.
+// gates, the steering gate, the Retry-After cap, spent budgets, the open circuit.
 void add_guards(PolicySpec& spec) {
   using K = ast::Expr::Kind;
   const auto test = synthesized_test;
@@ -139,6 +145,11 @@ void add_guards(PolicySpec& spec) {
     add("gate:unknown_outcome", "", kRepair, node(K::And, unknown_outcome()), verify,
         "outcome unknown; verify before resending");
   }
+  // A repair sends the server's suggestion as the next call's arguments: one that reads as
+  // instructions to the agent (a command, an install, a URL to fetch, ...) goes to a person.
+  add("gate:steering", "", kRepair,
+      test(Attr::SuspiciousSuggestion, Op::Truthy, 0, "suspicious_suggestion"),
+      Action{Route::Escalate, "", ""}, "the suggestion reads as instructions to the agent");
 
   budget("retry_after", kRetry,
          test(Attr::RetryAfter, Op::Gt, spec.retry_after_max_ms,

@@ -11,9 +11,11 @@
 //   2. redact likely secrets: "Bearer <token>", known key prefixes (sk-, sk_live_, ghp_,
 //      github_pat_, glpat-, xox?-, AKIA, AIza, JWTs), passwords in URLs, secret=value pairs, and
 //      long mixed-case alphanumeric tokens;
-//   3. flag instruction-like text ("ignore previous instructions", "you must", "system prompt",
-//      role markers): the text is kept, marked, and ModelText::instruction_like is set so a host
-//      can withhold it;
+//   3. flag instruction-like text: the steering detector (steering.hpp) reads the message, the
+//      field and the suggestion as the server wrote them (so markup or invisible characters
+//      cannot hide a phrase from it); when it finds a category, the text is kept, marked with
+//      the categories, and ModelText::instruction_like and ::steering are set so a host can
+//      withhold it;
 //   4. cap at max_bytes on a character boundary.
 // Hand-written scanners, no std::regex: linear time and no recursion on hostile input.
 #include <algorithm>
@@ -21,6 +23,7 @@
 #include <cctype>
 #include <cstdint>
 
+#include "envelope/steering.hpp"
 #include "recourse/adapters.hpp"
 #include "source/utf8.hpp"
 
@@ -28,13 +31,7 @@ namespace recourse {
 namespace {
 
 constexpr std::string_view kRedacted = "[redacted]";
-constexpr std::string_view kFlag = "[flagged: instruction-like text from the tool] ";
-
-bool invisible(std::uint32_t cp) {
-  return cp == 0xad || (cp >= 0x200b && cp <= 0x200f) || (cp >= 0x202a && cp <= 0x202e) ||
-         (cp >= 0x2060 && cp <= 0x2064) || (cp >= 0x2066 && cp <= 0x2069) || cp == 0xfeff ||
-         (cp >= 0xe0000 && cp <= 0xe007f);
-}
+constexpr std::string_view kFlag = "[flagged: instruction-like text from the tool: ";
 
 // Pass 1a: controls, escapes and invisible characters. Tabs and line breaks become spaces.
 std::string strip_controls(std::string_view s, bool& stripped) {
@@ -67,7 +64,8 @@ std::string strip_controls(std::string_view s, bool& stripped) {
     }
     if (cp == '\t' || cp == '\n' || cp == '\r') {
       out += ' ';
-    } else if (cp < 0x20 || cp == 0x7f || (cp >= 0x80 && cp <= 0x9f) || invisible(cp)) {
+    } else if (cp < 0x20 || cp == 0x7f || (cp >= 0x80 && cp <= 0x9f) ||
+               detail::invisible_code_point(cp)) {
       stripped = true;
     } else {
       out.append(s.substr(i, n));
@@ -353,59 +351,6 @@ std::string redact(std::string_view s, bool& redacted) {
   return out;
 }
 
-// ---- instruction-like text -------------------------------------------------------------------
-
-bool instruction_like(std::string_view s) {
-  // Lower case, every run of other characters one space, padded: phrases match whole words.
-  std::string t = " ";
-  for (char c : s) {
-    const auto u = static_cast<unsigned char>(c);
-    if (std::isalnum(u) || c == '\'')
-      t += static_cast<char>(std::tolower(u));
-    else if (t.back() != ' ')
-      t += ' ';
-  }
-  t += ' ';
-  static constexpr std::array<std::string_view, 27> kPhrases = {" ignore previous ",
-                                                                " ignore all previous ",
-                                                                " ignore the previous ",
-                                                                " ignore prior ",
-                                                                " ignore the above ",
-                                                                " ignore all instructions ",
-                                                                " ignore your instructions ",
-                                                                " disregard previous ",
-                                                                " disregard all ",
-                                                                " disregard the above ",
-                                                                " forget previous ",
-                                                                " forget all previous ",
-                                                                " forget your instructions ",
-                                                                " new instructions ",
-                                                                " you must ",
-                                                                " you are now ",
-                                                                " you should now ",
-                                                                " system prompt ",
-                                                                " developer message ",
-                                                                " do not tell the user ",
-                                                                " don't tell the user ",
-                                                                " act as ",
-                                                                " pretend to be ",
-                                                                " jailbreak ",
-                                                                " im start ",
-                                                                " override your ",
-                                                                " reveal your "};
-  for (auto p : kPhrases)
-    if (t.find(p) != std::string::npos) return true;
-  // Role markers as a chat template writes them.
-  const std::string low = [&] {
-    std::string l(s);
-    for (char& c : l) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    return l;
-  }();
-  for (std::string_view m : {"<|", "system:", "assistant:", "[inst]", "<<sys>>"})
-    if (low.find(m) != std::string::npos) return true;
-  return false;
-}
-
 // Cuts at a character boundary so that the result and "…" fit in max_bytes.
 std::string cap(std::string text, std::size_t max_bytes, bool& truncated) {
   if (text.size() <= max_bytes) return text;
@@ -439,8 +384,11 @@ ModelText model_text(const Envelope& e, const ModelTextOptions& options) {
     if (!suggestion.empty()) text += " Suggestion: " + suggestion;
   }
   text = redact(text, out.redacted);
-  out.instruction_like = instruction_like(text);
-  if (out.instruction_like) text = std::string(kFlag) + text;
+  for (const auto& part : {e.message, e.field, e.suggestion})
+    if (part) out.steering |= detail::scan_steering(*part, options.steering);
+  out.instruction_like = out.steering != 0;
+  if (out.instruction_like)
+    text = std::string(kFlag) + detail::steering_names(out.steering) + "] " + text;
   out.text = cap(std::move(text), options.max_bytes, out.truncated);
   return out;
 }

@@ -9,6 +9,7 @@
 // trace id. Nothing here allocates or throws.
 #include <algorithm>
 
+#include "envelope/steering.hpp"
 #include "eval/backoff.hpp"
 #include "model/fields.hpp"
 #include "source/nearest.hpp"
@@ -116,6 +117,14 @@ Point make_point(const Compiled& p, const Envelope& e, const Context& c, std::ui
     const bool in = std::find(args.begin(), args.end(), *e.field) != args.end();
     point.set(Attr::FieldInArguments, in);
   }
+  // The steering detector reads the untrusted texts on every decision: its warning names what
+  // it found whatever the table tests (docs/language.md section 4).
+  const std::uint32_t message = e.message ? scan_steering(*e.message, p.steering) : 0;
+  const std::uint32_t suggestion = e.suggestion ? scan_steering(*e.suggestion, p.steering) : 0;
+  point.steering = message | suggestion << 16;
+  if (point.steering) warnings |= kSuspiciousText;
+  number(Attr::SuspiciousText, (message | suggestion) != 0);
+  number(Attr::SuspiciousSuggestion, suggestion != 0);
   return point;
 }
 
@@ -136,6 +145,7 @@ void finish(const Compiled& p, const Action& a, std::string_view label, std::str
   d.attempt = c.attempt;
   d.retry_after_ms = e.retry_after_ms;
   d.warnings |= store_warning(c);
+  d.steering = point.steering;
   if (!e.trace_id) {
     d.warnings |= kTraceIdMinted;
     d.minted_trace_id = mint_trace_id(c, p.seed);

@@ -46,9 +46,11 @@ enum class Attr : std::uint8_t {
   RetryThrottled,  // context or host state
   AttemptsLeft,
   TimeLeft,
-  CostLeft,          // derived before the lookup
-  FieldInArguments,  // derived: `field in arguments`
-  DeadlineSlack,     // derived, guards only
+  CostLeft,              // derived before the lookup
+  FieldInArguments,      // derived: `field in arguments`
+  SuspiciousText,        // derived: the steering detector on message and suggestion
+  SuspiciousSuggestion,  // derived: the steering detector on suggestion
+  DeadlineSlack,         // derived, guards only
   kCount
 };
 inline constexpr std::size_t kAttrCount = static_cast<std::size_t>(Attr::kCount);
@@ -88,6 +90,8 @@ inline constexpr std::array<AttrInfo, kAttrCount> kAttributes = {{
     {"time_left", Type::Duration, false},
     {"cost_left", Type::Count, false},
     {"field in arguments", Type::Bool, true},
+    {"suspicious_text", Type::Bool, false},
+    {"suspicious_suggestion", Type::Bool, false},
     {"deadline_slack", Type::Duration, true, true},
 }};
 
@@ -149,6 +153,9 @@ struct Point {
   std::int64_t num[kAttrCount];
   Text text[kAttrCount];
   std::uint32_t present = 0;
+  /// The steering detector's categories (envelope/steering.hpp): the message's in the low 16
+  /// bits, the suggestion's in the high 16; always computed, for the decision's warning.
+  std::uint32_t steering = 0;
 
   bool has(Attr a) const noexcept { return present & bit(a); }
   std::int64_t number(Attr a) const noexcept { return num[static_cast<std::size_t>(a)]; }
@@ -267,7 +274,8 @@ struct AssertSpec {
   std::uint32_t routes = 0;  ///< bit (1 << Route) per route
   Cond when;
   std::string text;       ///< as written, for reports
-  std::string invariant;  ///< for a built-in invariant: its name (kInvariants or "bounded_retries")
+  std::string invariant;  ///< for a built-in invariant: its name (kInvariants, "bounded_retries"
+                          ///< or "steered_repair")
 };
 
 /// Built-in invariants (docs/language.md, "Verification"). The first two hold by the side-effect

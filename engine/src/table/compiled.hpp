@@ -77,12 +77,14 @@ struct Compiled {
   CodeIndex code_ids;      ///< views into spec.codes
   std::uint64_t seed = 0;  ///< jitter seed, from the policy's name
   std::int64_t attempt_ceiling = 10;
+  SteeringLimits steering;  ///< the steering detector's limits (CompileOptions::steering)
   /// The attributes decide() computes: the table's columns and what finish() reads.
   std::uint32_t wanted = kAllAttrs;
 
   /// Builds the compiled form (the table must come from compile(spec)).
   static std::shared_ptr<const Compiled> make(PolicySpec spec, Table table,
-                                              std::int64_t attempt_ceiling);
+                                              std::int64_t attempt_ceiling,
+                                              const SteeringLimits& steering = {});
 };
 
 /// The attributes in `wanted` (a mask of bit(Attr)) of one input, computed before the lookup;

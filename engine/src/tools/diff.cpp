@@ -287,8 +287,10 @@ DiffResult compare(const Source& before, const Source& after, std::string_view p
     auto tb = detail::compile(*b, options, sources, result.diagnostics, &*a);
     if (!ta || !tb) return result;
     const std::int64_t ceiling = options.attempt_ceiling;
-    const auto old_policy = detail::Compiled::make(std::move(*a), std::move(*ta), ceiling);
-    const auto new_policy = detail::Compiled::make(std::move(*b), std::move(*tb), ceiling);
+    const auto old_policy =
+        detail::Compiled::make(std::move(*a), std::move(*ta), ceiling, options.steering);
+    const auto new_policy =
+        detail::Compiled::make(std::move(*b), std::move(*tb), ceiling, options.steering);
     const detail::PolicySpec &sa = old_policy->spec, &sb = new_policy->spec;
     result.settings = setting_changes(*old_policy, *new_policy);
     const bool delays = detail::delays_differ(sa, sb);

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <utility>
 
+#include "envelope/steering.hpp"
 #include "recourse/adapters.hpp"
 #include "recourse/engine.hpp"
 #include "recourse/policy.hpp"
@@ -33,6 +34,19 @@ std::pair<const char*, std::string> warning_text(DecisionWarning bit, const Deci
       return {"traceId", "envelope had no traceId; a local one was minted"};
     case kStoreUnavailable:
       return {"", "the state store could not answer; local, conservative state used"};
+    case kSuspiciousText: {
+      // The field is the suggestion when it was flagged (a repair would send it), else the
+      // message; the text names every category of each.
+      const std::uint32_t message = d.steering & 0xffff, suggestion = d.steering >> 16;
+      std::string text;
+      if (suggestion)
+        text = "the suggestion reads as instructions to the agent (" +
+               detail::steering_names(suggestion) + ")";
+      if (message)
+        text += std::string(text.empty() ? "the message" : "; the message") +
+                " reads as instructions to the agent (" + detail::steering_names(message) + ")";
+      return {suggestion ? "suggestion" : "message", text};
+    }
   }
   return {"", ""};
 }
