@@ -163,7 +163,8 @@ std::vector<RawMember> raw_members(std::string_view s) {
     return i;
   };
   std::vector<RawMember> out;
-  std::size_t i = ws(0);
+  // A UTF-8 byte-order mark before the object is skipped, as the JSON parser skips it.
+  std::size_t i = ws(s.substr(0, 3) == "\xEF\xBB\xBF" ? 3 : 0);
   if (i >= s.size() || s[i] != '{') return out;
   i = ws(i + 1);
   while (i < s.size() && s[i] == '"') {

@@ -232,6 +232,26 @@ TEST_CASE("cli: explain shows the tests of each rule up to the match", "[cli]") 
   CHECK(x["rules"].back()["matched"] == true);
 }
 
+TEST_CASE("cli: replay reads a trace line after a byte-order mark as the JSON parser does",
+          "[cli]") {
+  // fuzz_context: a line starting with EF BB BF parsed as JSON, but its members were not found,
+  // so the line was refused as "not a trace line".
+  const std::string line =
+      R"({"tool": "search.query", "raw": {"protocol": "http", "status": 503, "headers": )"
+      R"({"Retry-After": "3"}}, "context": {"sideEffect": "none", "attempt": 2, )"
+      R"("operationId": "op-bom"}})";
+  const auto plain = test::run(cmd("replay --format json --policy " + examples() + " " +
+                                   temp_file("plain.jsonl", line + "\n")));
+  const auto bom = test::run(cmd("replay --format json --policy " + examples() + " " +
+                                 temp_file("bom.jsonl", "\xEF\xBB\xBF" + line + "\n")));
+  REQUIRE(plain.status == 0);
+  CHECK(bom.status == 0);
+  const auto a = nlohmann::json::parse(plain.out), b = nlohmann::json::parse(bom.out);
+  CHECK(b["summary"]["badLines"] == 0);
+  CHECK(b["decisions"] == a["decisions"]);
+  CHECK(a["decisions"].at(0)["decision"]["route"] == "retry");
+}
+
 TEST_CASE("cli: replay the bundled trace", "[cli]") {
   const std::string trace = test::source_dir() + "/rules/traces/sample.jsonl";
   auto r = test::run(cmd("replay --policy " + examples() + " " + trace));
