@@ -1,51 +1,65 @@
-// A host program embedding recourse: load the policies, call a (fake) tool, decide on each
-// failure, act on the route. Build: cmake --build build --target host_example
-#include <chrono>
+// A host program embedding recourse: load the policies into an Engine, and let a
+// recourse::Runner run the recovery loop of one payment against a (fake) payment API that is
+// rate limited twice, then succeeds. The runner decides after each failure, waits the real time
+// the decision asks (the system clock and the default sleeper), resends the same idempotency
+// key, and counts attempts and elapsed time itself. Build: cmake --build build --target
+// host_example
 #include <iostream>
-#include <thread>
+#include <memory>
 
 #include "recourse/recourse.hpp"
 
-// A fake payment API: rate-limited twice, then it succeeds.
-static bool create_payment(int call, std::string& error_json) {
-  if (call < 3) {
-    error_json = R"({"code":"RATE_LIMITED","retryable":true,"retryAfterMs":200,"traceId":"t-42"})";
-    return false;
-  }
-  return true;
-}
-
 int main(int argc, char** argv) {
   const std::string rules = argc > 1 ? argv[1] : "rules/examples";
-  recourse::Result<recourse::Bundle> compiled = recourse::compile_paths({rules});
-  for (const auto& d : compiled.diagnostics()) std::cerr << recourse::to_text(d);
-  if (!compiled.ok()) return 1;
-  const recourse::Bundle& bundle = *compiled;
+  recourse::Engine engine;
+  const recourse::Result<std::uint64_t> loaded = engine.reload_paths({rules});
+  for (const auto& d : loaded.diagnostics()) std::cerr << recourse::to_text(d);
+  if (!loaded.ok()) return 1;
+  engine.set_log([](const recourse::DecisionRecord& r) {
+    std::cout << "decision: " << recourse::to_json(r.decision, r.envelope) << "\n";
+  });
 
-  recourse::Context context;
-  context.tool = "payments.create";
-  context.side_effect = recourse::SideEffect::None;  // the API rejected the call before charging
-  context.operation_id = "order-1001";
-  for (context.attempt = 1;; ++context.attempt) {
-    std::string error_json;
-    if (create_payment(context.attempt, error_json)) {
-      std::cout << "payment created on call " << context.attempt << "\n";
-      return 0;
+  // State shared by every operation of the process (a SQLite or Redis store shares it with
+  // other processes: recourse::open_store); a Workflow per loop.
+  auto store = std::make_shared<recourse::MemoryStore>();
+  recourse::Health health(store);
+  recourse::Workflow workflow(store);
+
+  recourse::RunnerSpec spec;
+  spec.tool = "payments.create";
+  spec.arguments = R"({"amount":1999,"currency":"EUR","customer_id":"c-7"})";
+  spec.operation_id = "order-1001";
+  recourse::Result<std::unique_ptr<recourse::Runner>> made =
+      recourse::Runner::make(engine, workflow, health, store, spec);
+  if (!made.ok()) return std::cerr << made.message() << "\n", 1;
+  recourse::Runner& runner = **made;
+
+  int calls = 0;
+  recourse::RunnerHost host;
+  host.call = [&](const recourse::Action& a) {
+    std::cout << "call " << a.tool << " #" << a.attempt << " at " << a.elapsed_ms
+              << " ms, Idempotency-Key " << a.idempotency_key << "\n";
+    recourse::Outcome o;
+    if (++calls < 3) {  // the API's 429, as the HTTP client returned it
+      o.kind = recourse::Outcome::Kind::Failure;
+      o.protocol = recourse::Protocol::Http;
+      o.raw = R"({"status":429,"headers":{"retry-after-ms":"200","x-request-id":"req-42"},
+                  "body":{"error":{"type":"rate_limit_error","message":"Too many requests"}}})";
+      o.side_effect = recourse::SideEffect::None;  // rejected before charging
+    } else {
+      o.kind = recourse::Outcome::Kind::Success;
     }
-    const recourse::Result<recourse::Envelope> read = recourse::read_envelope(error_json);
-    if (!read.ok()) return std::cerr << "unreadable error: " << read.message() << "\n", 1;
-    const recourse::Decision d = bundle.decide(*read, context);
-    std::cout << "call " << context.attempt << " failed: " << recourse::to_json(d, *read) << "\n";
-    switch (d.route) {
-      case recourse::Route::Retry:
-        std::this_thread::sleep_for(std::chrono::milliseconds(d.delay_ms));
-        continue;
-      case recourse::Route::Replace:
-        std::cout << "call " << d.target << " instead\n";
-        return 0;
-      default:
-        std::cout << "giving up: " << recourse::to_string(d.route) << " (" << d.rule << ")\n";
-        return 2;
-    }
-  }
+    return o;
+  };
+  host.ask = [](const recourse::Action& a) {  // no person at hand: give up on a question
+    std::cout << "asked to " << recourse::to_string(a.step) << "; abandoning\n";
+    recourse::Outcome o;
+    o.kind = recourse::Outcome::Kind::Abandon;
+    return o;
+  };
+
+  const recourse::Action done = runner.run(host);
+  std::cout << "ended: " << recourse::to_string(done.ending) << " on " << done.tool << " after "
+            << calls << " calls and " << done.elapsed_ms << " ms\n";
+  return done.ending == recourse::Ending::Success ? 0 : 2;
 }
