@@ -9,17 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "c_check.h"
 #include "recourse/recourse.h"
-
-static int failures = 0;
-
-#define CHECK(cond)                                                            \
-  do {                                                                         \
-    if (!(cond)) {                                                             \
-      fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond); \
-      ++failures;                                                              \
-    }                                                                          \
-  } while (0)
 
 static const char* kRetry =
     "policy \"pay\" {\n"

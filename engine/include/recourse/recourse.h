@@ -38,6 +38,10 @@ extern "C" {
 
 /** The ABI version this header describes. */
 #define RECOURSE_ABI_VERSION 1
+/** The minor version of ABI 1 this header describes: 0, the first; 1 adds the adapters, the
+ * stores, Workflow and Health handles, and the runner (the functions marked "ABI 1.1"). A caller
+ * that uses a minor's functions checks recourse_abi_minor() at run time. */
+#define RECOURSE_ABI_MINOR 1
 
 /** Outcome of a call. */
 typedef enum recourse_status {
@@ -45,9 +49,11 @@ typedef enum recourse_status {
   RECOURSE_INVALID_ARGUMENT = 1, /**< a NULL handle or pointer, a struct size too small, or a
                                     flag other than 0, 1 (or RECOURSE_UNSET where allowed) */
   RECOURSE_COMPILE_FAILED = 2,   /**< the policies did not compile; the old bundle stays */
-  RECOURSE_BAD_INPUT = 3,        /**< an envelope that is not a JSON object, or a bad context */
+  RECOURSE_BAD_INPUT = 3,        /**< a bad context; in ABI 1.1 also a raw form, store spec,
+                                    runner spec or outcome that cannot be read */
   RECOURSE_NO_MEMORY = 4,
-  RECOURSE_INTERNAL = 5 /**< an unexpected failure inside the library */
+  RECOURSE_INTERNAL = 5,   /**< an unexpected failure inside the library */
+  RECOURSE_UNAVAILABLE = 6 /**< ABI 1.1: a state store that cannot be opened or reached */
 } recourse_status;
 
 /** What to do next (recourse::Route). */
@@ -242,6 +248,100 @@ RECOURSE_API recourse_status recourse_engine_set_log(recourse_engine* engine, re
 /** The counters as JSON {"decisions", "routes", "rules", "exhausted"} (zero unless the engine
  * was made with count set), or NULL without memory. */
 RECOURSE_API char* recourse_engine_counters_json(const recourse_engine* engine);
+
+/* ---- ABI 1.1 ---------------------------------------------------------------------------- */
+
+/** The minor version of ABI 1 the loaded library implements (RECOURSE_ABI_MINOR when it was
+ * built); 0 for a library without the functions below. */
+RECOURSE_API uint32_t recourse_abi_minor(void);
+
+/** Reads what a failed call returned (a protocol's raw form: an HTTP response, a transport
+ * error, a gRPC status, an MCP or JSON-RPC error; recourse::from_raw, docs/adapters.md) into an
+ * envelope. `protocol` is "http", "grpc", "mcp", "jsonrpc", or NULL or "auto" (the raw form's
+ * "protocol" member, else its shape). `now_ms` (ms since the epoch, or RECOURSE_ABSENT) turns
+ * HTTP-dates into delays. On RECOURSE_OK `adapted` receives {"envelope": {...}, "mapping":
+ * "http 429", "warnings": [{"kind", "field", "message"}], "idempotent": true | false | null};
+ * its "envelope" is what recourse_engine_decide_json() takes. A raw form that cannot be read
+ * (not a JSON object, over a limit, no protocol) is RECOURSE_BAD_INPUT; an unknown `protocol`,
+ * a NULL `adapted` or a NULL `raw_json` with a length RECOURSE_INVALID_ARGUMENT; both set
+ * `error`. */
+RECOURSE_API recourse_status recourse_adapt_json(const char* protocol, const char* raw_json,
+                                                 size_t raw_len, int64_t now_ms, char** adapted,
+                                                 char** error);
+
+/** A state store (recourse::Store): "memory", "sqlite:PATH", "redis://HOST:PORT",
+ * "redis+unix://PATH" (docs/state.md). Thread-safe; shared by the handles made with it, which
+ * keep it alive. */
+typedef struct recourse_store recourse_store;
+/** Opens a store from its spec. A malformed spec, or a kind this build left out, is
+ * RECOURSE_BAD_INPUT; a store that cannot be opened or reached RECOURSE_UNAVAILABLE; NULL `spec`
+ * or `store` RECOURSE_INVALID_ARGUMENT. Warnings (a Redis ledger refused) come in `error` with
+ * RECOURSE_OK. Free with recourse_store_free. */
+RECOURSE_API recourse_status recourse_store_open(const char* spec, recourse_store** store,
+                                                 char** error);
+/** Releases the caller's reference; NULL is ignored. Handles made with it keep the store. */
+RECOURSE_API void recourse_store_free(recourse_store* store);
+
+/** Per-process tool health (recourse::Health): breakers, retry tokens, the ledger's answer.
+ * Thread-safe; share one among every runner of the process. */
+typedef struct recourse_health recourse_health;
+/** Health kept in `store` (NULL: a memory store of its own), or NULL without memory. */
+RECOURSE_API recourse_health* recourse_health_new(recourse_store* store);
+/** Frees it; NULL is ignored. No runner made with it may be used any more. */
+RECOURSE_API void recourse_health_free(recourse_health* health);
+/** `tool`'s circuit as its breaker says now (closed when never recorded). NULL arguments are
+ * RECOURSE_INVALID_ARGUMENT. */
+RECOURSE_API recourse_status recourse_health_circuit(const recourse_health* health,
+                                                     const char* tool, recourse_circuit* circuit);
+/** The local state as JSON (recourse::Health::to_json), or NULL (a NULL handle, no memory). */
+RECOURSE_API char* recourse_health_json(const recourse_health* health);
+
+/** Per-loop budget counters (recourse::Workflow). Not thread-safe: one per runner at a time. */
+typedef struct recourse_workflow recourse_workflow;
+/** Counters kept in `store` (NULL: a memory store of its own) under `scope` (NULL: none), or
+ * NULL without memory. */
+RECOURSE_API recourse_workflow* recourse_workflow_new(recourse_store* store, const char* scope);
+/** Frees it; NULL is ignored. No runner made with it may be used any more. */
+RECOURSE_API void recourse_workflow_free(recourse_workflow* workflow);
+/** The local counters as JSON (recourse::Workflow::to_json), or NULL. */
+RECOURSE_API char* recourse_workflow_json(const recourse_workflow* workflow);
+
+/** One operation's recovery loop (recourse::Runner; docs/embedding.md, section 5): a step
+ * machine driven with JSON. Not thread-safe, except recourse_runner_cancel. */
+typedef struct recourse_runner recourse_runner;
+/** A runner deciding with `engine`, counting in `workflow`, with `health` and `store`'s ledger
+ * (NULL: no ledger), all of which must outlive it. `spec_json` is {"tool", "operationId",
+ * "arguments": any JSON, "workflowId", "deadlineMs", "maxReplacements", "ledgerLeaseMs"}
+ * (tool and operationId required). A spec that is not such an object is RECOURSE_BAD_INPUT;
+ * NULL handles or `runner` RECOURSE_INVALID_ARGUMENT; both set `error`. Free with
+ * recourse_runner_free. */
+RECOURSE_API recourse_status recourse_runner_new(const recourse_engine* engine,
+                                                 recourse_workflow* workflow,
+                                                 recourse_health* health, recourse_store* store,
+                                                 const char* spec_json, size_t spec_len,
+                                                 recourse_runner** runner, char** error);
+/** Frees the runner; NULL is ignored. */
+RECOURSE_API void recourse_runner_free(recourse_runner* runner);
+/** The next action at `now_ms` (ms since the epoch) as JSON: {"step": "call" | "wait" |
+ * "repair" | "authorize" | "escalate" | "done", "tool", "attempt", "elapsedMs", and per step
+ * "arguments", "idempotencyKey", "timeoutMs", "waitMs", "ending", "decision", "envelope"}. */
+RECOURSE_API recourse_status recourse_runner_next(recourse_runner* runner, int64_t now_ms,
+                                                  char** action, char** error);
+/** Reports the outcome of the action at `now_ms`: {"outcome": "success" | "failure" | "resume" |
+ * "abandon", "envelope": {...} or "raw": {...} with "protocol", "sideEffect", "arguments"}.
+ * RECOURSE_BAD_INPUT, with the reason in `error`, for JSON that is not such an outcome or an
+ * outcome that answers no pending action (the runner is then unchanged). */
+RECOURSE_API recourse_status recourse_runner_report(recourse_runner* runner,
+                                                    const char* outcome_json, size_t outcome_len,
+                                                    int64_t now_ms, char** error);
+/** Changes the next call's arguments (any JSON; a changed body takes a new idempotency key).
+ * RECOURSE_BAD_INPUT while a call or a question is out, or for text that is not JSON. */
+RECOURSE_API recourse_status recourse_runner_set_arguments(recourse_runner* runner,
+                                                           const char* arguments_json,
+                                                           size_t arguments_len, char** error);
+/** Ends the operation: the next recourse_runner_next() is done ("cancelled"). Any thread; NULL
+ * is ignored. */
+RECOURSE_API void recourse_runner_cancel(recourse_runner* runner);
 
 #ifdef __cplusplus
 }

@@ -1,6 +1,9 @@
-// The C API (recourse/recourse.h) over recourse::Engine. Every entry point catches every
-// exception; structs are copied in and out by their `size`, so older callers keep working.
+// The C API (recourse/recourse.h) over recourse::Engine, the adapters, the stores, Workflow,
+// Health and Runner. Every entry point catches every exception; structs are copied in and out
+// by their `size`, so older callers keep working.
 #include <fmt/format.h>
+
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <cstdlib>
@@ -241,6 +244,8 @@ const char* recourse_status_string(recourse_status status) {
       return "out of memory";
     case RECOURSE_INTERNAL:
       return "internal error";
+    case RECOURSE_UNAVAILABLE:
+      return "the state store cannot be opened or reached";
   }
   return "unknown status";
 }
@@ -427,6 +432,263 @@ char* recourse_engine_counters_json(const recourse_engine* engine) {
   } catch (...) {
     return nullptr;
   }
+}
+
+}  // extern "C"
+
+// ABI 1.1: the adapters, the stores, Workflow and Health handles, and the runner.
+
+struct recourse_store {
+  std::shared_ptr<recourse::Store> store;
+};
+
+struct recourse_health {
+  std::shared_ptr<recourse::Store> store;  // kept alive for the health's life
+  recourse::Health health;
+  explicit recourse_health(std::shared_ptr<recourse::Store> s) : store(s), health(std::move(s)) {}
+};
+
+struct recourse_workflow {
+  recourse::Workflow workflow;
+  recourse_workflow(std::shared_ptr<recourse::Store> s, std::string scope)
+      : workflow(std::move(s), std::move(scope)) {}
+};
+
+struct recourse_runner {
+  std::unique_ptr<recourse::Runner> runner;
+};
+
+namespace {
+
+using ordered_json = nlohmann::ordered_json;
+
+// A diagnostics list as one line for `error`.
+std::string reasons(const std::vector<recourse::Diagnostic>& diagnostics) {
+  std::string why;
+  for (const auto& d : diagnostics) why += (why.empty() ? "" : "; ") + d.message;
+  return why;
+}
+
+std::string adapted_json(const recourse::Adapted& a) {
+  ordered_json j = ordered_json::object();
+  j["envelope"] = ordered_json::parse(recourse::to_json(a.envelope));
+  j["mapping"] = a.mapping;
+  j["warnings"] = ordered_json::array();
+  for (const auto& w : a.envelope.warnings)
+    j["warnings"].push_back({{"kind", w.kind}, {"field", w.field}, {"message", w.message}});
+  j["idempotent"] = a.idempotent ? ordered_json(*a.idempotent) : ordered_json(nullptr);
+  return j.dump(-1, ' ', false, ordered_json::error_handler_t::replace);
+}
+
+// The runner's spec from its JSON (recourse_runner_new), or the reason it is not one.
+std::optional<recourse::RunnerSpec> runner_spec(std::string_view text, std::string& why) {
+  const ordered_json j = ordered_json::parse(text.begin(), text.end(), nullptr, false);
+  if (j.is_discarded() || !j.is_object()) return why = "spec: not a JSON object", std::nullopt;
+  recourse::RunnerSpec spec;
+  for (const auto& [key, value] : j.items()) {
+    auto integer = [&](std::int64_t& out) {
+      if (!value.is_number_integer() || value.get<std::int64_t>() < 0)
+        return why = "spec." + key + " must be an integer >= 0", false;
+      out = value.get<std::int64_t>();
+      return true;
+    };
+    auto string = [&](std::string& out) {
+      if (!value.is_string()) return why = "spec." + key + " must be a string", false;
+      out = value.get<std::string>();
+      return true;
+    };
+    bool ok = true;
+    if (key == "tool")
+      ok = string(spec.tool);
+    else if (key == "operationId")
+      ok = string(spec.operation_id);
+    else if (key == "workflowId")
+      ok = string(spec.workflow_id);
+    else if (key == "arguments")
+      spec.arguments = value.dump();
+    else if (key == "deadlineMs")
+      ok = integer(spec.deadline_ms.emplace());
+    else if (key == "maxReplacements")
+      ok = integer(spec.max_replacements);
+    else if (key == "ledgerLeaseMs")
+      ok = integer(spec.ledger_lease_ms);
+    if (!ok) return std::nullopt;
+  }
+  return spec;
+}
+
+std::shared_ptr<recourse::Store> store_of(recourse_store* store) {
+  return store ? store->store : std::make_shared<recourse::MemoryStore>();
+}
+
+}  // namespace
+
+extern "C" {
+
+uint32_t recourse_abi_minor(void) {
+  return RECOURSE_ABI_MINOR;
+}
+
+recourse_status recourse_adapt_json(const char* protocol, const char* raw_json, size_t raw_len,
+                                    int64_t now_ms, char** adapted, char** error) {
+  return guarded(error, [&] {
+    if (!adapted) return invalid(error, "adapted is NULL");
+    if (!raw_json && raw_len > 0)
+      return invalid(error, fmt::format("raw_json is NULL, raw_len {}", raw_len));
+    std::optional<recourse::Protocol> p;
+    if (protocol && std::string_view(protocol) != "auto" && !(p = recourse::protocol_of(protocol)))
+      return invalid(
+          error, fmt::format("protocol \"{}\" is not http, grpc, mcp, jsonrpc or auto", protocol));
+    const std::string_view raw(raw_json ? raw_json : "", raw_len);
+    if (!p) p = recourse::raw_form_protocol(raw);  // the "protocol" member, else the shape
+    const recourse::Result<recourse::Adapted> a = recourse::from_raw(
+        p, raw, now_ms == RECOURSE_ABSENT ? std::nullopt : std::optional<std::int64_t>(now_ms));
+    if (!a.ok()) {
+      set(error, reasons(a.diagnostics()));
+      return RECOURSE_BAD_INPUT;
+    }
+    *adapted = copy(adapted_json(*a));
+    return *adapted ? RECOURSE_OK : RECOURSE_NO_MEMORY;
+  });
+}
+
+recourse_status recourse_store_open(const char* spec, recourse_store** store, char** error) {
+  return guarded(error, [&] {
+    if (!spec) return invalid(error, "spec is NULL");
+    if (!store) return invalid(error, "store is NULL");
+    *store = nullptr;
+    recourse::Result<std::shared_ptr<recourse::Store>> r = recourse::open_store(spec);
+    if (!r.ok()) {
+      set(error, reasons(r.diagnostics()));
+      return r.diagnostics().front().code == "S002" ? RECOURSE_UNAVAILABLE : RECOURSE_BAD_INPUT;
+    }
+    if (!r.diagnostics().empty()) set(error, reasons(r.diagnostics()));
+    *store = new recourse_store{std::move(*r)};
+    return RECOURSE_OK;
+  });
+}
+
+void recourse_store_free(recourse_store* store) {
+  delete store;
+}
+
+recourse_health* recourse_health_new(recourse_store* store) {
+  try {
+    return new recourse_health(store_of(store));
+  } catch (...) {
+    return nullptr;
+  }
+}
+
+void recourse_health_free(recourse_health* health) {
+  delete health;
+}
+
+recourse_status recourse_health_circuit(const recourse_health* health, const char* tool,
+                                        recourse_circuit* circuit) {
+  return guarded(nullptr, [&] {
+    if (!health || !tool || !circuit) return RECOURSE_INVALID_ARGUMENT;
+    *circuit = static_cast<recourse_circuit>(health->health.get(tool).circuit);
+    return RECOURSE_OK;
+  });
+}
+
+char* recourse_health_json(const recourse_health* health) {
+  try {
+    return health ? copy(health->health.to_json()) : nullptr;
+  } catch (...) {
+    return nullptr;
+  }
+}
+
+recourse_workflow* recourse_workflow_new(recourse_store* store, const char* scope) {
+  try {
+    return new recourse_workflow(store_of(store), scope ? scope : "");
+  } catch (...) {
+    return nullptr;
+  }
+}
+
+void recourse_workflow_free(recourse_workflow* workflow) {
+  delete workflow;
+}
+
+char* recourse_workflow_json(const recourse_workflow* workflow) {
+  try {
+    return workflow ? copy(workflow->workflow.to_json()) : nullptr;
+  } catch (...) {
+    return nullptr;
+  }
+}
+
+recourse_status recourse_runner_new(const recourse_engine* engine, recourse_workflow* workflow,
+                                    recourse_health* health, recourse_store* store,
+                                    const char* spec_json, size_t spec_len,
+                                    recourse_runner** runner, char** error) {
+  return guarded(error, [&] {
+    if (!engine) return invalid(error, "engine is NULL");
+    if (!workflow) return invalid(error, "workflow is NULL");
+    if (!health) return invalid(error, "health is NULL");
+    if (!runner) return invalid(error, "runner is NULL");
+    *runner = nullptr;
+    if (!spec_json && spec_len > 0)
+      return invalid(error, fmt::format("spec_json is NULL, spec_len {}", spec_len));
+    std::string why;
+    std::optional<recourse::RunnerSpec> spec =
+        runner_spec({spec_json ? spec_json : "", spec_len}, why);
+    if (!spec) return set(error, why), RECOURSE_BAD_INPUT;
+    auto made = recourse::Runner::make(engine->engine, workflow->workflow, health->health,
+                                       store ? store->store : nullptr, std::move(*spec));
+    if (!made.ok()) return set(error, reasons(made.diagnostics())), RECOURSE_BAD_INPUT;
+    *runner = new recourse_runner{std::move(*made)};
+    return RECOURSE_OK;
+  });
+}
+
+void recourse_runner_free(recourse_runner* runner) {
+  delete runner;
+}
+
+recourse_status recourse_runner_next(recourse_runner* runner, int64_t now_ms, char** action,
+                                     char** error) {
+  return guarded(error, [&] {
+    if (!runner) return invalid(error, "runner is NULL");
+    if (!action) return invalid(error, "action is NULL");
+    *action = copy(recourse::to_json(runner->runner->next(now_ms)));
+    return *action ? RECOURSE_OK : RECOURSE_NO_MEMORY;
+  });
+}
+
+recourse_status recourse_runner_report(recourse_runner* runner, const char* outcome_json,
+                                       size_t outcome_len, int64_t now_ms, char** error) {
+  return guarded(error, [&] {
+    if (!runner) return invalid(error, "runner is NULL");
+    if (!outcome_json) return invalid(error, "outcome_json is NULL");
+    const recourse::Result<recourse::Outcome> o =
+        recourse::read_outcome({outcome_json, outcome_len});
+    if (!o.ok()) return set(error, reasons(o.diagnostics())), RECOURSE_BAD_INPUT;
+    const recourse::Status s = runner->runner->report(*o, now_ms);
+    if (!s.ok()) return set(error, reasons(s.diagnostics())), RECOURSE_BAD_INPUT;
+    return RECOURSE_OK;
+  });
+}
+
+recourse_status recourse_runner_set_arguments(recourse_runner* runner, const char* arguments_json,
+                                              size_t arguments_len, char** error) {
+  return guarded(error, [&] {
+    if (!runner) return invalid(error, "runner is NULL");
+    if (!arguments_json) return invalid(error, "arguments_json is NULL");
+    const std::string_view text(arguments_json, arguments_len);
+    if (!ordered_json::accept(text.begin(), text.end()))
+      return set(error, "arguments: not JSON"), RECOURSE_BAD_INPUT;
+    const recourse::Status s = runner->runner->set_arguments(std::string(text));
+    if (!s.ok()) return set(error, reasons(s.diagnostics())), RECOURSE_BAD_INPUT;
+    return RECOURSE_OK;
+  });
+}
+
+void recourse_runner_cancel(recourse_runner* runner) {
+  if (runner) runner->runner->cancel();
 }
 
 }  // extern "C"
