@@ -407,3 +407,16 @@ TEST_CASE("runner: actions and outcomes as JSON", "[runner]") {
   REQUIRE(resume.ok());
   CHECK(resume->arguments == std::optional<std::string>(R"({"amount":2})"));
 }
+
+TEST_CASE("runner: a key source that throws ends the operation", "[runner]") {
+  Loop loop({kOrders});
+  recourse::RunnerSpec spec = loop.spec("orders.create", "{}");
+  spec.new_key = []() -> std::string { throw std::runtime_error("no entropy"); };
+  auto runner = loop.runner(std::move(spec));
+  CHECK(runner->next(kT0).ending == Ending::Decided);
+  CHECK(runner->next(kT0 + 1).ending == Ending::Decided);  // once done, done
+  const recourse::Status s = runner->report(of(Outcome::Kind::Success), kT0 + 2);
+  REQUIRE_FALSE(s.ok());
+  CHECK(s.diagnostics().front().code == "R003");
+  CHECK(loop.store->read("op-1", kT0)->state == recourse::LedgerState::Absent);  // never called
+}

@@ -314,10 +314,10 @@ Action Runner::next(std::int64_t now_ms) {
     }
     return s.call(now_ms);
   } catch (...) {  // out of memory, or a key source that threw: end rather than loop
-    Action a;
-    a.ending = Ending::Decided;
     s.phase = State::Phase::Done;
-    return a;
+    s.out = Action{};
+    s.out.ending = Ending::Decided;
+    return s.out;
   }
 }
 
