@@ -4,8 +4,8 @@
     python3 examples/python/recourse_example.py --library build/librecourse_c.so rules/examples
 
 Loads the policies, decides a few failed calls (JSON in and out, and the plain C structs),
-receives the decision log through a callback, reloads with a broken policy (the old bundle stays)
-and prints the counters. Exits 1 when a decision is not the one expected, so ctest runs it.
+receives the decision log through a callback, reloads with a broken policy (the old bundle stays),
+prints the counters, and runs one payment's recovery loop through the runner's step machine. Exits 1 when a decision is not the one expected, so ctest runs it.
 """
 import argparse
 import ctypes
@@ -205,6 +205,52 @@ def expect(what, got, want):
         sys.exit(1)
 
 
+def run_payment(engine):
+    """One payment's recovery loop through the runner's step machine (ABI 1.1), on a fake clock:
+    a 429 asking for 2 s, the wait, the same idempotency key again, success."""
+    lib, c = engine._lib, ctypes
+    lib.recourse_abi_minor.restype = c.c_uint32
+    if lib.recourse_abi_minor() < 1:
+        raise RecourseError("the library predates ABI 1.1")
+    out = c.POINTER(c.c_void_p)
+    lib.recourse_health_new.restype = lib.recourse_workflow_new.restype = c.c_void_p
+    lib.recourse_health_new.argtypes = [c.c_void_p]
+    lib.recourse_workflow_new.argtypes = [c.c_void_p, c.c_char_p]
+    for name in ("recourse_health_free", "recourse_workflow_free", "recourse_runner_free"):
+        getattr(lib, name).argtypes = [c.c_void_p]
+    lib.recourse_runner_new.argtypes = [c.c_void_p] * 4 + [c.c_char_p, c.c_size_t, out, out]
+    lib.recourse_runner_next.argtypes = [c.c_void_p, c.c_int64, out, out]
+    lib.recourse_runner_report.argtypes = [c.c_void_p, c.c_char_p, c.c_size_t, c.c_int64, out]
+    health, workflow = lib.recourse_health_new(None), lib.recourse_workflow_new(None, None)
+    spec = json.dumps({"tool": "payments.create", "operationId": "order-7",
+                       "arguments": {"amount": 1999, "currency": "EUR"}}).encode()
+    runner, error = c.c_void_p(), c.c_void_p()
+    engine._check(lib.recourse_runner_new(engine._handle, workflow, health, None, spec, len(spec),
+                                          c.byref(runner), c.byref(error)), error)
+    now, keys = 1700000000000, []
+    while True:
+        action = c.c_void_p()
+        engine._check(lib.recourse_runner_next(runner, now, c.byref(action), c.byref(error)), error)
+        a = json.loads(engine._take(action))
+        if a["step"] == "done":
+            break
+        if a["step"] == "wait":
+            now += a["waitMs"]  # a real host sleeps here
+            continue
+        keys.append(a["idempotencyKey"])
+        outcome = {"outcome": "success"} if len(keys) > 1 else {
+            "outcome": "failure", "sideEffect": "none",
+            "raw": {"status": 429, "headers": {"Retry-After": "2"}}}
+        text = json.dumps(outcome).encode()
+        engine._check(lib.recourse_runner_report(runner, text, len(text), now, c.byref(error)),
+                      error)
+    print("runner: ", a["ending"], "after", len(keys), "calls and", a["elapsedMs"], "ms")
+    expect("runner", (a["ending"], a["elapsedMs"], keys[0] == keys[1]), ("success", 2000, True))
+    lib.recourse_runner_free(runner)
+    lib.recourse_workflow_free(workflow)
+    lib.recourse_health_free(health)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--library", default="build/librecourse_c.so")
@@ -250,6 +296,7 @@ def main():
     counters = engine.counters()
     print("counters:", json.dumps(counters["routes"]))
     expect("decisions counted", counters["decisions"], 3)
+    run_payment(engine)
     engine.close()
 
 
