@@ -788,4 +788,22 @@ TEST_CASE("state: a server's wait beyond retry_after_max holds the circuit open 
     b.prepare(shared, other, 60000);
     CHECK(other.circuit == CircuitState::HalfOpen);
   }
+  SECTION("with the shared store down, this process still waits, and says so") {
+    const auto shared = test::policy(R"(policy "w" {
+      limits  { retry_after_max = 10s }
+      breaker { scope = shared  cooldown = 1s }
+      rule transient when code in [TRANSIENT, RATE_LIMITED] -> retry
+      default -> stop })");
+    recourse::Health down(std::make_shared<DownStore>());
+    recourse::Context c = call("op-6");
+    down.record_failure(shared, c, 0, &wait);
+    recourse::Context other = call("op-7");
+    other.side_effect = recourse::SideEffect::None;
+    down.prepare(shared, other, 30000);
+    CHECK(other.circuit == CircuitState::Open);  // the local breaker holds it
+    CHECK(other.store_unavailable);
+    const auto d = shared.decide(transient, other);
+    CHECK(d.rule == "circuit:open");
+    CHECK((d.warnings & recourse::kStoreUnavailable) != 0);
+  }
 }

@@ -102,7 +102,7 @@ nlohmann::json parse_record(std::string_view text, int max_depth = 1);
 /// BadRecord otherwise.
 std::string tool_to_json(const ToolHealth& h);
 ToolHealth tool_from_json(const nlohmann::json& record);
-/// {"format": 1, "votes": {worker: until ms}}; format 0 was the bare {worker: until ms} map.
+/// {"format": 2, "votes": {worker: until ms}} (format 1 the same); format 0 was the bare map.
 std::string votes_to_json(const std::map<std::string, std::int64_t>& votes);
 std::map<std::string, std::int64_t> votes_from_json(const nlohmann::json& record);
 std::string operation_to_json(const OperationState& op);

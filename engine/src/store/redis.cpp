@@ -13,9 +13,9 @@
 //
 // Every hash is a record of store_logic's record_fields() plus `format` (kRecordFormat): the
 // scripts check each one they load against those shapes (put in the prelude as SHAPES) and
-// write every field back. A hash without `format` (format 0) may lack fields, which read as
-// their defaults; a bad hash fails its script with a BADRECORD error, which fails that call
-// alone. A tool's quorum votes are the fields w:<worker> beside `format` (format 0: the bare
+// write every field back. A hash without `format` (format 0) may lack fields, and one of an
+// older format the fields added since (SINCE); they read as their defaults. A bad hash fails its
+// script with a BADRECORD error, which fails that call alone. A tool's quorum votes are the fields w:<worker> beside `format` (format 0: the bare
 // workers).
 //
 // Every command has a short timeout (StoreOptions::timeout_ms); after a failure the store's own
