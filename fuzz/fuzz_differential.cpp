@@ -235,6 +235,8 @@ class Gen {
       b += " min_calls = " + count(1, window);
     }
     if (s_.coin() || b == "  breaker {") b += " cooldown = " + duration(true).text;
+    if (s_.below(3) == 0) b += " probe_lease = " + duration(true).text;
+    if (s_.below(3) == 0) b += " counts = [" + code() + ", " + code() + "]";
     return b + " }";
   }
 

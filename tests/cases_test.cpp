@@ -59,6 +59,12 @@ const std::vector<Tested> kTested = {
     {"idempotency-key-reused-after-body-change", {"traceId"}, ""},
 };
 
+// A case about the state between calls (a circuit breaker), decided through recourse::Health by
+// its own TEST_CASE below, which asserts its route and every one of its limits. Their raw forms
+// record the breaker's messages; a tool's failure in one is read by that test.
+const std::vector<std::string> kStateTested = {"mcp-breaker-opened-by-tool-errors",
+                                               "breaker-stuck-half-open"};
+
 // A case whose expected answer needs a feature not built yet.
 struct Pending {
   const char* id;
@@ -67,9 +73,6 @@ struct Pending {
 };
 
 const std::vector<Pending> kPending = {
-    {"mcp-breaker-opened-by-tool-errors", "24",
-     "a breaker that counts only the failures it should"},
-    {"breaker-stuck-half-open", "24", "a half-open probe whose lease expires"},
     {"retry-after-lockstep-herd", "25", "schedules that spread one shared Retry-After"},
     {"validation-loop-shifting-args", "25", "run budgets over repairs with shifting arguments"},
     {"retry-stacking-over-exhausted-client", "25",
@@ -235,6 +238,10 @@ void check_expected(const json& expected, const Decision& d, const recourse::Env
       // Neither a retry nor a repair (the case's "repair" left the arguments unchanged).
       if (value.get<std::int64_t>() == 0)
         CHECK((d.route != Route::Retry && d.route != Route::Repair));
+    } else if (key == "siblingToolBlocked" || key == "transportBreakerStrike" ||
+               key == "probeLeaseMs" || key == "concurrentProbes") {
+      // The breaker's state, not the decision's: asserted through recourse::Health by the
+      // case's own test (kStateTested).
     } else if (key == "furtherAttemptsIfDiscardSupported") {
       // A decision with another context (streamDiscardSupported true): asserted by the case's
       // own test, "cases: stream-partial-output-replayed".
@@ -325,6 +332,7 @@ TEST_CASE("every case in cases.json is tested or pending", "[cases]") {
   for (const auto& t : kTested) CHECK(tested.insert(t.id).second);
   for (const auto& t : kRawTested) CHECK(raw_tested.insert(t.id).second);
   tested.insert(raw_tested.begin(), raw_tested.end());
+  for (const auto& id : kStateTested) CHECK(tested.insert(id).second);
   for (const auto& p : kPending) CHECK(pending.insert(p.id).second);
   for (const auto& id : ids) {
     INFO("case " << id << " is in cases.json but neither tested nor listed as pending");
@@ -346,7 +354,9 @@ TEST_CASE("every case in cases.json is tested or pending", "[cases]") {
   // Every raw form of a case not pending is decided through its adapter, and only raw forms are.
   for (const auto& c : cases) {
     const std::string id = c.at("id").get<std::string>();
-    if (pending.count(id)) continue;
+    if (pending.count(id) ||
+        std::find(kStateTested.begin(), kStateTested.end(), id) != kStateTested.end())
+      continue;
     INFO("case " << id << ": a raw form is tested through its adapter exactly when there is one");
     CHECK((c.contains("raw") && !c.at("raw").is_null()) == (raw_tested.count(id) == 1));
   }
@@ -662,4 +672,150 @@ TEST_CASE("cases: idempotency-key-reused-after-body-change: a new key only when 
   INFO(describe(retried));
   CHECK(retried.route == Route::Retry);
   CHECK(retried.idempotency_key == recourse::KeyDirective::Reuse);
+}
+
+namespace {
+
+// An ISO 8601 UTC time ("2026-09-10T14:41:59Z") in ms since the epoch.
+std::int64_t ms_of(const std::string& iso) {
+  std::tm tm{};
+  REQUIRE(strptime(iso.c_str(), "%Y-%m-%dT%H:%M:%SZ", &tm) != nullptr);
+  return static_cast<std::int64_t>(timegm(&tm)) * 1000;
+}
+
+}  // namespace
+
+TEST_CASE("cases: mcp-breaker-opened-by-tool-errors: a server's answers open no circuit",
+          "[cases][breaker]") {
+  // The case's three misses of edit_note ("old_text not found") go through the tool's breaker
+  // (failures = 3, the report's threshold) as a host records them: none is a strike, since
+  // NOT_FOUND is not a failure a retry could fix, so the third decision is the policy's repair
+  // and search, the sibling tool the model needs, stays closed. The contrast: three TRANSIENT
+  // failures of edit_note open its circuit, and search's still stays closed.
+  const json cases = load_cases();
+  const json& c = find_case(cases, "mcp-breaker-opened-by-tool-errors");
+  const json& limits = c.at("expected").at("limits");
+  json context = c.at("context");
+  context["repairs"] = context.at("repairsUsed");
+  json sized = c;
+  sized["context"] = context;
+  recourse::Context ctx = context_of(sized);
+  const recourse::Envelope e = envelope_of(c.at("envelope").dump());
+  const recourse::Policy* edit = bundle().find(ctx.tool);
+  const recourse::Policy* search =
+      bundle().find(c.at("context").at("siblingTools").at(0).get<std::string>());
+  REQUIRE(edit != nullptr);
+  REQUIRE(search != nullptr);
+  REQUIRE(edit->name() == ctx.tool);
+  recourse::Context sibling;
+  sibling.tool = search->name();
+  sibling.operation_id = "search-1";
+
+  recourse::Health health;
+  const std::int64_t now = 1000000;
+  ctx.operation_id = "edit-1";
+  for (int attempt = 1; attempt <= 3; ++attempt) {
+    health.record_failure(*edit, ctx, now + attempt, &e);
+    health.prepare(*edit, ctx, now + attempt);
+    CHECK(ctx.circuit == recourse::CircuitState::Closed);
+  }
+  CHECK(health.get(ctx.tool).consecutive_failures == 0);  // no strike
+  CHECK((health.get(ctx.tool).consecutive_failures > 0) ==
+        limits.at("transportBreakerStrike").get<bool>());
+  const Decision d = bundle().decide(e, ctx);
+  CHECK(d.rule == "fix_anchor");
+  check_expected(c.at("expected"), d, e);
+  health.prepare(*search, sibling, now + 4);
+  CHECK((sibling.circuit != recourse::CircuitState::Closed) ==
+        limits.at("siblingToolBlocked").get<bool>());
+
+  // The raw form: the MCP adapter reads the isError result; whatever code it reads, it is not a
+  // strike either.
+  const recourse::Adapted raw = adapted(c, raw_form(c), ctx);
+  health.record_failure(*edit, ctx, now + 5, &raw.envelope);
+  CHECK(health.get(ctx.tool).consecutive_failures == 0);
+
+  // The contrast: failures a retry could fix are strikes, on edit_note's circuit only.
+  const recourse::Envelope transient = envelope_of(R"({"code":"TRANSIENT","retryable":true})");
+  for (int i = 0; i < 3; ++i) health.record_failure(*edit, ctx, now + 10 + i, &transient);
+  health.prepare(*edit, ctx, now + 20);
+  CHECK(ctx.circuit == recourse::CircuitState::Open);
+  CHECK(bundle().decide(transient, ctx).rule == "circuit:open");
+  health.prepare(*search, sibling, now + 20);
+  CHECK(sibling.circuit == recourse::CircuitState::Closed);
+}
+
+TEST_CASE("cases: breaker-stuck-half-open: a probe that never settles is lost after its lease",
+          "[cases][breaker]") {
+  // The report's breaker through recourse::Health: 12 consecutive failures open it at the last
+  // failure's time; one resetTimeout (30 s) later a call takes the half-open probe and never
+  // settles. Once that lease (30 s) is over, the next call takes the probe and its decision is
+  // the policy's retry, its one further attempt (if the probe fails, the circuit reopens and
+  // the next decision is the open route); a late failure of the lost probe changes nothing, and
+  // within the live lease a second caller gets the open route: one probe at a time. At the
+  // case's now, six days on, the tool's record has expired (StoreOptions::state_ttl_ms, 24 h
+  // after its last change): the circuit reads closed, and the call is retried too.
+  const json cases = load_cases();
+  const json& c = find_case(cases, "breaker-stuck-half-open");
+  const json& limits = c.at("expected").at("limits");
+  const json& breaker = c.at("context").at("breaker");
+  recourse::Context ctx = context_of(c);
+  const recourse::Envelope e = envelope_of(c.at("envelope").dump());
+  const recourse::Policy* policy = bundle().find(ctx.tool);
+  REQUIRE(policy != nullptr);
+  REQUIRE(policy->name() == ctx.tool);
+  const std::int64_t lease = breaker.at("probeLeaseMs").get<std::int64_t>();
+  CHECK(lease == limits.at("probeLeaseMs").get<std::int64_t>());
+  CHECK_THAT(policy->dump(), Catch::Contains("probe_lease=" + std::to_string(lease) + "ms"));
+
+  const std::int64_t opened = ms_of(c.at("raw").at("breakerState").at("last_failure_time"));
+  const std::int64_t probed = ms_of(breaker.at("probeStartedAt"));
+  const std::int64_t now = probed + lease;  // the lost probe's lease is over
+  recourse::Health health;
+  auto call = [&](const char* operation) {
+    recourse::Context other = ctx;
+    other.operation_id = operation;
+    return other;
+  };
+  for (int i = 0; i < 12; ++i) health.record_failure(*policy, call("earlier"), opened, &e);
+  recourse::Context lost = call("lost-probe");
+  health.prepare(*policy, lost, probed);
+  REQUIRE(lost.circuit == recourse::CircuitState::HalfOpen);
+  recourse::Context waiting = call("waiting");
+  health.prepare(*policy, waiting, probed + lease - 1);  // within the lost probe's lease
+  CHECK(waiting.circuit == recourse::CircuitState::Open);
+  CHECK(bundle().decide(e, waiting).route == Route::Stop);
+
+  ctx.operation_id = "case-call";
+  health.prepare(*policy, ctx, now);
+  CHECK(ctx.circuit == recourse::CircuitState::HalfOpen);
+  const Decision d = bundle().decide(e, ctx);
+  INFO(describe(d));
+  CHECK(d.route == route_of(c.at("expected").at("route").get<std::string>()));
+  CHECK(d.rule == "transient");
+  CHECK(d.delay_ms <= c.at("context").at("budgets").at("maxDelayMs").get<std::int64_t>());
+
+  health.record_failure(*policy, lost, now + 1, &e);  // a late outcome of the lost probe
+  recourse::Context second = call("second");
+  health.prepare(*policy, second, now + 2);
+  CHECK(second.circuit == recourse::CircuitState::Open);  // one probe at a time
+  const std::int64_t probes = (ctx.circuit == recourse::CircuitState::HalfOpen) +
+                              (second.circuit == recourse::CircuitState::HalfOpen);
+  CHECK(probes == limits.at("concurrentProbes").get<std::int64_t>());
+  health.prepare(*policy, ctx, now + 3);
+  CHECK(ctx.circuit == recourse::CircuitState::HalfOpen);  // the case's call still holds it
+
+  // The probe is the one further attempt: when it fails, the circuit reopens for a cooldown.
+  std::int64_t further = d.route == Route::Retry ? 1 : 0;
+  health.record_failure(*policy, ctx, now + 4, &e);
+  health.prepare(*policy, ctx, now + 5);
+  const Decision after = bundle().decide(e, ctx);
+  CHECK(after.rule == "circuit:open");
+  if (after.route == Route::Retry) ++further;
+  CHECK(further == limits.at("furtherAttempts").get<std::int64_t>());
+
+  ctx.operation_id = "six-days-on";
+  health.prepare(*policy, ctx, *now_of(c));
+  CHECK(ctx.circuit == recourse::CircuitState::Closed);
+  CHECK(bundle().decide(e, ctx).route == Route::Retry);
 }

@@ -571,3 +571,20 @@ TEST_CASE("check: a table beyond max_table_bytes is E094", "[check]") {
   CHECK(r.diagnostics()[0].code == "E094");
   CHECK_THAT(r.diagnostics()[0].message, Catch::EndsWith("the limit is 1 MiB"));
 }
+
+TEST_CASE("check: breaker counts takes a list of known codes (E011, E037)", "[check][breaker]") {
+  expect_one(in_policy("  breaker { counts = [TRANSIENT, TIMEOUTT] }\n  default -> stop"),
+             {"E011", 2, 34, "unknown code 'TIMEOUTT'",
+              "did you mean 'TIMEOUT'? (declare it in `codes { }`)"});
+  expect_one(in_policy("  breaker { counts = TRANSIENT }\n  default -> stop"),
+             {"E037", 2, 13, "'counts' takes a [list]", nullptr});
+  expect_one(in_policy("  breaker { counts = [] }\n  default -> stop"),
+             {"E037", 2, 13, "counts needs at least one code", nullptr});
+  expect_one(in_policy("  breaker { probe_lease = 0s }\n  default -> stop"),
+             {"E019", 2, 27, "probe_lease must be positive", nullptr});
+  // A declared code may be counted; a code listed twice counts once.
+  const auto p = test::policy(
+      "policy \"p\" {\n  codes { UPSTREAM_DOWN }\n"
+      "  breaker { counts = [UPSTREAM_DOWN, TIMEOUT, TIMEOUT] }\n  default -> stop\n}\n");
+  CHECK_THAT(p.dump(), Catch::Contains("counts=[TIMEOUT,UPSTREAM_DOWN]"));
+}

@@ -357,3 +357,23 @@ TEST_CASE("diff: every example over the bundled policies and their settings repr
   CHECK(compared >= 20);
   CHECK(regions >= compared);
 }
+
+TEST_CASE("diff: the breaker's counts and probe_lease are setting changes, not decision changes",
+          "[diff][breaker]") {
+  // They change what the breaker records, never a decision over the table: diff names them
+  // (the policy hash changes with them) and finds no region of inputs that decides otherwise.
+  const std::string before =
+      edited(kLimits, {{"limits { attempts = 3 }", "limits { attempts = 3 }\n  breaker { }"}});
+  const std::string after =
+      edited(before, {{"breaker { }", "breaker { probe_lease = 5s  counts = [VALIDATION] }"}});
+  const auto r = recourse::diff({"a.recourse", before}, {"b.recourse", after});
+  REQUIRE(r.ok());
+  REQUIRE(r->settings.size() == 2);
+  CHECK(r->settings[0].setting == "breaker.probe_lease");
+  CHECK(r->settings[0].before == "30000ms");
+  CHECK(r->settings[0].after == "5000ms");
+  CHECK(r->settings[1].setting == "breaker.counts");
+  CHECK(r->settings[1].before == "[TRANSIENT,RATE_LIMITED,TIMEOUT,PENDING]");
+  CHECK(r->settings[1].after == "[VALIDATION]");
+  CHECK(r->changes.empty());
+}

@@ -493,6 +493,9 @@ std::string settings_row(const recourse::detail::SettingDef& def) {
     case K::Names:
       value = "list of names or strings";
       break;
+    case K::Codes:
+      value = "list of codes";
+      break;
     case K::Word:
       value = std::string(def.words);
       break;

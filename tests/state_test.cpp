@@ -483,6 +483,9 @@ struct DownStore final : recourse::Store {
                                     const recourse::BreakerSpec&, std::int64_t) noexcept override {
     return std::nullopt;
   }
+  std::optional<CircuitState> hold(std::string_view, std::int64_t, std::int64_t) noexcept override {
+    return std::nullopt;
+  }
   std::optional<std::int64_t> vote(std::string_view, std::string_view, bool, std::int64_t,
                                    std::int64_t) noexcept override {
     return std::nullopt;
@@ -623,4 +626,184 @@ TEST_CASE("state: while the store is down, decisions are conservative and flagge
   recourse::Health open(store, {0, true, {}});  // failing open: an explicit opt-in
   CHECK(std::get<0>(decide(open)).route == Route::Retry);
   CHECK(std::get<0>(decide(open)).route == Route::Retry);
+}
+
+TEST_CASE("state: the breaker counts only the failures of its counts", "[state][breaker]") {
+  const auto p = test::policy(R"(policy "c" {
+    codes { UPSTREAM_DOWN }
+    breaker { failures = 2  cooldown = 10s }
+    default -> stop })");
+  recourse::Health health;
+  recourse::Context c;
+  c.tool = "c";
+  c.operation_id = "op";
+  auto fail = [&](const char* envelope, std::int64_t now) {
+    const recourse::Envelope e = test::envelope(envelope);
+    health.record_failure(p, c, now, &e);
+    health.prepare(p, c, now);
+    return c.circuit;
+  };
+  const char* transient = R"({"code":"TRANSIENT"})";
+  const char* validation = R"({"code":"VALIDATION","field":"q"})";
+  SECTION("a model's validation errors and business answers never open it") {
+    for (int i = 0; i < 10; ++i) CHECK(fail(validation, i) == CircuitState::Closed);
+    CHECK(fail(R"({"code":"NOT_FOUND"})", 10) == CircuitState::Closed);
+    CHECK(fail(R"({"code":"UPSTREAM_DOWN"})", 11) == CircuitState::Closed);  // declared, not listed
+    CHECK(fail(R"({"code":"NO_SUCH_CODE"})", 12) == CircuitState::Closed);   // UNKNOWN, not listed
+    CHECK(health.get("c").consecutive_failures == 0);
+  }
+  SECTION("an uncounted failure is the tool's answer: it restarts the consecutive count") {
+    CHECK(fail(transient, 0) == CircuitState::Closed);
+    CHECK(fail(validation, 1) == CircuitState::Closed);
+    CHECK(fail(transient, 2) == CircuitState::Closed);
+    CHECK(health.get("c").consecutive_failures == 1);
+    CHECK(health.get("c").window == 0b101);  // failure, answer, failure (newest in bit 0)
+    CHECK(fail(R"({"code":"TIMEOUT"})", 3) == CircuitState::Open);
+  }
+  SECTION("the default counts TRANSIENT, RATE_LIMITED, TIMEOUT and PENDING") {
+    for (const char* code : {"TRANSIENT", "RATE_LIMITED", "TIMEOUT", "PENDING"}) {
+      INFO(code);
+      recourse::Health h;
+      const recourse::Envelope e = test::envelope(std::string(R"({"code":")") + code + "\"}");
+      h.record_failure(p, c, 0, &e);
+      h.record_failure(p, c, 0, &e);
+      h.prepare(p, c, 0);
+      CHECK(c.circuit == CircuitState::Open);
+    }
+  }
+  SECTION("a failure without an envelope, or without a code, counts") {
+    health.record_failure(p, c, 0);
+    CHECK(fail(R"({"message":"bad gateway"})", 1) == CircuitState::Open);
+  }
+  SECTION("an uncounted answer of the half-open probe closes the circuit") {
+    fail(transient, 0);
+    CHECK(fail(transient, 0) == CircuitState::Open);
+    health.prepare(p, c, 10000);
+    CHECK(c.circuit == CircuitState::HalfOpen);
+    CHECK(fail(validation, 10001) == CircuitState::Closed);
+  }
+  SECTION("counts chooses the codes") {
+    const auto q = test::policy(R"(policy "c" {
+      codes { UPSTREAM_DOWN }
+      breaker { failures = 2  counts = [UPSTREAM_DOWN, VALIDATION] }
+      default -> stop })");
+    for (const char* envelope : {transient, transient, transient}) {
+      const recourse::Envelope e = test::envelope(envelope);
+      health.record_failure(q, c, 0, &e);
+    }
+    health.prepare(q, c, 0);
+    CHECK(c.circuit == CircuitState::Closed);
+    for (const char* envelope : {R"({"code":"UPSTREAM_DOWN"})", validation}) {
+      const recourse::Envelope e = test::envelope(envelope);
+      health.record_failure(q, c, 0, &e);
+    }
+    health.prepare(q, c, 0);
+    CHECK(c.circuit == CircuitState::Open);
+  }
+}
+
+TEST_CASE("state: a half-open probe that never reports back is lost after its lease",
+          "[state][breaker]") {
+  const auto p = test::policy(
+      R"(policy "l" { breaker { failures = 1  cooldown = 10s  probe_lease = 2s } default -> stop })");
+  recourse::Health health;
+  auto circuit = [&](const char* operation, std::int64_t now) {
+    recourse::Context c;
+    c.tool = "l";
+    c.operation_id = operation;
+    health.prepare(p, c, now);
+    return c.circuit;
+  };
+  recourse::Context opener;
+  opener.tool = "l";
+  opener.operation_id = "op-0";
+  health.record_failure(p, opener, 0);
+  CHECK(circuit("op-1", 10000) == CircuitState::HalfOpen);  // op-1 probes, and is never heard of
+  CHECK(circuit("op-2", 11999) == CircuitState::Open);      // within its 2 s lease
+  CHECK(circuit("op-2", 12000) == CircuitState::HalfOpen);  // lost: op-2 probes
+  CHECK(health.get("l").probe_until_ms == 14000);
+  CHECK(circuit("op-3", 12001) == CircuitState::Open);
+  // The default lease is one cooldown.
+  const auto d =
+      test::policy(R"(policy "l" { breaker { failures = 1  cooldown = 10s } default -> stop })");
+  CHECK_THAT(d.dump(), Catch::Contains("cooldown=10000ms probe_lease=10000ms"));
+}
+
+TEST_CASE("state: a server's wait beyond retry_after_max holds the circuit open until it ends",
+          "[state][breaker]") {
+  const auto p = test::policy(R"(policy "w" {
+    limits  { retry_after_max = 10s  on_open = degrade }
+    breaker { failures = 5  cooldown = 1s }
+    rule transient when code in [TRANSIENT, RATE_LIMITED] -> retry
+    default -> stop })");
+  auto call = [](const char* operation) {
+    recourse::Context c = test::context(R"({"tool":"w","sideEffect":"none"})");
+    c.operation_id = operation;
+    return c;
+  };
+  const auto wait = test::envelope(R"({"code":"RATE_LIMITED","retryAfterMs":60000})");
+  const auto transient = test::envelope(R"({"code":"TRANSIENT"})");
+  recourse::Health health;
+  recourse::Context first = call("op-1");
+  health.record_failure(p, first, 0, &wait);
+  health.prepare(p, first, 0);
+  // The failure that asked for the wait is stopped by its own guard, which precedes the circuit.
+  CHECK(p.decide(wait, first).rule == "budget:retry_after");
+  CHECK(health.get("w").hold_until_ms == 60000);
+  // The next operation does not call the throttled tool at once: the circuit is open.
+  for (const std::int64_t now : {1000, 30000, 59999}) {
+    recourse::Context next = call("op-2");
+    health.prepare(p, next, now);
+    CHECK(next.circuit == CircuitState::Open);
+    const auto d = p.decide(transient, next);
+    CHECK(d.route == Route::Degrade);
+    CHECK(d.rule == "circuit:open");
+  }
+  recourse::Context later = call("op-2");
+  health.prepare(p, later, 60000);  // the server's time: one probe
+  CHECK(later.circuit == CircuitState::HalfOpen);
+  CHECK(p.decide(transient, later).route == Route::Retry);
+
+  SECTION("a wait the policy makes opens nothing") {
+    recourse::Health h;
+    recourse::Context c = call("op-3");
+    const auto short_wait = test::envelope(R"({"code":"RATE_LIMITED","retryAfterMs":10000})");
+    h.record_failure(p, c, 0, &short_wait);
+    h.prepare(p, c, 1);
+    CHECK(c.circuit == CircuitState::Closed);
+    CHECK(h.get("w").hold_until_ms == 0);
+  }
+  SECTION("with scope = shared, the whole fleet waits") {
+    const auto shared = test::policy(R"(policy "w" {
+      limits  { retry_after_max = 10s }
+      breaker { scope = shared  cooldown = 1s }
+      default -> stop })");
+    auto store = std::make_shared<recourse::MemoryStore>();
+    recourse::Health a(store), b(store);
+    recourse::Context c = call("op-4");
+    a.record_failure(shared, c, 0, &wait);
+    recourse::Context other = call("op-5");
+    b.prepare(shared, other, 30000);
+    CHECK(other.circuit == CircuitState::Open);
+    b.prepare(shared, other, 60000);
+    CHECK(other.circuit == CircuitState::HalfOpen);
+  }
+  SECTION("with the shared store down, this process still waits, and says so") {
+    const auto shared = test::policy(R"(policy "w" {
+      limits  { retry_after_max = 10s }
+      breaker { scope = shared  cooldown = 1s }
+      rule transient when code in [TRANSIENT, RATE_LIMITED] -> retry
+      default -> stop })");
+    recourse::Health down(std::make_shared<DownStore>());
+    recourse::Context c = call("op-6");
+    down.record_failure(shared, c, 0, &wait);
+    recourse::Context other = call("op-7");
+    other.side_effect = recourse::SideEffect::None;
+    down.prepare(shared, other, 30000);
+    CHECK(other.circuit == CircuitState::Open);  // the local breaker holds it
+    CHECK(other.store_unavailable);
+    const auto d = shared.decide(transient, other);
+    CHECK(d.rule == "circuit:open");
+    CHECK((d.warnings & recourse::kStoreUnavailable) != 0);
+  }
 }

@@ -124,7 +124,7 @@ TEST_CASE("faults: the record reader takes only a record of its shape and format
        {std::string("null"), std::string("{}"), std::string("[3]"), std::string("{not json"), deep,
         "{" + full.substr(13) + "}",      // no attempts
         "{\"attempts\":4," + full + "}",  // attempts twice
-        "{\"format\":2," + full + "}",    // a newer format
+        "{\"format\":3," + full + "}",    // a newer format
         "{\"format\":1,\"extra\":0," + full + "}", "{\"format\":\"1\"," + full + "}",
         R"({"attempts":"3")" + full.substr(12) + "}", R"({"attempts":-3)" + full.substr(12) + "}",
         R"({"attempts":3.5)" + full.substr(12) + "}",
@@ -133,11 +133,29 @@ TEST_CASE("faults: the record reader takes only a record of its shape and format
     CHECK_THROWS_AS(read(bad), BadRecord);
   }
   CHECK(read("{" + full + "}").attempts == 3);                   // format 0: migrated
-  CHECK(read("{\"format\":1," + full + "}").last_failure == 7);  // today's
+  CHECK(read("{\"format\":1," + full + "}").last_failure == 7);  // format 1: the same fields
+  CHECK(read("{\"format\":2," + full + "}").last_failure == 7);  // today's
   const recourse::OperationState op = read("{" + full + "}");
   CHECK(recourse::detail::operation_to_json(op) ==
-        R"({"attempts":3,"cost":3,"format":1,"lastFailure":7,"repairPending":false,"repairs":0,)"
+        R"({"attempts":3,"cost":3,"format":2,"lastFailure":7,"repairPending":false,"repairs":0,)"
         R"("repeats":3,"startedMs":5})");
+}
+
+TEST_CASE("faults: a tool record of format 1 reads without the fields format 2 added",
+          "[faults][store]") {
+  using recourse::detail::BadRecord;
+  using recourse::detail::parse_record;
+  using recourse::detail::tool_from_json;
+  const std::string fields =
+      R"("circuit":"open","consecutiveFailures":3,"window":7,"windowCalls":3,"openedMs":5,)"
+      R"("probeTaken":false,"probeOperation":"","probeUntilMs":0,"milliTokens":-1)";
+  auto read = [&](const std::string& text) { return tool_from_json(parse_record(text)); };
+  CHECK(read("{\"format\":1," + fields + "}").hold_until_ms == 0);  // migrated: no hold
+  CHECK(read("{" + fields + "}").opened_ms == 5);                   // format 0 too
+  CHECK(read("{\"format\":2," + fields + ",\"holdUntilMs\":900}").hold_until_ms == 900);
+  CHECK_THROWS_AS(read("{\"format\":2," + fields + "}"), BadRecord);  // format 2 has it
+  CHECK_THROWS_AS(read("{\"format\":2," + fields + ",\"holdUntilMs\":\"soon\"}"), BadRecord);
+  CHECK_THROWS_AS(read("{\"format\":1," + fields + ",\"holdUntilMs\":9,\"extra\":1}"), BadRecord);
 }
 
 TEST_CASE("faults: Health and Workflow restore only records of their shape", "[faults][state]") {
@@ -304,7 +322,9 @@ TEST_CASE("faults: tampered redis hashes are store_unavailable, format-0 ones ar
       {"attempts negative", "op", with(op, {"attempts", "-5"})},
       {"attempts not whole", "op", with(op, {"attempts", "1.5"})},
       {"attempts missing (format 1)", "op", with(without(op, "attempts"), {"format", "1"})},
-      {"a newer format", "op", with(op, {"format", "2"})},
+      {"a newer format", "op", with(op, {"format", "3"})},
+      {"a format not a number", "op", with(op, {"format", "two"})},
+      {"a hold not a time", "tool", {"format", "2", "hold_until", "soon"}},
       {"an unknown field", "op", with(op, {"format", "1", "extra", "0"})},
       {"a hash past 2^64", "op", with(op, {"last", "18446744073709551616"})},
       {"a flag not 0 or 1", "op", with(op, {"pending", "yes"})},
@@ -358,13 +378,27 @@ TEST_CASE("faults: tampered redis hashes are store_unavailable, format-0 ones ar
   const Outcome d = host.decide("old");
   CHECK_FALSE(d.flagged());
   CHECK(d.attempt == 4);
-  // Written back as format 1, every field present.
+  // Written back as format 2, every field present.
   const std::string old = fields(raw, "recourse:{old/t}:op");
   INFO(old);
-  CHECK(old.find("attempts=4 cost=1 format=1 last=") == 0);
+  CHECK(old.find("attempts=4 cost=1 format=2 last=") == 0);
   CHECK(old.find(" pending=0 repairs=0 repeats=1 started=" + ms) != std::string::npos);
-  CHECK(fields(raw, "recourse:{t}:quorum").find("format=1 w:a=") == 0);
-  CHECK(fields(raw, "recourse:{t}:tool").find("format=1") != std::string::npos);
+  CHECK(fields(raw, "recourse:{t}:quorum").find("format=2 w:a=") == 0);
+  CHECK(fields(raw, "recourse:{t}:tool").find("format=2") != std::string::npos);
+  CHECK(fields(raw, "recourse:{t}:tool").find("hold_until=0") != std::string::npos);
+
+  // Format 1: every field of its format, none of format 2's (hold_until reads as 0); a format-1
+  // hash missing one of its own fields is still tampered.
+  const std::vector<std::string> tool1 = {
+      "format", "1", "circuit",  "0", "consecutive", "0", "window", "",    "calls", "0",
+      "opened", "0", "probe_op", "",  "probe_until", "0", "milli",  "3000"};
+  redis(raw, {"DEL", "recourse:{t1}:tool"});
+  redis(raw, with({"HSET", "recourse:{t1}:tool"}, tool1));
+  CHECK(store->bucket("t1", recourse::BucketEvent::Read, {}, now) == 3000);
+  CHECK(store->tool("t1", now)->hold_until_ms == 0);
+  redis(raw, {"DEL", "recourse:{t1}:tool"});
+  redis(raw, with({"HSET", "recourse:{t1}:tool"}, without(tool1, "milli")));
+  CHECK_FALSE(store->bucket("t1", recourse::BucketEvent::Read, {}, now));
 }
 #endif
 
@@ -449,7 +483,8 @@ TEST_CASE("faults: tampered sqlite records are store_unavailable, format-0 ones 
       {"a 100k-deep array", "operation", std::string(100000, '[') + std::string(100000, ']')},
       {"attempts missing", "operation", "{" + op.substr(13) + "}"},
       {"attempts twice", "operation", "{\"attempts\":9," + op + "}"},
-      {"a newer format", "operation", "{\"format\":2," + op + "}"},
+      {"a newer format", "operation", "{\"format\":3," + op + "}"},
+      {"format 2 without holdUntilMs", "tool", "{\"format\":2," + tool + "}"},
       {"attempts a string", "operation", R"({"attempts":"3")" + op.substr(12) + "}"},
       {"an unknown field", "operation", "{\"format\":1,\"extra\":1," + op + "}"},
       {"a circuit unknown", "tool", "{" + std::string(tool).replace(11, 6, "ajar") + "}"},
@@ -494,8 +529,12 @@ TEST_CASE("faults: tampered sqlite records are store_unavailable, format-0 ones 
   const Outcome d = host.decide("old");
   CHECK_FALSE(d.flagged());
   CHECK(d.attempt == 4);
-  CHECK(raw.value("operation", "old/t").find(R"({"attempts":4,"cost":4,"format":1,)") == 0);
-  CHECK(raw.value("quorum", "t").find("{\"format\":1,\"votes\":{\"a\":") == 0);
+  CHECK(raw.value("operation", "old/t").find(R"({"attempts":4,"cost":4,"format":2,)") == 0);
+  CHECK(raw.value("quorum", "t").find("{\"format\":2,\"votes\":{\"a\":") == 0);
+  // Format 1: a tool record without holdUntilMs (format 2 added it) is migrated, not tampered.
+  raw.state("tool", "t1", "{\"format\":1," + tool + "}");
+  CHECK(store->bucket("t1", recourse::BucketEvent::Read, {}, now) == 4000);
+  CHECK(store->tool("t1", now)->hold_until_ms == 0);
 }
 
 TEST_CASE("faults: a tampered sqlite record read by decide is flagged and not retried",

@@ -103,7 +103,7 @@ void tokens(recourse::Store& s) {
 void breaker(recourse::Store& s) {
   INFO("breaker transitions");
   const std::string tool = key("breaker");
-  const BreakerSpec spec{3, 0, 20, 10, 500};
+  const BreakerSpec spec{3, 0, 20, 10, 500, 500};
   auto fail = [&](const char* op) { return s.outcome(tool, op, true, spec, now_ms()); };
   auto probe = [&](const char* op) { return s.probe(tool, op, spec, now_ms()); };
   CHECK(probe("op-0") == CircuitState::Closed);
@@ -129,7 +129,7 @@ void breaker(recourse::Store& s) {
   CHECK(fail("op-9") == CircuitState::Closed);  // the consecutive count restarted
 
   const std::string ratio = key("ratio");
-  const BreakerSpec by_ratio{100, 500, 4, 4, 300};
+  const BreakerSpec by_ratio{100, 500, 4, 4, 300, 300};
   auto outcome = [&](bool failed) { return s.outcome(ratio, "op", failed, by_ratio, now_ms()); };
   outcome(false);
   outcome(true);
@@ -138,10 +138,54 @@ void breaker(recourse::Store& s) {
   CHECK(s.tool(ratio, now_ms())->window == 0b0101);
 }
 
+void probe_lease(recourse::Store& s) {
+  INFO("a half-open probe's lease lasts probe_lease_ms, not the cooldown");
+  const std::string tool = key("lease");
+  const BreakerSpec spec{1, 0, 20, 10, 300, 150};
+  auto probe = [&](const char* op) { return s.probe(tool, op, spec, now_ms()); };
+  REQUIRE(s.outcome(tool, "op-1", true, spec, now_ms()) == CircuitState::Open);
+  sleep_ms(350);
+  CHECK(probe("op-2") == CircuitState::HalfOpen);  // the cooldown is over: op-2 probes
+  CHECK(probe("op-3") == CircuitState::Open);      // within op-2's lease
+  const std::int64_t until = s.tool(tool, now_ms())->probe_until_ms;
+  sleep_ms(200);  // op-2 never reported back: its lease (150 ms) ran out
+  CHECK(probe("op-3") == CircuitState::HalfOpen);
+  CHECK(s.tool(tool, now_ms())->probe_operation == "op-3");
+  CHECK(s.tool(tool, now_ms())->probe_until_ms >= until + 150);
+  // A late failure of the lost probe changes nothing: op-3 still holds the probe.
+  CHECK(s.outcome(tool, "op-2", true, spec, now_ms()) == CircuitState::Open);
+  CHECK(probe("op-3") == CircuitState::HalfOpen);
+  CHECK(probe("op-4") == CircuitState::Open);
+  CHECK(s.outcome(tool, "op-3", true, spec, now_ms()) == CircuitState::Open);  // reopened
+  CHECK(probe("op-4") == CircuitState::Open);  // a new cooldown from op-3's failure
+}
+
+void hold(recourse::Store& s) {
+  INFO("a server's wait holds the circuit open until it ends");
+  const std::string tool = key("hold");
+  const BreakerSpec spec{5, 0, 20, 10, 100, 100};
+  auto probe = [&](const char* op) { return s.probe(tool, op, spec, now_ms()); };
+  CHECK(probe("op-1") == CircuitState::Closed);
+  const std::int64_t before = now_ms();
+  CHECK(s.hold(tool, 500, now_ms()) == CircuitState::Open);  // a closed circuit opens
+  const auto held = s.tool(tool, now_ms());
+  CHECK(held->circuit == CircuitState::Open);
+  CHECK(held->consecutive_failures == 0);  // a wait, not a failure
+  CHECK(held->hold_until_ms >= before + 500);
+  CHECK(s.hold(tool, 50, now_ms()) == CircuitState::Open);  // ends earlier: changes nothing
+  CHECK(s.tool(tool, now_ms())->hold_until_ms == held->hold_until_ms);
+  sleep_ms(250);  // past the cooldown (100 ms), within the hold
+  CHECK(probe("op-1") == CircuitState::Open);
+  sleep_ms(350);
+  CHECK(probe("op-1") == CircuitState::HalfOpen);  // the hold is over: op-1 probes
+  CHECK(s.outcome(tool, "op-1", false, spec, now_ms()) == CircuitState::Closed);
+  CHECK(s.tool(tool, now_ms())->hold_until_ms == 0);  // a success clears it
+}
+
 void one_probe(const Backend& backend, recourse::Store& s) {
   INFO("exactly one probe among concurrent clients");
   const std::string tool = key("probe");
-  const BreakerSpec spec{1, 0, 20, 10, 1000};
+  const BreakerSpec spec{1, 0, 20, 10, 1000, 1000};
   REQUIRE(s.outcome(tool, "opener", true, spec, now_ms()) == CircuitState::Open);
   const std::int64_t start = now_ms() + 1100;  // past the cooldown, once every client is up
   const auto results = concurrently(backend, 8, [&](int i) {
@@ -283,6 +327,8 @@ void conformance(const Backend& backend) {
   REQUIRE(s);
   tokens(*s);
   breaker(*s);
+  probe_lease(*s);
+  hold(*s);
   one_probe(backend, *s);
   no_lost_update(backend, *s);
   votes(*s);

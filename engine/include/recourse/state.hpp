@@ -80,10 +80,10 @@ class Workflow {
 
   /// The local counters: {"version": 2, "operations": {operation id: {tool: {format, attempts,
   /// repairs, repeats, cost, startedMs, lastFailure, repairPending}}}} (format: the record
-  /// format, 1). The scope is not part of it.
+  /// format, 2). The scope is not part of it.
   std::string to_json() const;
   /// Restores the local counters from to_json()'s form, under this workflow's scope (records of
-  /// format 0, without `format`, too). Fails with S004 (naming the record) on malformed input or
+  /// formats 0 and 1 too). Fails with S004 (naming the record) on malformed input or
   /// a record that does not read as its shape (docs/state.md, "Records"), leaving *this as is.
   /// The form without "version" (before 2, counters per operation alone) is refused unless it
   /// holds no counters: which tool counted them was not recorded. Never throws.
@@ -118,10 +118,15 @@ class Health {
   /// MemoryStore of its own.
   explicit Health(std::shared_ptr<Store> store = nullptr, HealthOptions options = {});
   /// Records that a call of context.tool failed, before prepare() for the next decision. A
-  /// closed circuit counts it and may open; the failure of the half-open probe (a call of the
-  /// operation that took it) reopens the circuit for another cooldown; other failures while open
-  /// change nothing (they were in flight). With `throttle`, a failure gRFC A6 counts takes one
-  /// retry token, whether it is then retried or not, so the check in prepare() follows the
+  /// failure whose envelope has a code the policy's `breaker { counts }` leaves out is recorded
+  /// on the breaker as a success (the tool answered); one without an envelope (nullptr) or
+  /// without a code counts, the conservative reading. A closed circuit counts it and may open; the
+  /// failure of the half-open probe (a call of the operation that took it) reopens the circuit for
+  /// another cooldown; other failures while open change nothing (they were in flight). A failure
+  /// whose envelope asks for a wait beyond the policy's retry_after_max (retryAfterMs) opens the
+  /// circuit until that wait ends (Store::hold): no operation calls the tool before the server's
+  /// time, across the fleet with `scope = shared`. With `throttle`, a failure gRFC A6 counts takes
+  /// one retry token, whether it is then retried or not, so the check in prepare() follows the
   /// decrement: one whose `envelope` has a code the policy retries (docs/language.md, section
   /// 10, "Retry tokens"); without an envelope (nullptr) every failure counts, the conservative
   /// reading.
@@ -131,8 +136,8 @@ class Health {
   /// context.side_effect from the ledger when the host gave none and the ledger has an entry.
   /// When an open circuit's cooldown has passed, the first caller takes the one half-open probe
   /// (its context says half_open; others still see open until the probe's outcome is recorded
-  /// or its lease, one cooldown long, ends). Sets context.store_unavailable when the store could
-  /// not answer (and counts the decision, with one Workflow::apply already set it); a context
+  /// or its lease, the breaker's probe_lease, ends). Sets context.store_unavailable when the store
+  /// could not answer (and counts the decision, with one Workflow::apply already set it); a context
   /// so flagged takes its retry tokens from the fallback bucket (HealthOptions).
   void prepare(const Policy& policy, Context& context, std::int64_t now_ms);
   /// Records the decision taken. Retry tokens were taken by record_failure(); a retry decided
@@ -147,12 +152,12 @@ class Health {
   std::int64_t store_unavailable() const noexcept { return unavailable_.load(); }
 
   /// The local state: {"tools": {name: {format, circuit, consecutiveFailures, window,
-  /// windowCalls, openedMs, probeTaken, probeOperation, probeUntilMs, milliTokens}},
-  /// "operations": {}} (format: the record format, 1).
+  /// windowCalls, openedMs, probeTaken, probeOperation, probeUntilMs, milliTokens,
+  /// holdUntilMs}}, "operations": {}} (format: the record format, 2).
   std::string to_json() const;
-  /// Restores the local state from to_json()'s form (records of format 0 too). Fails with S004
-  /// (naming the record) on malformed input or a record that does not read as its shape, leaving
-  /// *this as is. Never throws.
+  /// Restores the local state from to_json()'s form (records of formats 0 and 1 too). Fails with
+  /// S004 (naming the record) on malformed input or a record that does not read as its shape,
+  /// leaving *this as is. Never throws.
   Status from_json(std::string_view json) noexcept;
 
  private:

@@ -4,9 +4,11 @@
 // and writes one record in one step, so processes sharing a store never lose an update:
 //  - bucket:     a gRFC A6 retry-token event on a tool (integer milli-tokens);
 //  - outcome:    a call's success or failure on a tool's circuit breaker;
+//  - hold:       a server's wait beyond what the policy waits: the circuit open until then;
 //  - vote:       one worker's view of its own breaker, for breakers of scope quorum(N);
 //  - probe:      the circuit as one operation sees it, taking the half-open probe (a lease that
-//                expires after the cooldown, so only one worker probes and a dead one is replaced);
+//                expires after probe_lease_ms, so only one worker probes and a lost probe is
+//                replaced);
 //  - count:      an attempt, failure, decision or success of one operation (attempts, repairs,
 //                repeats, cost);
 //  - claim, transition, read: the side-effect ledger (claim `pending` before the side effect,
@@ -46,13 +48,16 @@ enum class BucketEvent : std::uint8_t { Read, Retry, Success };
 
 /// Circuit breaker settings: open after `failures` consecutive failures, or when at least
 /// `min_calls` of the last `window` (<= 64) calls ended and failed*1000 >= ratio_milli*calls;
-/// stay open for cooldown_ms, then let one probe through.
+/// stay open for cooldown_ms, then let one probe through, whose lease lasts probe_lease_ms.
 struct BreakerSpec {
   std::int64_t failures = 5;
   std::int64_t ratio_milli = 0;  ///< 0: the ratio rule is off
   std::int64_t window = 20;
   std::int64_t min_calls = 10;
   std::int64_t cooldown_ms = 30000;
+  /// How long a half-open probe holds its lease: a probe whose outcome is not recorded by then
+  /// is lost, and the next caller probes (the policy's default: its cooldown).
+  std::int64_t probe_lease_ms = 30000;
 };
 
 /// One tool's health: breaker and retry tokens.
@@ -65,7 +70,10 @@ struct ToolHealth {
   bool probe_taken = false;         ///< half-open: the one probe is out
   std::string probe_operation;      ///< half-open: the operation whose next call is the probe
   std::int64_t probe_until_ms = 0;  ///< the probe's lease ends (then another caller may probe)
-  std::int64_t milli_tokens = -1;   ///< retry tokens x 1000; -1: full (never spent)
+  /// No half-open probe before then: the server asked for a wait beyond the policy's
+  /// retry_after_max (Store::hold); 0: none.
+  std::int64_t hold_until_ms = 0;
+  std::int64_t milli_tokens = -1;  ///< retry tokens x 1000; -1: full (never spent)
 };
 
 /// Counters of one operation (a logical call, retried or repaired until it ends).
@@ -141,6 +149,12 @@ class Store {
   virtual std::optional<CircuitState> probe(std::string_view tool, std::string_view operation,
                                             const BreakerSpec& spec,
                                             std::int64_t now_ms) noexcept = 0;
+  /// Holds `tool`'s circuit open for wait_ms from now, a server's wait beyond the policy's
+  /// retry_after_max: a closed circuit opens (opened now), and no half-open probe is taken
+  /// before the hold ends (nor before the cooldown); a hold ending before the one kept changes
+  /// nothing. A success clears it. Returns the circuit after (open).
+  virtual std::optional<CircuitState> hold(std::string_view tool, std::int64_t wait_ms,
+                                           std::int64_t now_ms) noexcept = 0;
   /// Records whether `worker`'s own breaker for `tool` is open (a vote that lasts vote_ms, or
   /// withdrawn) and returns how many workers' votes are live: open and not expired.
   virtual std::optional<std::int64_t> vote(std::string_view tool, std::string_view worker,
@@ -183,6 +197,8 @@ class MemoryStore final : public Store {
                                       std::int64_t now_ms) noexcept override;
   std::optional<CircuitState> probe(std::string_view tool, std::string_view operation,
                                     const BreakerSpec& spec, std::int64_t now_ms) noexcept override;
+  std::optional<CircuitState> hold(std::string_view tool, std::int64_t wait_ms,
+                                   std::int64_t now_ms) noexcept override;
   std::optional<std::int64_t> vote(std::string_view tool, std::string_view worker, bool open,
                                    std::int64_t vote_ms, std::int64_t now_ms) noexcept override;
   std::optional<ToolHealth> tool(std::string_view tool, std::int64_t now_ms) noexcept override;
@@ -198,10 +214,11 @@ class MemoryStore final : public Store {
                                                   std::int64_t now_ms) noexcept override;
   std::string name() const override { return "memory"; }
 
-  /// {"tools": {name: {...}}, "operations": {id: {...}}}, each record with "format": 1 (the
+  /// {"tools": {name: {...}}, "operations": {id: {...}}}, each record with "format": 2 (the
   /// ledger is not included).
   std::string to_json() const;
-  /// Restores to_json()'s form (either member may be absent; records of format 0 are migrated).
+  /// Restores to_json()'s form (either member may be absent; records of formats 0 and 1 are
+  /// migrated).
   /// Fails with S004, naming the record, on malformed input or a record that does not read as
   /// its shape (docs/state.md, "Records"), leaving the store as it was. Never throws.
   Status from_json(std::string_view json) noexcept;

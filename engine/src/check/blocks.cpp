@@ -122,6 +122,10 @@ void Checker::breaker_block(const ast::Policy& p, PolicySpec& spec) {
   Breaker& b = spec.breaker;
   b.enabled = true;
   settings(p.breaker, "breaker", [&](const ast::Setting& s) {
+    if (s.key == "counts") {
+      breaker_counts(s, spec);
+      return;
+    }
     const ast::Value& v = s.values[0];
     if (s.key == "scope") {
       if (v.kind == Kind::Ident &&
@@ -140,18 +144,35 @@ void Checker::breaker_block(const ast::Policy& p, PolicySpec& spec) {
       b.ratio = *value;
       return;
     }
-    (s.key == "failures"   ? b.failures
-     : s.key == "quorum"   ? b.quorum
-     : s.key == "window"   ? b.window
-     : s.key == "cooldown" ? b.cooldown_ms
-                           : b.min_calls) = static_cast<std::int64_t>(*value);
+    (s.key == "failures"      ? b.failures
+     : s.key == "quorum"      ? b.quorum
+     : s.key == "window"      ? b.window
+     : s.key == "cooldown"    ? b.cooldown_ms
+     : s.key == "probe_lease" ? b.probe_lease_ms
+                              : b.min_calls) = static_cast<std::int64_t>(*value);
   });
+  const bool lease_given =
+      std::any_of(p.breaker.begin(), p.breaker.end(),
+                  [](const ast::Setting& s) { return s.key == "probe_lease"; });
+  if (!lease_given) b.probe_lease_ms = b.cooldown_ms;  // the default: one cooldown
   for (const ast::Setting& s : p.breaker)
     if (s.key == "quorum" && !b.by_quorum) error("E036", s.pos, "quorum needs scope = quorum");
   if (b.min_calls > b.window)
     error("E036", p.breaker.empty() ? p.pos : p.breaker.front().pos,
           "breaker min_calls (" + std::to_string(b.min_calls) + ") exceeds its window (" +
               std::to_string(b.window) + ")");
+}
+
+void Checker::breaker_counts(const ast::Setting& s, PolicySpec& spec) {
+  std::vector<std::int64_t> ids;
+  for (const ast::Value& v : s.values)
+    if (auto id = code_id(v, spec)) ids.push_back(*id);
+  if (s.values.empty())
+    error("E037", s.pos, "counts needs at least one code",
+          "a breaker no failure counts against never opens; remove the breaker instead");
+  std::sort(ids.begin(), ids.end());
+  ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+  spec.breaker.counts = std::move(ids);
 }
 
 void Checker::throttle_block(const ast::Policy& p, PolicySpec& spec) {

@@ -115,8 +115,11 @@ class Checker {
   // given once and with the right shape, to `handle`.
   template <typename Handler>
   void settings(const std::vector<ast::Setting>& list, const char* block, Handler&& handle) {
-    std::vector<std::string_view> keys;
-    for (const SettingDef* def : settings_of(block)) keys.push_back(def->key);
+    std::vector<std::string_view> keys, lists;
+    for (const SettingDef* def : settings_of(block)) {
+      keys.push_back(def->key);
+      if (def->kind == ValueKind::Names || def->kind == ValueKind::Codes) lists.push_back(def->key);
+    }
     std::set<std::string> seen;
     for (const auto& s : list) {
       if (std::find(keys.begin(), keys.end(), s.key) == keys.end()) {
@@ -128,7 +131,7 @@ class Checker {
         error("E021", s.pos, std::string(block) + " setting '" + s.key + "' is set twice");
         continue;
       }
-      if (s.is_list != (s.key == "arguments")) {
+      if (s.is_list != (std::find(lists.begin(), lists.end(), s.key) != lists.end())) {
         error("E037", s.pos,
               s.is_list ? "'" + s.key + "' takes one value, not a list"
                         : "'" + s.key + "' takes a [list]");
@@ -148,6 +151,8 @@ class Checker {
   void fallback_route(const ast::Setting& s, const PolicySpec& spec, Action& out);
   void limits_block(const ast::Policy& p, PolicySpec& spec);
   void breaker_block(const ast::Policy& p, PolicySpec& spec);
+  // `counts = [CODE, ...]`: known codes (E011), at least one (E037), into ascending ids.
+  void breaker_counts(const ast::Setting& s, PolicySpec& spec);
   void throttle_block(const ast::Policy& p, PolicySpec& spec);
   void backoff(const ast::Policy& p, PolicySpec& spec);
 

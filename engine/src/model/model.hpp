@@ -253,6 +253,11 @@ struct Breaker {
   std::int64_t window = BreakerSpec{}.window;
   std::int64_t min_calls = BreakerSpec{}.min_calls;
   std::int64_t cooldown_ms = BreakerSpec{}.cooldown_ms;
+  std::int64_t probe_lease_ms = BreakerSpec{}.probe_lease_ms;  ///< probe_lease (default: cooldown)
+  /// counts = [...]: the ids of the codes whose failures count against the circuit, ascending;
+  /// a failure of another code is recorded as a success (the tool answered). The default is
+  /// the failures a retry could fix: TRANSIENT, RATE_LIMITED, TIMEOUT and PENDING.
+  std::vector<std::int64_t> counts = {0, 1, 2, 10};
   bool shared = false;      ///< scope = shared: kept in the shared store (default: per process)
   bool by_quorum = false;   ///< scope = quorum: per process, open when `quorum` processes see it
   std::int64_t quorum = 2;  ///< quorum = N

@@ -128,6 +128,20 @@ const std::vector<SettingDef>& setting_table() {
       {"breaker", "cooldown", K::Duration, 0, kNone, true, false, false, "", "`30s`",
        "how long the circuit stays open before one half-open probe",
        [](const PolicySpec& s) { return ms(s.breaker.cooldown_ms); }},
+      {"breaker", "probe_lease", K::Duration, 0, kNone, true, false, false, "", "the `cooldown`",
+       "how long the half-open probe may take: a probe whose outcome is not recorded by then is "
+       "lost, and the next caller probes instead",
+       [](const PolicySpec& s) { return ms(s.breaker.probe_lease_ms); }},
+      {"breaker", "counts", K::Codes, kNone, kNone, false, false, false, "",
+       "`[TRANSIENT, RATE_LIMITED, TIMEOUT, PENDING]`",
+       "the codes whose failures count; a failure of another code is recorded as a success (the "
+       "tool answered); a failure without an envelope always counts",
+       [](const PolicySpec& s) {
+         std::string codes;
+         for (const std::int64_t id : s.breaker.counts)
+           codes += (codes.empty() ? "" : ",") + s.codes[static_cast<std::size_t>(id)];
+         return "[" + codes + "]";
+       }},
       {"breaker", "scope", K::Word, kNone, kNone, false, false, false,
        "`local`, `shared` or `quorum`", "`local`",
        "where the breaker lives: in each process; in the shared state store, so one probe serves "

@@ -24,6 +24,7 @@ enum class ValueKind : std::uint8_t {
   Number,    ///< a plain number (ratio, factor, tokens)
   Tool,      ///< a tool's name as a "string"
   Names,     ///< a list of names or strings
+  Codes,     ///< a list of codes (built-in or declared)
   Word,      ///< one of `words`
 };
 

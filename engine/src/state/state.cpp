@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 #include <unistd.h>
+#include <algorithm>
 
 #include <nlohmann/json.hpp>
 
@@ -38,7 +39,7 @@ BucketSpec bucket_spec(const detail::Throttle& t) {
 }
 
 BreakerSpec breaker_spec(const detail::Breaker& b) {
-  return {b.failures, milli(b.ratio), b.window, b.min_calls, b.cooldown_ms};
+  return {b.failures, milli(b.ratio), b.window, b.min_calls, b.cooldown_ms, b.probe_lease_ms};
 }
 
 // A condition's truth for one code with every other attribute unknown: false, true or maybe.
@@ -69,18 +70,33 @@ Truth for_code(const detail::Cond& c, const detail::Slot& code) {
   return Truth::Maybe;
 }
 
-// A failure gRFC A6 counts for throttling: "a status code that qualifies as retryable", here a
-// code some `retry` rule of the policy can take (its condition is not false for that code,
-// whatever the other attributes; a rule without one takes every code). The code is resolved as
-// decide() resolves it: an unknown one is UNKNOWN, an absent one fails every test but `is
-// absent`.
-bool counts_for_throttle(const detail::Compiled& p, const Envelope& e) {
+// The envelope's code as decide() resolves it: an unknown one is UNKNOWN; absent, not present.
+detail::Slot code_slot(const detail::Compiled& p, const Envelope& e) {
   detail::Slot code;
   if (e.code) {
     const std::int64_t id = p.code_ids.find(*e.code);
     code.present = true;
     code.num = id < 0 ? detail::kUnknownCodeId : id;
   }
+  return code;
+}
+
+// A failure the breaker counts (`breaker { counts }`): one whose code is listed, or one with no
+// envelope or no code (what failed is unknown: the conservative reading).
+bool counts_for_breaker(const detail::Compiled& p, const Envelope* e) {
+  if (!e) return true;
+  const detail::Slot code = code_slot(p, *e);
+  const auto& counts = p.spec.breaker.counts;
+  return !code.present || std::binary_search(counts.begin(), counts.end(), code.num);
+}
+
+// A failure gRFC A6 counts for throttling: "a status code that qualifies as retryable", here a
+// code some `retry` rule of the policy can take (its condition is not false for that code,
+// whatever the other attributes; a rule without one takes every code). The code is resolved as
+// decide() resolves it: an unknown one is UNKNOWN, an absent one fails every test but `is
+// absent`.
+bool counts_for_throttle(const detail::Compiled& p, const Envelope& e) {
+  const detail::Slot code = code_slot(p, e);
   for (const detail::RuleSpec& rule : p.spec.rules)
     if (rule.action.route == Route::Retry &&
         (!rule.when || for_code(*rule.when, code) != Truth::False))
@@ -282,13 +298,21 @@ void Health::record_failure(const Policy& policy, const Context& c, std::int64_t
   // code that qualifies as retryable". A store that cannot answer takes nothing: prepare() then
   // reads the fallback bucket.
   if (spec.throttle.enabled &&
-      (!envelope || counts_for_throttle(*&detail::compiled(policy), *envelope)))
+      (!envelope || counts_for_throttle(detail::compiled(policy), *envelope)))
     store_->bucket(c.tool, BucketEvent::Retry, bucket_spec(spec.throttle), now_ms);
   const detail::Breaker& b = spec.breaker;
   if (!b.enabled) return;
+  // A failure `counts` leaves out is the tool's answer: a success for its circuit.
+  const bool failed = counts_for_breaker(detail::compiled(policy), envelope);
   Store& store = breakers(policy);
-  if (&store != local_.get()) store.outcome(c.tool, c.operation_id, true, breaker_spec(b), now_ms);
-  local_->outcome(c.tool, c.operation_id, true, breaker_spec(b), now_ms);
+  if (&store != local_.get())
+    store.outcome(c.tool, c.operation_id, failed, breaker_spec(b), now_ms);
+  local_->outcome(c.tool, c.operation_id, failed, breaker_spec(b), now_ms);
+  // A server's wait the policy will not make (budget:retry_after): no call before it ends.
+  if (envelope && envelope->retry_after_ms && *envelope->retry_after_ms > spec.retry_after_max_ms) {
+    if (&store != local_.get()) store.hold(c.tool, *envelope->retry_after_ms, now_ms);
+    local_->hold(c.tool, *envelope->retry_after_ms, now_ms);
+  }
 }
 
 void Health::prepare(const Policy& policy, Context& c, std::int64_t now_ms) {

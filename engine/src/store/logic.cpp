@@ -121,15 +121,16 @@ std::int64_t format_of(const json& r) {
   return format;
 }
 
-// `r` checked against the fields of `kind`: every one present and of its type, no other. Formats
-// 0 and 1 have the same fields in JSON (format 0's writers wrote every field).
+// `r` checked against the fields of `kind`: every one its format has present and of its type, no
+// other. Formats 0 and 1 have the same fields in JSON (format 0's writers wrote every field).
 const json& checked(const json& r, RecordKind kind) {
   if (!r.is_object()) throw BadRecord("a record is a JSON object, not " + shown(r));
-  format_of(r);
+  const std::int64_t format = format_of(r);
   const auto& fields = record_fields(kind);
   for (const RecordField& f : fields) {
     if (!f.json) continue;
     auto it = r.find(f.json);
+    if (it == r.end() && format < f.since) continue;  // added later: reads as its default
     if (it == r.end()) throw BadRecord(recourse::quoted(f.json) + " missing");
     if (const char* expected = mismatch(*it, f.type))
       throw BadRecord(recourse::quoted(f.json) + ": expected " + expected + ", got " + shown(*it));
@@ -162,6 +163,7 @@ CircuitState apply_outcome(ToolHealth& h, std::string_view operation, bool faile
     h.consecutive_failures = 0;
     push(h, b, false);
     h.circuit = CircuitState::Closed;
+    h.hold_until_ms = 0;
     release_probe(h);
     return h.circuit;
   }
@@ -189,13 +191,22 @@ CircuitState apply_probe(ToolHealth& h, std::string_view operation, const Breake
   if (h.circuit == CircuitState::Closed) return CircuitState::Closed;
   const bool live = h.probe_taken && now_ms < h.probe_until_ms;
   if (live && h.probe_operation == operation) return CircuitState::HalfOpen;  // asks again
-  if (!live && now_ms - h.opened_ms >= b.cooldown_ms) {
+  if (!live && now_ms - h.opened_ms >= b.cooldown_ms && now_ms >= h.hold_until_ms) {
     h.probe_taken = true;  // this caller's next call is the half-open probe
     h.probe_operation = std::string(operation);
-    h.probe_until_ms = now_ms + b.cooldown_ms;
+    h.probe_until_ms = now_ms + b.probe_lease_ms;
     return CircuitState::HalfOpen;
   }
   return CircuitState::Open;
+}
+
+CircuitState apply_hold(ToolHealth& h, std::int64_t wait_ms, std::int64_t now_ms) {
+  if (h.circuit == CircuitState::Closed) {
+    h.circuit = CircuitState::Open;
+    h.opened_ms = now_ms;
+  }
+  h.hold_until_ms = std::max(h.hold_until_ms, now_ms + wait_ms);
+  return h.circuit;
 }
 
 std::int64_t apply_vote(std::map<std::string, std::int64_t>& votes, std::string_view worker,
@@ -269,7 +280,7 @@ const std::vector<RecordField>& record_fields(RecordKind kind) {
       {"window", "window", T::Window},         {"windowCalls", "calls", T::Calls},
       {"openedMs", "opened", T::Time},         {"probeTaken", nullptr, T::Flag},
       {"probeOperation", "probe_op", T::Text}, {"probeUntilMs", "probe_until", T::Time},
-      {"milliTokens", "milli", T::Tokens}};
+      {"milliTokens", "milli", T::Tokens},     {"holdUntilMs", "hold_until", T::Time, 2}};
   static const std::vector<RecordField> operation = {
       {"attempts", "attempts", T::Count},   {"repairs", "repairs", T::Count},
       {"repeats", "repeats", T::Count},     {"cost", "cost", T::Count},
@@ -315,7 +326,8 @@ std::string tool_to_json(const ToolHealth& h) {
               {"probeTaken", h.probe_taken},
               {"probeOperation", h.probe_operation},
               {"probeUntilMs", h.probe_until_ms},
-              {"milliTokens", h.milli_tokens}}
+              {"milliTokens", h.milli_tokens},
+              {"holdUntilMs", h.hold_until_ms}}
       .dump();
 }
 
@@ -333,6 +345,7 @@ ToolHealth tool_from_json(const json& record) {
   h.probe_operation = t["probeOperation"];
   h.probe_until_ms = t["probeUntilMs"];
   h.milli_tokens = t["milliTokens"];
+  h.hold_until_ms = t.value("holdUntilMs", std::int64_t{0});  // format 2
   return h;
 }
 

@@ -23,6 +23,8 @@ CircuitState apply_outcome(ToolHealth& h, std::string_view operation, bool faile
 /// The circuit as `operation` sees it, taking the half-open lease when it is free (Store::probe).
 CircuitState apply_probe(ToolHealth& h, std::string_view operation, const BreakerSpec& spec,
                          std::int64_t now_ms);
+/// Store::hold: opens `h`'s circuit (when closed) and holds it until now_ms + wait_ms at least.
+CircuitState apply_hold(ToolHealth& h, std::int64_t wait_ms, std::int64_t now_ms);
 /// Store::vote on one tool's votes (worker -> until ms): returns the live ones, dropping others.
 std::int64_t apply_vote(std::map<std::string, std::int64_t>& votes, std::string_view worker,
                         bool open, std::int64_t vote_ms, std::int64_t now_ms);
@@ -35,12 +37,13 @@ bool apply_transition(LedgerEntry& e, LedgerState to, std::int64_t now_ms);
 /// How a stored entry reads at now_ms (an expired pending lease reads as Unknown).
 LedgerEntry view(LedgerEntry e, std::int64_t now_ms);
 
-/// The format of the records today's stores write: "format": 1 in a JSON record (the SQLite
-/// store's rows, MemoryStore::to_json()), a field `format` of "1" in a Redis hash. A record
+/// The format of the records today's stores write: "format": 2 in a JSON record (the SQLite
+/// store's rows, MemoryStore::to_json()), a field `format` of "2" in a Redis hash. A record
 /// without one is of format 0, written before records had formats: it is read (migrated) as
-/// format 0 was written, and written back as this format on its next change. docs/state.md,
-/// "Records".
-constexpr std::int64_t kRecordFormat = 1;
+/// format 0 was written, and written back as this format on its next change; a record of an
+/// older format lacks the fields added since (RecordField::since), which read as their
+/// defaults. Format 2 added the tool's holdUntilMs. docs/state.md, "Records".
+constexpr std::int64_t kRecordFormat = 2;
 
 /// A stored record that does not read as its documented shape (a field missing, twice, of the
 /// wrong type or unknown; not a JSON object), or of a format newer than kRecordFormat. The stores
@@ -74,6 +77,9 @@ struct RecordField {
   const char* json;
   const char* redis;
   FieldType type;
+  /// The format that added the field: records of older formats lack it, and read its default
+  /// (0, false, "").
+  std::int64_t since = 0;
 };
 
 /// The record kinds with fixed fields. (A tool's quorum votes are a map, read by votes_from_json
@@ -91,11 +97,12 @@ const std::vector<RecordField>& record_fields(RecordKind kind);
 nlohmann::json parse_record(std::string_view text, int max_depth = 1);
 
 /// JSON of one record, with "format": kRecordFormat (Health's, Workflow's and the SQLite store's
-/// form). The readers take a parsed record (parse_record) of format 0 or 1 that has every field
-/// of its kind, each of its type, and no other; they throw BadRecord otherwise.
+/// form). The readers take a parsed record (parse_record) of a format up to kRecordFormat that
+/// has every field of its kind that format has, each of its type, and no other; they throw
+/// BadRecord otherwise.
 std::string tool_to_json(const ToolHealth& h);
 ToolHealth tool_from_json(const nlohmann::json& record);
-/// {"format": 1, "votes": {worker: until ms}}; format 0 was the bare {worker: until ms} map.
+/// {"format": 2, "votes": {worker: until ms}} (format 1 the same); format 0 was the bare map.
 std::string votes_to_json(const std::map<std::string, std::int64_t>& votes);
 std::map<std::string, std::int64_t> votes_from_json(const nlohmann::json& record);
 std::string operation_to_json(const OperationState& op);

@@ -58,6 +58,14 @@ std::optional<CircuitState> MemoryStore::probe(std::string_view tool, std::strin
   });
 }
 
+std::optional<CircuitState> MemoryStore::hold(std::string_view tool, std::int64_t wait_ms,
+                                              std::int64_t now_ms) noexcept {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return update(tools_, tool, now_ms, options_.state_ttl_ms, [&](ToolHealth& h) {
+    return std::pair(true, detail::apply_hold(h, wait_ms, now_ms));
+  });
+}
+
 std::optional<std::int64_t> MemoryStore::vote(std::string_view tool, std::string_view worker,
                                               bool open, std::int64_t vote_ms,
                                               std::int64_t now_ms) noexcept {

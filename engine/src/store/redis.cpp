@@ -13,9 +13,9 @@
 //
 // Every hash is a record of store_logic's record_fields() plus `format` (kRecordFormat): the
 // scripts check each one they load against those shapes (put in the prelude as SHAPES) and
-// write every field back. A hash without `format` (format 0) may lack fields, which read as
-// their defaults; a bad hash fails its script with a BADRECORD error, which fails that call
-// alone. A tool's quorum votes are the fields w:<worker> beside `format` (format 0: the bare
+// write every field back. A hash without `format` (format 0) may lack fields, and one of an
+// older format the fields added since (SINCE); they read as their defaults. A bad hash fails its
+// script with a BADRECORD error, which fails that call alone. A tool's quorum votes are the fields w:<worker> beside `format` (format 0: the bare
 // workers).
 //
 // Every command has a short timeout (StoreOptions::timeout_ms); after a failure the store's own
@@ -37,7 +37,7 @@
 namespace recourse::detail {
 namespace {
 
-// The prelude of every script, after the lines `local FORMAT, SHAPES = ...` (shapes()). A
+// The prelude of every script, after the lines `local FORMAT, SHAPES, SINCE = ...` (shapes()). A
 // record's fields are text; CHECKS says which text each field type accepts (the Redis encoding
 // of store_logic's FieldType), DEFAULTS what a missing field of a format-0 record reads as (a
 // type without one is required).
@@ -73,23 +73,26 @@ local function fields(key)
   local h, raw = {}, redis.call('HGETALL', key)
   for i = 1, #raw, 2 do h[raw[i]] = raw[i + 1] end
   local format = h.format
-  if format ~= nil and format ~= FORMAT then bad(key, 'format ' .. format .. ', not ' .. FORMAT) end
+  if format ~= nil and not (whole(format, 1, 2^53) and tonumber(format) <= tonumber(FORMAT)) then
+    bad(key, 'format ' .. format .. ', not 1 to ' .. FORMAT)
+  end
   h.format = nil
-  return h, format, #raw > 0
+  return h, format and tonumber(format), #raw > 0
 end
 -- The record at `key` ({} when there is none), checked against SHAPES[kind]: a field missing
--- from a format-0 record reads as its default.
+-- from a format-0 record, or one added after the record's format (SINCE), reads as its default.
 local function load(key, kind)
   local h, format, found = fields(key)
   if not found then return h end
-  local shape = SHAPES[kind]
+  local shape, since = SHAPES[kind], SINCE[kind] or {}
   for f, v in pairs(h) do
     if not shape[f] then bad(key, 'unknown field ' .. f) end
     if not CHECKS[shape[f]](v) then bad(key, f .. ' is not a ' .. shape[f]) end
   end
   for f, t in pairs(shape) do
     if h[f] == nil then
-      if format or not DEFAULTS[t] then bad(key, f .. ' missing') end
+      local older = not format or format < (since[f] or 0)
+      if not older or not DEFAULTS[t] then bad(key, f .. ' missing') end
       h[f] = DEFAULTS[t]
     end
   end
@@ -120,6 +123,7 @@ enum Script {
   kProbe,
   kVote,
   kTool,
+  kHold,
   kCount,
   kClaim,
   kTransition,
@@ -128,10 +132,10 @@ enum Script {
 };
 
 // ARGV per script: bucket (event 0 read|1 retry|2 success, max, ratio, ttl); outcome (operation,
-// failed 0|1, failures, ratio, window, min_calls, ttl); probe (operation, cooldown, ttl); vote
-// (worker, open 0|1, vote_ms, ttl); count
-// (kind 0 read|1 attempt|2 failure|3 decision|4 success, cost, failure hash, repair 0|1, ttl);
-// claim (key, lease, ttl); transition (to, ttl).
+// failed 0|1, failures, ratio, window, min_calls, ttl); probe (operation, cooldown, lease, ttl);
+// vote (worker, open 0|1, vote_ms, ttl); tool (); hold (wait_ms, ttl); count (kind 0 read|1
+// attempt|2 failure|3 decision|4 success, cost, failure hash, repair 0|1, ttl); claim (key, lease,
+// ttl); transition (to, ttl).
 constexpr const char* kBodies[kScripts] = {
     R"lua(
 local h, max = load(KEYS[1], 'tool'), tonumber(ARGV[2])
@@ -152,7 +156,7 @@ local function push(bit)
   h.calls = math.min(width, num(h, 'calls', 0) + 1)
 end
 if ARGV[2] == '0' then
-  h.consecutive = 0; push('0'); h.circuit = 0; h.probe_op = ''; h.probe_until = 0
+  h.consecutive = 0; push('0'); h.circuit = 0; h.probe_op = ''; h.probe_until = 0; h.hold_until = 0
 elseif num(h, 'circuit', 0) ~= 0 then
   if num(h, 'probe_until', 0) > 0 and (h.probe_op or '') == ARGV[1] then
     h.opened = now; h.probe_op = ''; h.probe_until = 0
@@ -173,9 +177,9 @@ if num(h, 'circuit', 0) == 0 then return 0 end
 local lease = num(h, 'probe_until', 0)
 local live = lease > 0 and now < lease
 if live and h.probe_op == ARGV[1] then return 2 end
-if not live and now - num(h, 'opened', 0) >= tonumber(ARGV[2]) then
-  h.probe_op = ARGV[1]; h.probe_until = now + tonumber(ARGV[2])
-  save(KEYS[1], 'tool', h, ARGV[3])
+if not live and now - num(h, 'opened', 0) >= tonumber(ARGV[2]) and now >= num(h, 'hold_until', 0) then
+  h.probe_op = ARGV[1]; h.probe_until = now + tonumber(ARGV[3])
+  save(KEYS[1], 'tool', h, ARGV[4])
   return 2
 end
 return 1
@@ -205,7 +209,15 @@ return live
     R"lua(
 local h = load(KEYS[1], 'tool')
 return {num(h, 'circuit', 0), num(h, 'consecutive', 0), h.window or '', num(h, 'calls', 0),
-        num(h, 'opened', 0), h.probe_op or '', num(h, 'probe_until', 0), num(h, 'milli', -1)}
+        num(h, 'opened', 0), h.probe_op or '', num(h, 'probe_until', 0), num(h, 'milli', -1),
+        num(h, 'hold_until', 0)}
+)lua",
+    R"lua(
+local now, h = now_ms(), load(KEYS[1], 'tool')
+if num(h, 'circuit', 0) == 0 then h.circuit = 1; h.opened = now end
+h.hold_until = math.max(num(h, 'hold_until', 0), now + tonumber(ARGV[1]))
+save(KEYS[1], 'tool', h, ARGV[2])
+return 1
 )lua",
     R"lua(
 local now, k = now_ms(), ARGV[1]
@@ -253,19 +265,26 @@ return view(h, now, 0)
 return view(load(KEYS[1], 'ledger'), now_ms(), 0)
 )lua"};
 
-// `local FORMAT, SHAPES = ...`, the lines before the prelude: the record format and the fields
-// of each record kind with their types ({tool = {circuit = 'circuit', ...}, op = ..., ...}).
+// `local FORMAT, SHAPES, SINCE = ...`, the lines before the prelude: the record format, the
+// fields of each record kind with their types ({tool = {circuit = 'circuit', ...}, op = ...}),
+// and the format that added each field added after format 1 ({tool = {hold_until = 2}, ...}).
 std::string shapes() {
-  std::string lua = "local FORMAT, SHAPES = '" + std::to_string(kRecordFormat) + "', {";
+  std::string types, since;
   const std::pair<const char*, RecordKind> kinds[] = {
       {"tool", RecordKind::Tool}, {"op", RecordKind::Operation}, {"ledger", RecordKind::Ledger}};
   for (const auto& [name, kind] : kinds) {
-    lua += std::string(name) + " = {";
-    for (const RecordField& f : record_fields(kind))
-      if (f.redis) lua += std::string(f.redis) + " = '" + to_string(f.type) + "', ";
-    lua += "}, ";
+    types += std::string(name) + " = {";
+    since += std::string(name) + " = {";
+    for (const RecordField& f : record_fields(kind)) {
+      if (!f.redis) continue;
+      types += std::string(f.redis) + " = '" + to_string(f.type) + "', ";
+      if (f.since > 0) since += std::string(f.redis) + " = " + std::to_string(f.since) + ", ";
+    }
+    types += "}, ";
+    since += "}, ";
   }
-  return lua + "}\n";
+  return "local FORMAT, SHAPES, SINCE = '" + std::to_string(kRecordFormat) + "', {" + types +
+         "}, {" + since + "}\n";
 }
 
 // Whether `r` is a script's BADRECORD error: one record is bad, the server is fine.
@@ -525,7 +544,9 @@ class RedisStore final : public Store {
   std::optional<CircuitState> probe(std::string_view tool, std::string_view operation,
                                     const BreakerSpec& b, std::int64_t) noexcept override {
     return call(kProbe, key("tool", tool),
-                {std::string(operation), std::to_string(b.cooldown_ms), ttl()}, circuit);
+                {std::string(operation), std::to_string(b.cooldown_ms),
+                 std::to_string(b.probe_lease_ms), ttl()},
+                circuit);
   }
   std::optional<std::int64_t> vote(std::string_view tool, std::string_view worker, bool open,
                                    std::int64_t vote_ms, std::int64_t) noexcept override {
@@ -546,8 +567,13 @@ class RedisStore final : public Store {
       h.probe_until_ms = integer(element(r, 6));
       h.probe_taken = h.probe_until_ms > 0;
       h.milli_tokens = integer(element(r, 7));
+      h.hold_until_ms = integer(element(r, 8));
       return h;
     });
+  }
+  std::optional<CircuitState> hold(std::string_view tool, std::int64_t wait_ms,
+                                   std::int64_t) noexcept override {
+    return call(kHold, key("tool", tool), {std::to_string(wait_ms), ttl()}, circuit);
   }
   std::optional<OperationState> count(std::string_view operation, const CountEvent& e,
                                       std::int64_t) noexcept override {

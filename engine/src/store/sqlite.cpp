@@ -250,6 +250,11 @@ class SqliteStore final : public Store {
       return std::pair(h.probe_until_ms != lease, c);
     });
   }
+  std::optional<CircuitState> hold(std::string_view tool, std::int64_t wait_ms,
+                                   std::int64_t now) noexcept override {
+    return update_tool(tool, now, true,
+                       [&](ToolHealth& h) { return std::pair(true, apply_hold(h, wait_ms, now)); });
+  }
   std::optional<std::int64_t> vote(std::string_view tool, std::string_view worker, bool open,
                                    std::int64_t vote_ms, std::int64_t now) noexcept override {
     return guarded([&] {
