@@ -17,6 +17,7 @@
 #include "cases.hpp"
 #include "check/check.hpp"
 #include "compile/compile.hpp"
+#include "envelope/steering.hpp"
 #include "source/location.hpp"
 #include "table/compiled.hpp"
 
@@ -125,28 +126,63 @@ void gen_lookup(benchmark::State& state, const Case& c) {
   cycle(state, [&](std::size_t i) { benchmark::DoNotOptimize(c.lookup->route(c.plain[i])); });
 }
 
-// Envelope JSON (about 300 bytes) to decision, reading included.
-void json_to_decision(benchmark::State& state) {
-  const Case& c = seed_case();
-  std::vector<std::string> texts;
-  for (std::size_t i = 0; i < 64; ++i) {
-    Envelope e = c.envelopes[i];
-    e.message =
-        "upstream returned 503 Service Unavailable while creating the invoice for customer "
-        "cus_4f2a9c; the request was not applied, retry after the indicated delay (see the "
-        "status page)";
-    e.trace_id = fmt::format("req_{:016x}_{:04}", i * 0x9e3779b97f4a7c15ull, i);
-    texts.push_back(to_json(e));
-  }
+// The benchmark envelopes as JSON (about 300 bytes each): the seed case's envelopes with a
+// server's message and trace id, as a real 503 carries them.
+const std::vector<std::string>& seed_json() {
+  static const std::vector<std::string> texts = [] {
+    const Case& c = seed_case();
+    std::vector<std::string> out;
+    for (std::size_t i = 0; i < 64; ++i) {
+      Envelope e = c.envelopes[i];
+      e.message =
+          "upstream returned 503 Service Unavailable while creating the invoice for customer "
+          "cus_4f2a9c; the request was not applied, retry after the indicated delay (see the "
+          "status page)";
+      e.trace_id = fmt::format("req_{:016x}_{:04}", i * 0x9e3779b97f4a7c15ull, i);
+      out.push_back(to_json(e));
+    }
+    return out;
+  }();
+  return texts;
+}
+
+void label_bytes(benchmark::State& state, const std::vector<std::string>& texts) {
   std::size_t bytes = 0;
   for (const auto& t : texts) bytes += t.size();
   state.SetLabel(fmt::format("{} bytes on average", bytes / texts.size()));
+}
+
+// Envelope JSON to decision, reading included.
+void json_to_decision(benchmark::State& state) {
+  const Case& c = seed_case();
+  const auto& texts = seed_json();
+  label_bytes(state, texts);
   std::size_t i = 0;
   for (auto _ : state) {
     const Result<Envelope> r = read_envelope(texts[i]);
     benchmark::DoNotOptimize(c.policy->decide(*r, c.contexts[i]));
     i = (i + 1) % texts.size();
   }
+  state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations()));
+}
+
+// The reading alone: JSON to Envelope.
+void read_json(benchmark::State& state) {
+  const auto& texts = seed_json();
+  label_bytes(state, texts);
+  std::size_t i = 0;
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(read_envelope(texts[i]));
+    i = (i + 1) % texts.size();
+  }
+  state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations()));
+}
+
+// The steering detector alone, on the benchmark envelope's message.
+void steering(benchmark::State& state) {
+  const std::string message = *read_envelope(seed_json().front())->message;
+  const SteeringLimits limits;
+  for (auto _ : state) benchmark::DoNotOptimize(detail::scan_steering(message, limits));
   state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations()));
 }
 
@@ -201,6 +237,8 @@ void register_all() {
   RegisterBenchmark("route/seed", [](benchmark::State& s) { route(s, seed_case()); });
   RegisterBenchmark("match/seed", [](benchmark::State& s) { match(s, seed_case()); });
   RegisterBenchmark("json_to_decision/seed", json_to_decision);
+  RegisterBenchmark("read_envelope/seed", read_json);
+  RegisterBenchmark("steering/seed", steering);
   RegisterBenchmark("decide/peer", [](benchmark::State& s) { decide(s, peer_case()); });
   RegisterBenchmark("ifchain/peer", peer_if_chain);
   RegisterBenchmark("lookup/peer", peer_lookup);

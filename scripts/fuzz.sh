@@ -14,7 +14,7 @@ cd "$(dirname "$0")/.."
 seconds="${1:-30}"
 shift || true
 targets=("$@")
-[ ${#targets[@]} -eq 0 ] && targets=(fuzz_grammar fuzz_envelope fuzz_differential fuzz_adapters fuzz_context)
+[ ${#targets[@]} -eq 0 ] && targets=(fuzz_grammar fuzz_envelope fuzz_readers fuzz_differential fuzz_adapters fuzz_context)
 jobs="${FUZZ_JOBS:-1}"
 build="${RECOURSE_FUZZ_BUILD:-build-fuzz}"
 

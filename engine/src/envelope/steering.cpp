@@ -306,12 +306,6 @@ constexpr Verb kVerbs[] = {
     {"email", kSend},      {"transmit", kSend},   {"submit", kSend},    {"copy", kSend},
     {"cc", kSend},         {"run", kRun},         {"execute", kRun},    {"type", kRun},
     {"paste", kRun},       {"enter", kRun},       {"call", kRun},       {"invoke", kRun}};
-// The verbs' first letters, a bit per letter: most words are no verb, and this tells at once.
-constexpr std::uint32_t kVerbLetters = [] {
-  std::uint32_t m = 0;
-  for (const Verb& v : kVerbs) m |= 1u << (v.text.front() - 'a');
-  return m;
-}();
 // Words that make the verb after them imperative.
 constexpr std::string_view kImperativeLead[] = {
     "please",      "then",   "and",  "first", "now",    "must",    "should", "always",
@@ -327,11 +321,25 @@ constexpr std::string_view kPrograms[] = {
     "kubectl", "make", "ssh",  "scp",  "powershell", "perl",   "ruby",    "eval",
     "exec",    "nc",   "cat",  "echo", "uvx",        "deno",   "bun"};
 
+// Character classes, looked up by byte: the scanner asks them of every byte.
+constexpr std::array<bool, 256> kAlnum = [] {
+  std::array<bool, 256> t{};
+  for (int c = 0; c < 256; ++c)
+    t[static_cast<std::size_t>(c)] =
+        (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+  return t;
+}();
 bool alnum(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+  return kAlnum[static_cast<unsigned char>(c)];
 }
+constexpr std::array<char, 256> kLower = [] {
+  std::array<char, 256> t{};
+  for (int c = 0; c < 256; ++c)
+    t[static_cast<std::size_t>(c)] = static_cast<char>(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
+  return t;
+}();
 char lower(char c) {
-  return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c;
+  return kLower[static_cast<unsigned char>(c)];
 }
 
 // The normalized text: see steering.hpp. Returns its length in `buf`.
@@ -344,8 +352,12 @@ std::size_t normalize(std::string_view s, char* buf, std::size_t cap) {
     if (n < cap) buf[n++] = c;
   };
   for (std::size_t i = 0; i < s.size() && n < cap;) {
-    std::uint32_t cp = 0;
-    const std::size_t len = decode_utf8(s, i, cp);
+    std::uint32_t cp = static_cast<unsigned char>(s[i]);
+    if (cp > ' ' && cp < 0x7f) {  // printable ASCII, most of any text, is kept as it is
+      put(s[i++]);
+      continue;
+    }
+    const std::size_t len = cp < 0x80 ? 1 : decode_utf8(s, i, cp);
     if (len == 0) {
       ++i;
       continue;
@@ -366,32 +378,68 @@ std::size_t normalize(std::string_view s, char* buf, std::size_t cap) {
   return n;
 }
 
-// The phrases by their first character (after '^'), so each position of the text is compared
-// with the few phrases that can start there.
+// The phrases by their first two characters (after '^'), so each position of the text is
+// compared with the one or two phrases that can start there. A pair's key is the first
+// character (ASCII) and the low five bits of the second: a letter keeps its own key, and what
+// shares one (a digit and a letter, say) is told apart by phrase_at().
+constexpr std::size_t kPairKeys = 128 * 32;
+constexpr std::size_t pair_key(char first, char second) {
+  return static_cast<std::size_t>(static_cast<unsigned char>(first)) * 32 +
+         (static_cast<unsigned char>(second) & 31u);
+}
+constexpr std::string_view unanchored(std::string_view p) {
+  return p.front() == '^' ? p.substr(1) : p;
+}
+
 struct PhraseIndex {
-  std::array<std::uint16_t, 129>
-      begin{};  // phrases of first character c: order[begin[c]..begin[c+1])
+  std::array<std::uint16_t, kPairKeys + 1> begin{};  // key k: order[begin[k]..begin[k+1])
   std::array<std::uint16_t, std::size(kPhrases)> order{};
 };
 
-constexpr char first_char(std::string_view p) {
-  return p.front() == '^' ? p[1] : p.front();
-}
-
-constexpr PhraseIndex make_index() {
+constexpr PhraseIndex make_index() {  // a counting sort by key
   PhraseIndex index;
-  std::size_t n = 0;
-  for (int c = 0; c < 128; ++c) {
-    index.begin[static_cast<std::size_t>(c)] = static_cast<std::uint16_t>(n);
-    for (std::size_t k = 0; k < std::size(kPhrases); ++k)
-      if (first_char(kPhrases[k].text) == c) index.order[n++] = static_cast<std::uint16_t>(k);
+  for (const Phrase& p : kPhrases)
+    ++index.begin[pair_key(unanchored(p.text)[0], unanchored(p.text)[1]) + 1];
+  for (std::size_t k = 0; k < kPairKeys; ++k) index.begin[k + 1] += index.begin[k];
+  std::array<std::uint16_t, kPairKeys> next{};
+  for (std::size_t k = 0; k < kPairKeys; ++k) next[k] = index.begin[k];
+  for (std::size_t i = 0; i < std::size(kPhrases); ++i) {
+    const std::string_view t = unanchored(kPhrases[i].text);
+    index.order[next[pair_key(t[0], t[1])]++] = static_cast<std::uint16_t>(i);
   }
-  index.begin[128] = static_cast<std::uint16_t>(n);
   return index;
 }
 
+constexpr bool phrases_valid() {  // two ASCII characters at least, lower case
+  for (const Phrase& p : kPhrases) {
+    const std::string_view t = unanchored(p.text);
+    if (t.size() < 2) return false;
+    for (char c : t)
+      if (static_cast<unsigned char>(c) >= 128 || (c >= 'A' && c <= 'Z')) return false;
+  }
+  return true;
+}
+static_assert(phrases_valid(), "every phrase is two or more lower-case ASCII characters");
 constexpr PhraseIndex kIndex = make_index();
-static_assert(kIndex.begin[128] == std::size(kPhrases), "every phrase starts with ASCII");
+
+// The verbs by their first letter: verbs[begin[c - 'a']..begin[c - 'a' + 1]).
+struct VerbIndex {
+  std::array<std::uint8_t, 27> begin{};
+  std::array<std::uint8_t, std::size(kVerbs)> order{};
+};
+constexpr VerbIndex make_verb_index() {
+  VerbIndex index;
+  std::size_t n = 0;
+  for (char c = 'a'; c <= 'z'; ++c) {
+    index.begin[static_cast<std::size_t>(c - 'a')] = static_cast<std::uint8_t>(n);
+    for (std::size_t k = 0; k < std::size(kVerbs); ++k)
+      if (kVerbs[k].text.front() == c) index.order[n++] = static_cast<std::uint8_t>(k);
+  }
+  index.begin[26] = static_cast<std::uint8_t>(n);
+  return index;
+}
+constexpr VerbIndex kVerbIndex = make_verb_index();
+static_assert(kVerbIndex.begin[26] == std::size(kVerbs), "every verb starts with a letter");
 
 class Scanner {
  public:
@@ -400,16 +448,19 @@ class Scanner {
   std::uint32_t scan() const {
     std::uint32_t found = 0;
     for (std::size_t i = 0; i < t_.size(); ++i) {
-      const auto c = static_cast<unsigned char>(lower(t_[i]));
-      // Inside a word no phrase starts: those beginning with a letter or digit need a word
-      // boundary, and the others begin with what is no letter or digit.
-      const bool mid_word = alnum(t_[i]) && i > 0 && alnum(t_[i - 1]);
-      if (c < 128 && !mid_word)
-        for (std::size_t k = kIndex.begin[c]; k < kIndex.begin[c + 1u]; ++k) {
+      // Inside a word nothing starts: phrases beginning with a letter or digit and verbs need a
+      // word boundary, and the other phrases begin with what is no letter or digit.
+      const bool word = alnum(t_[i]);
+      if (word && i > 0 && alnum(t_[i - 1])) continue;
+      const char c = lower(t_[i]);
+      if (static_cast<unsigned char>(c) < 128 && i + 1 < t_.size()) {
+        const std::size_t key = pair_key(c, lower(t_[i + 1]));
+        for (std::size_t k = kIndex.begin[key]; k < kIndex.begin[key + 1]; ++k) {
           const Phrase& p = kPhrases[kIndex.order[k]];
           if (!(found & p.category) && phrase_at(i, p.text)) found |= p.category;
         }
-      if (word_start(i)) found |= verbs_at(i);
+      }
+      if (word) found |= verbs_at(i);
       if (t_[i] == '!' && markdown_image_url(i)) found |= kSteerUrl;
     }
     return found | encoded();
@@ -526,10 +577,13 @@ class Scanner {
   std::uint32_t verbs_at(std::size_t i) const {
     std::uint32_t found = 0;
     const char c = lower(t_[i]);
-    if (c < 'a' || c > 'z' || !(kVerbLetters & 1u << (c - 'a'))) return 0;
+    if (c < 'a' || c > 'z') return 0;
     std::uint8_t kind = 0;
-    for (const Verb& v : kVerbs)
-      if (v.text.front() == c && word_is(i, v.text)) kind |= v.kind;
+    const auto letter = static_cast<std::size_t>(c - 'a');
+    for (std::size_t k = kVerbIndex.begin[letter]; k < kVerbIndex.begin[letter + 1]; ++k) {
+      const Verb& v = kVerbs[kVerbIndex.order[k]];
+      if (word_is(i, v.text)) kind |= v.kind;
+    }
     const bool fetch = kind & kFetch, send = kind & kSend, run = kind & kRun;
     if (!fetch && !send && !run) return 0;
     if (!imperative(i)) return 0;
@@ -593,13 +647,17 @@ class Scanner {
     // Letters spaced out to hide a phrase: "i g n o r e p r e v i o u s" (spaces only
     // between them: "a, b, c" is a list).
     std::size_t singles = 0, last_end = 0;
-    for (std::size_t i = 0; i < n; ++i) {
-      if (!word_start(i)) continue;
+    for (std::size_t i = 0; i < n;) {
+      if (!alnum(t_[i])) {
+        ++i;
+        continue;
+      }
+      const std::size_t end = word_end(i);
       const bool spaced = singles > 0 && t_.substr(last_end, i - last_end).find_first_not_of(' ') ==
                                              std::string_view::npos;
-      singles = word_end(i) != i + 1 ? 0 : spaced ? singles + 1 : 1;
-      last_end = word_end(i);
+      singles = end != i + 1 ? 0 : spaced ? singles + 1 : 1;
       if (singles >= 10) return kSteerEncodedPayload;
+      last_end = i = end;
     }
     for (std::size_t i = 0; i + 6 < n; ++i) {
       if (t_[i] != ';' && lower(t_[i]) != 'b') continue;
