@@ -35,12 +35,13 @@ bool apply_transition(LedgerEntry& e, LedgerState to, std::int64_t now_ms);
 /// How a stored entry reads at now_ms (an expired pending lease reads as Unknown).
 LedgerEntry view(LedgerEntry e, std::int64_t now_ms);
 
-/// The format of the records today's stores write: "format": 1 in a JSON record (the SQLite
-/// store's rows, MemoryStore::to_json()), a field `format` of "1" in a Redis hash. A record
-/// without one is of format 0, written before records had formats: it is read (migrated) as
-/// format 0 was written, and written back as this format on its next change. docs/state.md,
-/// "Records".
-constexpr std::int64_t kRecordFormat = 1;
+/// The format of the records today's stores write: "format": 2 in a JSON record (the SQLite
+/// store's rows, MemoryStore::to_json()), a field `format` of "2" in a Redis hash. A record of
+/// an older format is read (migrated) as it was written: without `format` it is of format 0,
+/// written before records had formats; format 1 lacks the fields format 2 added
+/// (RecordField::since), which read as their defaults. It is written back as this format on
+/// its next change. docs/state.md, "Records".
+constexpr std::int64_t kRecordFormat = 2;
 
 /// A stored record that does not read as its documented shape (a field missing, twice, of the
 /// wrong type or unknown; not a JSON object), or of a format newer than kRecordFormat. The stores
@@ -74,6 +75,9 @@ struct RecordField {
   const char* json;
   const char* redis;
   FieldType type;
+  /// The format that added the field: records of an older format have none (it reads as its
+  /// type's default, 0 for a count), records of this format and later have it.
+  std::int64_t since = 1;
 };
 
 /// The record kinds with fixed fields. (A tool's quorum votes are a map, read by votes_from_json
@@ -91,8 +95,9 @@ const std::vector<RecordField>& record_fields(RecordKind kind);
 nlohmann::json parse_record(std::string_view text, int max_depth = 1);
 
 /// JSON of one record, with "format": kRecordFormat (Health's, Workflow's and the SQLite store's
-/// form). The readers take a parsed record (parse_record) of format 0 or 1 that has every field
-/// of its kind, each of its type, and no other; they throw BadRecord otherwise.
+/// form). The readers take a parsed record (parse_record) of a format up to kRecordFormat that
+/// has every field of its kind that format has, each of its type, and no other; they throw
+/// BadRecord otherwise.
 std::string tool_to_json(const ToolHealth& h);
 ToolHealth tool_from_json(const nlohmann::json& record);
 /// {"format": 1, "votes": {worker: until ms}}; format 0 was the bare {worker: until ms} map.
