@@ -133,6 +133,11 @@ int run_decide(const Options& o, bool explain) {
                              x.decision.reason);
   std::cout << fmt::format("decision: {} (delay {}, rule {})\n", to_string(x.decision.route),
                            delay_text(x.decision), x.decision.rule);
+  if (x.decision.backoff_attempt)
+    std::cout << fmt::format(
+        "  backoff restarted after the server's pushback at attempt {} (gRFC A6): step {} of "
+        "attempt {}\n",
+        context.pushback_attempt, x.decision.backoff_attempt, x.decision.attempt);
   std::cout << to_json(x.decision, envelope) << "\n";
   return 0;
 }

@@ -153,6 +153,11 @@ struct Violation {
   const SequenceBound* bound = nullptr;  // a declared bound, else a built-in property
   std::uint64_t sequence = 0;
   std::vector<std::string> trace;
+  // The call the violation shows at (a bound's: the last), as `recourse decide` reproduces it
+  // without the trace: its envelope as read, its context with the state the decision saw
+  // (attempt, repeats, circuit, retry tokens, ...) and no workflowId, and the route it takes.
+  // Absent when that call's envelope could not be read.
+  std::optional<Witness> witness;
 };
 
 // The properties every sequence is checked against besides the policy's own `assert sequence`
@@ -177,11 +182,11 @@ class Fuzzer {
     Rng rng(o_.seed, index);
     std::vector<Step> steps = sequence(rng, index);
     std::vector<Violation> found;
-    auto report = [&](std::string property, std::string message,
+    auto report = [&](std::size_t at, std::string property, std::string message,
                       const SequenceBound* bound = nullptr) {
       for (const auto& v : found)
         if (v.property == property) return;
-      Violation v{std::move(property), std::move(message), bound, index, {}};
+      Violation v{std::move(property), std::move(message), bound, index, {}, witness(steps[at])};
       for (const auto& s : steps) v.trace.push_back(s.line);
       found.push_back(std::move(v));
     };
@@ -193,7 +198,7 @@ class Fuzzer {
       auto line = parse_trace_line(steps[k].line, "replay", bundle_);
       const auto d = line ? again.step(*line) : std::nullopt;
       if (!d || to_json(*d, line->envelope) != steps[k].decision_json)
-        report("deterministic", fmt::format("call {} decides differently when replayed", k + 1));
+        report(k, "deterministic", fmt::format("call {} decides differently when replayed", k + 1));
     }
     decisions_ += steps.size();
     return found;
@@ -202,6 +207,13 @@ class Fuzzer {
   std::size_t decisions() const { return decisions_; }
 
  private:
+  static std::optional<Witness> witness(const Step& s) {
+    if (!s.read.envelope_ok) return std::nullopt;
+    Context context = s.read.context;
+    context.workflow_id.clear();  // the state is in the context: no workflow to read it from
+    return Witness{to_json(s.read.envelope), to_json(context), to_string(s.decision.route)};
+  }
+
   std::vector<Step> sequence(Rng& rng, std::uint64_t index) {
     TraceState state(bundle_);
     std::vector<Step> steps;
@@ -246,36 +258,40 @@ class Fuzzer {
       const Envelope& e = steps[k].read.envelope;
       const std::string call = fmt::format("call {}", k + 1);
       if (calls_again(d) && c.side_effect == SideEffect::Committed)
-        report("retry_after_commit",
+        report(k, "retry_after_commit",
                fmt::format("{}: {} after a committed side effect", call, to_string(d.route)));
       // The decision's own steering flags: a repair never sends a suggestion that reads as
       // instructions to the agent (docs/language.md section 8, gate:steering).
       if (d.route == Route::Repair && (d.steering >> 16) != 0)
-        report("steered_repair",
+        report(k, "steered_repair",
                fmt::format("{}: repair with a suggestion that reads as instructions: {}", call,
                            e.suggestion.value_or("")));
       if (calls_again(d) && static_cast<std::int64_t>(k) + 2 > info_.attempts)
-        report("attempts", fmt::format("{}: {} would make call {} of at most {}", call,
-                                       to_string(d.route), k + 2, info_.attempts));
+        report(k, "attempts",
+               fmt::format("{}: {} would make call {} of at most {}", call, to_string(d.route),
+                           k + 2, info_.attempts));
       if (d.route != Route::Retry) continue;
       const std::int64_t hint = e.retry_after_ms.value_or(0);
       if (d.delay_ms < hint)
-        report("server_hint", fmt::format("{}: delay {}ms is shorter than the server's valid "
-                                          "retryAfterMs {}",
-                                          call, d.delay_ms, hint));
+        report(k, "server_hint",
+               fmt::format("{}: delay {}ms is shorter than the server's valid "
+                           "retryAfterMs {}",
+                           call, d.delay_ms, hint));
       if (d.delay_ms < info_.min_delay_ms)
-        report("min_delay", fmt::format("{}: delay {}ms is below min_delay {}ms", call, d.delay_ms,
-                                        info_.min_delay_ms));
+        report(k, "min_delay",
+               fmt::format("{}: delay {}ms is below min_delay {}ms", call, d.delay_ms,
+                           info_.min_delay_ms));
       const std::int64_t cap = std::max(
           {info_.backoff_max_ms, info_.min_delay_ms, std::min(hint, info_.retry_after_max_ms)});
       if (d.delay_ms > cap)
-        report("delay_cap",
+        report(k, "delay_cap",
                fmt::format("{}: delay {}ms is above every cap ({}ms)", call, d.delay_ms, cap));
       const std::int64_t waited = steps[k].read.now_ms - first + d.delay_ms;
       if (info_.deadline_ms != kUnlimited && waited > info_.deadline_ms)
-        report("deadline", fmt::format("{}: the retry starts {}ms after the first call, past the "
-                                       "{}ms deadline",
-                                       call, waited, info_.deadline_ms));
+        report(k, "deadline",
+               fmt::format("{}: the retry starts {}ms after the first call, past the "
+                           "{}ms deadline",
+                           call, waited, info_.deadline_ms));
     }
   }
 
@@ -294,7 +310,7 @@ class Fuzzer {
         if (b.metric == "calls_after" && counting && calls_again(d)) ++value;
       }
       if (value > b.limit)
-        report(b.text,
+        report(steps.size() - 1, b.text,
                fmt::format("{} is {}{} in a sequence of {} failed calls", b.metric, value,
                            b.metric == "total_wait" || b.metric == "max_delay" ? "ms" : "",
                            steps.size()),
@@ -320,8 +336,13 @@ Diagnostic diagnostic(const Violation& v, const Policy& policy, const Options& o
   }
   d.message =
       fmt::format("fuzz: policy \"{}\" breaks {}: {}", policy.name(), v.property, v.message);
+  d.witness = v.witness;
   d.help =
       fmt::format("sequence {} of seed {}: {} failed calls; ", v.sequence, o.seed, v.trace.size());
+  if (v.witness)
+    d.help +=
+        fmt::format("its call `envelope {} context {}` decides {} alone (`recourse decide`); ",
+                    v.witness->envelope, v.witness->context, v.witness->route);
   d.help += o.out.empty() ? "--out DIR writes the trace for `recourse replay`"
                           : "`recourse replay` reproduces the trace";
   return d;

@@ -1632,7 +1632,7 @@ TEST_CASE("adapters: gRPC status codes and pushback (gRFC A6)", "[adapters]") {
       INFO(bad);
       CHECK(r->envelope.retryable == false);  // "do not retry"
       CHECK_FALSE(r->envelope.retry_after_ms.has_value());
-      CHECK(warned(r, "retryAfterMs", "malformed"));
+      CHECK(warned(r, "retryable", "pushback"));
     }
     r = raw(Protocol::Grpc,
             R"({"status":"RESOURCE_EXHAUSTED","metadata":{"grpc-retry-pushback-ms":["10","20"]}})");

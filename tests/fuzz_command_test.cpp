@@ -94,6 +94,37 @@ TEST_CASE("recourse fuzz: declared bounds broken, with a trace that replays", "[
   CHECK(wait["file"].get<std::string>().find("calendar.book.recourse") != std::string::npos);
   CHECK(wait["trace"].size() >= 1);
 
+  // Each record's witness is its last call as data: `recourse decide` on its envelope and its
+  // context (the state the decision saw written in, no workflow) takes its route, and the trace
+  // fed back to `recourse replay` ends with that decision.
+  for (const auto& v : records) {
+    INFO(v.dump());
+    REQUIRE(v.contains("envelope"));
+    REQUIRE(v.contains("context"));
+    REQUIRE(v.contains("route"));
+    CHECK_FALSE(v["context"].contains("workflowId"));
+    CHECK(v["context"]["attempt"] == v["trace"].size());  // the workflow's count, written in
+    const fs::path envelope = out.string() + "-envelope.json", context = out.string() + "-ctx.json";
+    std::ofstream(envelope) << v["envelope"].dump();
+    std::ofstream(context) << v["context"].dump();
+    const auto decided = test::run(test::cli() + " decide --policy " + policy + " --envelope " +
+                                   envelope.string() + " --context " + context.string());
+    REQUIRE(decided.status == 0);
+    CHECK(json::parse(decided.out)["route"] == v["route"]);
+    const fs::path fed = out.string() + "-trace.jsonl";
+    std::ofstream trace(fed);
+    for (const auto& line : v["trace"]) trace << line.get<std::string>() << "\n";
+    trace.close();
+    const auto replayed =
+        test::run(test::cli() + " replay --format json --policy " + policy + " " + fed.string());
+    REQUIRE(replayed.status == 0);
+    const json last = json::parse(replayed.out)["decisions"].back()["decision"];
+    CHECK(last["route"] == v["route"]);
+    CHECK(last["attempt"] == v["context"]["attempt"]);
+    CHECK(json::parse(decided.out)["delayMs"] == last["delayMs"]);
+    for (const auto& f : {envelope, context, fed}) fs::remove(f);
+  }
+
   // The trace written for each violation replays through the same policy to the decisions that
   // break the bound.
   std::size_t traces = 0;

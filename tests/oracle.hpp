@@ -41,6 +41,7 @@ struct Expected {
   Route route = Route::Stop;
   std::string policy, rule, reason, target, exhausted, nearest_code, problem;
   std::int64_t delay_ms = 0, jitter_ms = 0;
+  std::int64_t backoff_attempt = 0;  // section 14: the step after a pushback, else 0
   std::int64_t attempt = 1, attempts_left = 0, repairs_left = 0;
   recourse::BudgetLeft attempts, repairs, cost, time_ms;
   std::optional<std::int64_t> timeout_ms, retry_at_ms, retry_after_ms;
@@ -491,9 +492,13 @@ inline Expected decide(const PolicySpec& spec, const recourse::Envelope& e,
 
   // Section 12: the delay of a retry; then section 8's check after the lookup.
   if (out.route == Route::Retry) {
-    const Backoff b = backoff(spec, c.attempt, key_source(e, c));
+    // n is the attempt, or attempt - pushbackAttempt after a server pushback (gRFC A6 restart).
+    const bool restart = c.pushback_attempt >= 1 && c.pushback_attempt <= c.attempt - 1;
+    const Backoff b =
+        backoff(spec, restart ? c.attempt - c.pushback_attempt : c.attempt, key_source(e, c));
     out.delay_ms = std::max({b.delay, spec.min_delay_ms, e.retry_after_ms.value_or(0)});
     out.jitter_ms = b.draw;
+    if (restart) out.backoff_attempt = c.attempt - c.pushback_attempt;
     if (time_left != kNoLimit && out.delay_ms >= time_left) {
       out.route = spec.on_exhausted.route;
       out.target = spec.on_exhausted.target;
@@ -502,6 +507,7 @@ inline Expected decide(const PolicySpec& spec, const recourse::Envelope& e,
       out.exhausted = "deadline";
       out.delay_ms = 0;
       out.jitter_ms = 0;
+      out.backoff_attempt = 0;
     }
   }
   if (spec.honours_keys && out.route == Route::Retry) out.key = recourse::KeyDirective::Reuse;
@@ -607,6 +613,7 @@ inline std::string differences(const Expected& x, const recourse::Decision& d) {
   field("exhausted", view(x.exhausted), d.exhausted);
   field("delayMs", x.delay_ms, d.delay_ms);
   field("jitterMs", x.jitter_ms, d.jitter_ms);
+  field("backoffAttempt", x.backoff_attempt, d.backoff_attempt);
   field("attempt", x.attempt, d.attempt);
   field("attemptsLeft", x.attempts_left, d.attempts_left());
   field("repairsLeft", x.repairs_left, d.repairs_left());

@@ -203,10 +203,24 @@ TEST_CASE("state: grpc-java's RetriableStreamTest throttling sequences", "[state
   SECTION("FailWithRetriableStatusCode_WithNonRetriablePushback: counted") {
     CHECK(stream(e(R"({"code":"TRANSIENT","retryable":false})")) == 2000);
   }
-  SECTION("FailWithNonRetriableStatusCode_WithNonRetriablePushback: a known difference") {
-    // grpc-java counts it (2); the envelope keeps a don't-retry pushback only as retryable
-    // false, as any validation error says, so it is not counted here (docs/language.md).
-    CHECK(stream(e(R"({"code":"VALIDATION","retryable":false})")) == 3000);
+  // A don't-retry pushback as the gRPC adapter reads it: grpc-java's test sends an empty
+  // grpc-retry-pushback-ms; NON_RETRIABLE_STATUS_CODE is INTERNAL, RETRIABLE_STATUS_CODE_1
+  // UNAVAILABLE (TRANSIENT).
+  auto pushed_back = [](const char* status) {
+    return recourse::from_grpc(status, "", {{"grpc-retry-pushback-ms", ""}})->envelope;
+  };
+  SECTION("FailWithRetriableStatusCode_WithNonRetriablePushback, from the adapter: counted") {
+    CHECK(stream(pushed_back("UNAVAILABLE")) == 2000);
+  }
+  SECTION("FailWithNonRetriableStatusCode_WithNonRetriablePushback: counted") {
+    // A6 counts "a pushback response indicating not to retry" whatever the code: INTERNAL
+    // (UNKNOWN here) is not a code the policy retries, and still takes a token.
+    const auto internal = pushed_back("INTERNAL");
+    CHECK(internal.code == "UNKNOWN");
+    CHECK(internal.retryable == false);
+    CHECK(stream(internal) == 2000);
+    // A plain retryable false on that code, without the pushback, takes nothing.
+    CHECK(stream(e(R"({"code":"UNKNOWN","retryable":false})")) == 3000);
   }
   SECTION("Succeed: three counted failures, then successes") {
     recourse::Health h;
@@ -218,6 +232,89 @@ TEST_CASE("state: grpc-java's RetriableStreamTest throttling sequences", "[state
     CHECK(h.get("j").milli_tokens == 2600);
     CHECK(above(h));
   }
+}
+
+TEST_CASE("state: the backoff restarts after a server pushback, as grpc-java's pushback()",
+          "[state][a6]") {
+  // grpc-java RetriableStreamTest.pushback(): maxAttempts 6, initialBackoff 100 s, maxBackoff
+  // 700 s, backoffMultiplier 2, retryable UNAVAILABLE and DATA_LOSS. Attempt 1 fails with a
+  // pushback of 123 ms, attempt 2 with one of 4567 s; attempts 3, 4 and 5 fail without one and
+  // wait the initial backoff, then twice, then four times it (the test's random is 0.5 of those;
+  // jitter none here gives the bounds themselves); attempt 6 fails with a pushback and is not
+  // retried: the attempts are spent. recourse waits at least the backoff, so attempt 1's retry
+  // waits 100 s, not 123 ms (docs/language.md section 12).
+  const auto p = test::policy(R"(policy "g" {
+    limits { attempts = 6  retry_after_max = 2h }
+    backoff exponential base 100s factor 2 max 700s jitter none
+    rule r when code in [TRANSIENT, UNKNOWN] -> retry
+    default -> stop })");
+  const auto unavailable = [](const char* pushback) {
+    recourse::Headers metadata;
+    if (pushback) metadata.push_back({"grpc-retry-pushback-ms", pushback});
+    return recourse::from_grpc("UNAVAILABLE", "", metadata)->envelope;
+  };
+  struct Failure {
+    const char* pushback;
+    Route route;
+    std::int64_t delay_ms, backoff_attempt, pushback_attempt;  // pushback_attempt: after it
+  };
+  const Failure failures[] = {
+      {"123", Route::Retry, 100000, 0, 1},   {"4567000", Route::Retry, 4567000, 1, 2},
+      {nullptr, Route::Retry, 100000, 1, 2}, {nullptr, Route::Retry, 200000, 2, 2},
+      {nullptr, Route::Retry, 400000, 3, 2}, {"4567000", Route::Stop, 0, 0, 2}};
+  recourse::Workflow workflow;
+  std::int64_t now = 0;
+  for (const Failure& f : failures) {
+    recourse::Context c = test::context(R"({"tool":"g","sideEffect":"none","operationId":"op"})");
+    const auto e = unavailable(f.pushback);
+    workflow.record_attempt(c, 0, now);
+    workflow.record_failure(c, e);
+    workflow.apply(c, now);
+    const auto d = p.decide(e, c);
+    workflow.record_decision(c, d);
+    INFO("attempt " << c.attempt);
+    CHECK(d.route == f.route);
+    CHECK(d.delay_ms == f.delay_ms);
+    CHECK(d.backoff_attempt == f.backoff_attempt);
+    CHECK(workflow.find("op", "g")->pushback_attempt == f.pushback_attempt);
+    now += d.delay_ms;
+  }
+  CHECK(p.decide(unavailable(nullptr), test::context(R"({"tool":"g","sideEffect":"none",
+      "operationId":"op","attempt":5})"))
+            .delay_ms == 700000);  // without the restart: 1600 s, capped
+  // The decision shows the step it counted; the state keeps it across a restore.
+  recourse::Workflow restored;
+  REQUIRE(restored.from_json(workflow.to_json()).ok());
+  CHECK(restored.find("op", "g")->pushback_attempt == 2);
+  CHECK(workflow.to_json().find(R"("pushbackAttempt":2)") != std::string::npos);
+  // A success drops it with the counters: the next operation's first retry waits 100 s.
+  workflow.record_success(test::context(R"({"tool":"g","operationId":"op"})"));
+  CHECK_FALSE(workflow.find("op", "g"));
+}
+
+TEST_CASE("state: a host without a Workflow passes pushbackAttempt", "[state][a6]") {
+  // grpc-go stream.go counts numRetriesSincePushback: the backoff of the retry after attempt n
+  // is initialBackoff * multiplier^(n - pushbackAttempt - 1).
+  const auto p = test::policy(R"(policy "h" {
+    limits { attempts = 10 }
+    backoff exponential base 1s factor 2 max 1m jitter none
+    rule r when code == TRANSIENT -> retry
+    default -> stop })");
+  const auto e = test::envelope(R"({"code":"TRANSIENT"})");
+  auto decide = [&](const char* context) {
+    return p.decide(e, test::context(R"({"tool":"h","sideEffect":"none",)" + std::string(context)));
+  };
+  CHECK(decide(R"("attempt":4})").delay_ms == 8000);
+  CHECK(decide(R"("attempt":4,"pushbackAttempt":2})").delay_ms == 2000);
+  CHECK(decide(R"("attempt":4,"pushbackAttempt":2})").backoff_attempt == 2);
+  CHECK(decide(R"("attempt":4,"pushbackAttempt":3})").delay_ms == 1000);
+  // At or after the attempt (stale, or the host's own count) it changes nothing.
+  CHECK(decide(R"("attempt":4,"pushbackAttempt":4})").delay_ms == 8000);
+  CHECK(decide(R"("attempt":4,"pushbackAttempt":9})").backoff_attempt == 0);
+  const std::string json = recourse::to_json(decide(R"("attempt":4,"pushbackAttempt":3})"), e);
+  CHECK(json.find(R"("attempt":4,"backoffAttempt":1,)") != std::string::npos);
+  CHECK(recourse::to_json(decide(R"("attempt":4})"), e).find("backoffAttempt") ==
+        std::string::npos);
 }
 
 TEST_CASE("state: the breaker opens, half-opens for one probe, and closes", "[state]") {

@@ -122,10 +122,12 @@ TEST_CASE("faults: the record reader takes only a record of its shape and format
   auto read = [&](const std::string& text) { return operation_from_json(parse_record(text)); };
   for (const std::string& bad :
        {std::string("null"), std::string("{}"), std::string("[3]"), std::string("{not json"), deep,
-        "{" + full.substr(13) + "}",      // no attempts
-        "{\"attempts\":4," + full + "}",  // attempts twice
-        "{\"format\":3," + full + "}",    // a newer format
+        "{" + full.substr(13) + "}",                          // no attempts
+        "{\"attempts\":4," + full + "}",                      // attempts twice
+        "{\"format\":3," + full + ",\"pushbackAttempt\":0}",  // a newer format
         "{\"format\":1,\"extra\":0," + full + "}", "{\"format\":\"1\"," + full + "}",
+        "{\"format\":1," + full + ",\"pushbackAttempt\":2}",  // a field format 1 has not
+        "{\"format\":2," + full + "}",                        // format 2 without it
         R"({"attempts":"3")" + full.substr(12) + "}", R"({"attempts":-3)" + full.substr(12) + "}",
         R"({"attempts":3.5)" + full.substr(12) + "}",
         R"({"attempts":{"n":3})" + full.substr(12) + "}"}) {
@@ -133,12 +135,13 @@ TEST_CASE("faults: the record reader takes only a record of its shape and format
     CHECK_THROWS_AS(read(bad), BadRecord);
   }
   CHECK(read("{" + full + "}").attempts == 3);                   // format 0: migrated
-  CHECK(read("{\"format\":1," + full + "}").last_failure == 7);  // format 1: the same fields
-  CHECK(read("{\"format\":2," + full + "}").last_failure == 7);  // today's
+  CHECK(read("{\"format\":1," + full + "}").last_failure == 7);  // format 1: migrated
+  CHECK(read("{\"format\":1," + full + "}").pushback_attempt == 0);
+  CHECK(read("{\"format\":2," + full + ",\"pushbackAttempt\":2}").pushback_attempt == 2);
   const recourse::OperationState op = read("{" + full + "}");
   CHECK(recourse::detail::operation_to_json(op) ==
-        R"({"attempts":3,"cost":3,"format":2,"lastFailure":7,"repairPending":false,"repairs":0,)"
-        R"("repeats":3,"startedMs":5})");
+        R"({"attempts":3,"cost":3,"format":2,"lastFailure":7,"pushbackAttempt":0,)"
+        R"("repairPending":false,"repairs":0,"repeats":3,"startedMs":5})");
 }
 
 TEST_CASE("faults: a tool record of format 1 reads without the fields format 2 added",
@@ -322,10 +325,12 @@ TEST_CASE("faults: tampered redis hashes are store_unavailable, format-0 ones ar
       {"attempts negative", "op", with(op, {"attempts", "-5"})},
       {"attempts not whole", "op", with(op, {"attempts", "1.5"})},
       {"attempts missing (format 1)", "op", with(without(op, "attempts"), {"format", "1"})},
-      {"a newer format", "op", with(op, {"format", "3"})},
+      {"a newer format", "op", with(op, {"format", "3", "pushback", "0"})},
       {"a format not a number", "op", with(op, {"format", "two"})},
       {"a hold not a time", "tool", {"format", "2", "hold_until", "soon"}},
       {"an unknown field", "op", with(op, {"format", "1", "extra", "0"})},
+      {"a field format 1 has not", "op", with(op, {"format", "1", "pushback", "2"})},
+      {"pushback missing (format 2)", "op", with(op, {"format", "2"})},
       {"a hash past 2^64", "op", with(op, {"last", "18446744073709551616"})},
       {"a flag not 0 or 1", "op", with(op, {"pending", "yes"})},
       {"tokens not a number", "tool", {"milli", "lots"}},
@@ -382,7 +387,7 @@ TEST_CASE("faults: tampered redis hashes are store_unavailable, format-0 ones ar
   const std::string old = fields(raw, "recourse:{old/t}:op");
   INFO(old);
   CHECK(old.find("attempts=4 cost=1 format=2 last=") == 0);
-  CHECK(old.find(" pending=0 repairs=0 repeats=1 started=" + ms) != std::string::npos);
+  CHECK(old.find(" pending=0 pushback=0 repairs=0 repeats=1 started=" + ms) != std::string::npos);
   CHECK(fields(raw, "recourse:{t}:quorum").find("format=2 w:a=") == 0);
   CHECK(fields(raw, "recourse:{t}:tool").find("format=2") != std::string::npos);
   CHECK(fields(raw, "recourse:{t}:tool").find("hold_until=0") != std::string::npos);
@@ -399,6 +404,11 @@ TEST_CASE("faults: tampered redis hashes are store_unavailable, format-0 ones ar
   redis(raw, {"DEL", "recourse:{t1}:tool"});
   redis(raw, with({"HSET", "recourse:{t1}:tool"}, without(tool1, "milli")));
   CHECK_FALSE(store->bucket("t1", recourse::BucketEvent::Read, {}, now));
+  // Format 1: every field but pushback, which format 2 added; it reads as 0.
+  redis(raw, with({"HSET", "recourse:{one/t}:op"}, with(op, {"format", "1"})));
+  CHECK(store->count("one/t", {}, now)->pushback_attempt == 0);
+  CHECK(host.decide("one").attempt == 4);
+  CHECK(fields(raw, "recourse:{one/t}:op").find(" format=2 ") != std::string::npos);
 }
 #endif
 
@@ -483,7 +493,8 @@ TEST_CASE("faults: tampered sqlite records are store_unavailable, format-0 ones 
       {"a 100k-deep array", "operation", std::string(100000, '[') + std::string(100000, ']')},
       {"attempts missing", "operation", "{" + op.substr(13) + "}"},
       {"attempts twice", "operation", "{\"attempts\":9," + op + "}"},
-      {"a newer format", "operation", "{\"format\":3," + op + "}"},
+      {"a newer format", "operation", "{\"format\":3," + op + ",\"pushbackAttempt\":0}"},
+      {"format 2 without pushbackAttempt", "operation", "{\"format\":2," + op + "}"},
       {"format 2 without holdUntilMs", "tool", "{\"format\":2," + tool + "}"},
       {"attempts a string", "operation", R"({"attempts":"3")" + op.substr(12) + "}"},
       {"an unknown field", "operation", "{\"format\":1,\"extra\":1," + op + "}"},
@@ -535,6 +546,11 @@ TEST_CASE("faults: tampered sqlite records are store_unavailable, format-0 ones 
   raw.state("tool", "t1", "{\"format\":1," + tool + "}");
   CHECK(store->bucket("t1", recourse::BucketEvent::Read, {}, now) == 4000);
   CHECK(store->tool("t1", now)->hold_until_ms == 0);
+  // Format 1: every field but pushbackAttempt, which format 2 added; it reads as 0.
+  raw.state("operation", "one/t", "{\"format\":1," + op + "}");
+  CHECK(store->count("one/t", {}, now)->pushback_attempt == 0);
+  CHECK(host.decide("one").attempt == 4);
+  CHECK(raw.value("operation", "one/t").find(R"("format":2,)") != std::string::npos);
 }
 
 TEST_CASE("faults: a tampered sqlite record read by decide is flagged and not retried",

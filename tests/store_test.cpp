@@ -251,6 +251,28 @@ void counts(recourse::Store& s) {
   CHECK_FALSE(s.count(op, {CountEvent::Read}, now_ms())->recorded());
 }
 
+void pushback(recourse::Store& s) {
+  INFO("the attempt of the last retry on a server pushback (gRFC A6)");
+  const std::string op = key("pushback");
+  // A decision before any attempt records nothing, as repair_pending does not.
+  CHECK(s.count(op, {CountEvent::Decision, 0, 0, false, 1}, now_ms())->pushback_attempt == 0);
+  s.count(op, {CountEvent::Attempt}, now_ms());
+  CHECK(s.count(op, {CountEvent::Decision, 0, 0, false, 1}, now_ms())->pushback_attempt == 1);
+  s.count(op, {CountEvent::Attempt}, now_ms());
+  // A decision without a pushback keeps it; a later pushback replaces it.
+  CHECK(s.count(op, {CountEvent::Decision, 0, 0, true}, now_ms())->pushback_attempt == 1);
+  s.count(op, {CountEvent::Attempt}, now_ms());
+  s.count(op, {CountEvent::Failure, 0, 3}, now_ms());
+  CHECK(s.count(op, {CountEvent::Decision, 0, 0, false, 3}, now_ms())->pushback_attempt == 3);
+  const auto c = s.count(op, {CountEvent::Read}, now_ms());
+  CHECK(c->attempts == 3);
+  CHECK(c->repairs == 1);
+  CHECK(c->pushback_attempt == 3);
+  // A success drops it with the counters.
+  CHECK(s.count(op, {CountEvent::Success}, now_ms())->pushback_attempt == 0);
+  CHECK(s.count(op, {CountEvent::Read}, now_ms())->pushback_attempt == 0);
+}
+
 void ledger(recourse::Store& s) {
   INFO("ledger transitions");
   const std::string op = key("ledger");
@@ -333,6 +355,7 @@ void conformance(const Backend& backend) {
   no_lost_update(backend, *s);
   votes(*s);
   counts(*s);
+  pushback(*s);
   ledger(*s);
   ttl(backend);
 }

@@ -1,6 +1,7 @@
 // docs/tutorial.md is run as written. Every fenced block of it is one step, in order:
 //  - ```LANG file=PATH: the block is the whole text of PATH (relative to a fresh directory);
 //  - ```LANG file=PATH line=N: the block replaces line N of PATH;
+//  - a ```recourse file=... step leaves a policy that is `recourse fmt`'s output;
 //  - ```console: each `$ COMMAND` line is run by sh in that directory, with `recourse` on PATH
 //    being the built CLI; the lines under it, up to the next `$` line, are its output (stdout and
 //    stderr), compared exactly after the directory's path is written as `.`; its exit status is
@@ -98,6 +99,11 @@ void write_file(const Sandbox& box, const Step& step, const std::smatch& m) {
   std::ofstream out(path, std::ios::binary);
   REQUIRE(out.good());
   out << joined(lines);
+  // A policy the tutorial writes is fmt's output, as every example of the docs is.
+  if (step.info.rfind("recourse ", 0) == 0) {
+    INFO("docs/tutorial.md:" << step.line << ": " << m[1].str() << " is not fmt's output");
+    CHECK(recourse::format(joined(lines), path.string()).value() == joined(lines));
+  }
 }
 
 // Runs each `$ COMMAND` line of a console step in `dir` with `bin` first on PATH, and checks
@@ -169,9 +175,9 @@ TEST_CASE("every console run in README.md prints what the README shows", "[docs]
   fs::create_directory_symlink(fs::path(test::source_dir()) / "rules", box.work / "rules");
   std::string before =
       test::read_file(test::source_dir() + "/rules/examples/payments.create.recourse");
-  const auto at = before.find("attempts = 3");
+  const auto at = before.find("attempts        = 3");  // aligned with retry_after_max
   REQUIRE(at != std::string::npos);
-  before.replace(at, 12, "attempts = 2");
+  before.replace(at, 19, "attempts        = 2");
   std::ofstream(box.work / "payments.create.before", std::ios::binary) << before;
   std::set<std::string> subcommands;
   for (const Step& step : steps(test::read_file(test::source_dir() + "/README.md"))) {

@@ -107,7 +107,8 @@
 //   trailer (a base64 google.rpc.Status, read within AdapterOptions::status_details; a code
 //   that differs from the status, or malformed bytes: ignored with a warning)
 //   grpc-retry-pushback-ms: a non-negative integer is retryAfterMs; a negative or malformed one
-//   means "do not retry" (gRFC A6): retryable false, with a warning.
+//   means "do not retry" (gRFC A6): retryable false, with a warning of kind "pushback", by which
+//   recourse::Health counts the failure for retry throttling whatever its code.
 //
 // JSON-RPC 2.0 (section 5.1) and MCP protocol errors (revisions 2025-11-25, 2026-07-28)
 //   -32700 Parse error, -32600 Invalid Request, -32602 Invalid params  VALIDATION false

@@ -27,7 +27,8 @@ namespace recourse {
 /// "expected a finite number >= 0, got a string"}.
 struct EnvelopeWarning {
   std::string kind;     ///< "malformed", "duplicate", "oversized", "null"; adapters also
-                        ///< "ignored", "contradiction"; the CLI "raw_form"
+                        ///< "ignored", "contradiction", "no_error_event" and "pushback" (a
+                        ///< server's don't-retry pushback, gRFC A6); the CLI "raw_form"
   std::string field;    ///< the envelope key, camelCase
   std::string message;  ///< one sentence for people
 };
@@ -129,6 +130,11 @@ struct Context {
   bool stream_output_emitted = false;
   bool stream_discard_supported = false;  ///< the host can discard or supersede partial output
   bool store_unavailable = false;         ///< the state store could not answer (state.hpp): flagged
+  /// The last attempt whose retry waited on the server's pushback (a retry decided on an
+  /// envelope with retryAfterMs; recourse::Workflow records it): gRFC A6 restarts the backoff
+  /// after it, so a retry after attempt n waits the backoff of n - pushback_attempt. 0 (none), or
+  /// one at or after `attempt`, changes nothing. docs/language.md section 12.
+  std::int64_t pushback_attempt = 0;
 };
 
 /// Limits of read_context(). The context is the host's own account of the call, but it travels

@@ -121,6 +121,11 @@ struct Decision {
   std::uint32_t steering = 0;
   Route route = Route::Stop;
   KeyDirective idempotency_key = KeyDirective::None;
+  /// On a retry after the server's pushback (Context::pushback_attempt, below attempt): the
+  /// attempt number the backoff counted, attempt - pushback_attempt, since gRFC A6 restarts the
+  /// backoff after a pushback; 0 otherwise (the backoff counted `attempt`). The JSON's
+  /// backoffAttempt.
+  std::int32_t backoff_attempt = 0;
 
   /// attempts.before, or 0 when no policy decided (no_policy, unreadable_envelope): the JSON's
   /// attemptsLeft and C's attempts_left.

@@ -61,32 +61,35 @@ class Workflow {
   /// previous one of the same operation and tool (same code and field, and the same
   /// Context::args_hash the host computes over the call's arguments), else restarts at 1.
   void record_failure(const Context& context, const Envelope& envelope);
-  /// Records the decision taken on the failure (a repair makes the next call a repaired one).
+  /// Records the decision taken on the failure (a repair makes the next call a repaired one; a
+  /// retry on the server's pushback, a decision with retry_after_ms, restarts the backoff of the
+  /// retries after it: gRFC A6, docs/language.md section 12).
   void record_decision(const Context& context, const Decision& decision);
   /// Records that the call of `context.tool` for `context.operation_id` succeeded: that tool's
   /// counters for the operation are dropped; other tools' counters for it are kept.
   void record_success(const Context& context);
   /// Raises `context`'s counters to those of (context.operation_id, context.tool): attempt,
-  /// repairs, repeats, cost_spent and elapsed_ms (now_ms - first call). A count the host already
-  /// gave higher is kept (it may have counted calls this workflow never saw). A pair never
-  /// recorded changes nothing. When the store cannot answer, or could not take one of the pair's
-  /// events (a write that failed while reads work: a locked SQLite file, a read-only Redis), the
-  /// local counts apply (the larger of each) and context.store_unavailable is set, until the
-  /// operation succeeds.
+  /// repairs, repeats, cost_spent, elapsed_ms (now_ms - first call) and pushback_attempt. A count
+  /// the host already gave higher is kept (it may have counted calls this workflow never saw). A
+  /// pair never recorded changes nothing. When the store cannot answer, or could not take one of
+  /// the pair's events (a write that failed while reads work: a locked SQLite file, a read-only
+  /// Redis), the local counts apply (the larger of each) and context.store_unavailable is set,
+  /// until the operation succeeds.
   void apply(Context& context, std::int64_t now_ms) const;
   /// The counters of `tool`'s calls for an operation, if recorded (nullopt also when the store
   /// cannot answer).
   std::optional<OperationState> find(std::string_view operation_id, std::string_view tool) const;
 
   /// The local counters: {"version": 2, "operations": {operation id: {tool: {format, attempts,
-  /// repairs, repeats, cost, startedMs, lastFailure, repairPending}}}} (format: the record
-  /// format, 2). The scope is not part of it.
+  /// repairs, repeats, cost, startedMs, lastFailure, repairPending, pushbackAttempt}}}}
+  /// (format: the record format, 2). The scope is not part of it.
   std::string to_json() const;
   /// Restores the local counters from to_json()'s form, under this workflow's scope (records of
-  /// formats 0 and 1 too). Fails with S004 (naming the record) on malformed input or
-  /// a record that does not read as its shape (docs/state.md, "Records"), leaving *this as is.
-  /// The form without "version" (before 2, counters per operation alone) is refused unless it
-  /// holds no counters: which tool counted them was not recorded. Never throws.
+  /// formats 0, without `format`, and 1, without pushbackAttempt, too). Fails with S004 (naming the
+  /// record) on malformed input or a record that does not read as its shape (docs/state.md,
+  /// "Records"), leaving *this as is. The form without "version" (before 2, counters per operation
+  /// alone) is refused unless it holds no counters: which tool counted them was not recorded. Never
+  /// throws.
   Status from_json(std::string_view json) noexcept;
 
  private:

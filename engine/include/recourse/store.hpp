@@ -85,6 +85,10 @@ struct OperationState {
   std::int64_t started_ms = 0;     ///< now_ms of the first call
   std::uint64_t last_failure = 0;  ///< hash of (tool, code, field, args hash) of the last failure
   bool repair_pending = false;     ///< the last decision was a repair
+  /// The last attempt whose failure the server answered with a pushback that set the retry's
+  /// delay (a retry decided on an envelope with retryAfterMs); 0: none. The backoff of later
+  /// retries restarts from it (gRFC A6; docs/language.md section 12).
+  std::int64_t pushback_attempt = 0;
   /// False for an operation never recorded (or dropped after its success).
   bool recorded() const noexcept { return attempts > 0 || repeats > 0; }
 };
@@ -95,6 +99,9 @@ struct CountEvent {
   std::int64_t cost = 0;      ///< Attempt: cost units charged
   std::uint64_t failure = 0;  ///< Failure: its hash (repeats grow while it stays the same)
   bool repair = false;        ///< Decision: the decision was a repair
+  /// Decision: a retry on the server's pushback after this attempt (sets
+  /// OperationState::pushback_attempt); 0: none (it keeps its value).
+  std::int64_t pushback = 0;
 };
 
 /// A side-effect ledger entry's state. Unknown is never stored: it is how a Pending entry whose
@@ -218,9 +225,8 @@ class MemoryStore final : public Store {
   /// ledger is not included).
   std::string to_json() const;
   /// Restores to_json()'s form (either member may be absent; records of formats 0 and 1 are
-  /// migrated).
-  /// Fails with S004, naming the record, on malformed input or a record that does not read as
-  /// its shape (docs/state.md, "Records"), leaving the store as it was. Never throws.
+  /// migrated). Fails with S004, naming the record, on malformed input or a record that does not
+  /// read as its shape (docs/state.md, "Records"), leaving the store as it was. Never throws.
   Status from_json(std::string_view json) noexcept;
 
  private:

@@ -147,7 +147,7 @@ void grpc(Builder& b, std::optional<std::string> status, std::string_view messag
                                          : static_cast<std::int64_t>(ms));
     } else {
       e.retryable = false;
-      b.warn("malformed", "retryAfterMs",
+      b.warn("pushback", "retryable",
              "grpc-retry-pushback-ms " + excerpt(pushback.value) +
                  (pushback.repeated ? " appears more than once" : " is negative or malformed") +
                  ": the server asks not to retry (gRFC A6); retryable read as false");

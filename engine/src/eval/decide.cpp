@@ -155,7 +155,12 @@ void finish(const Compiled& p, const Action& a, std::string_view label, std::str
     const std::string_view key_source = !c.operation_id.empty() ? std::string_view(c.operation_id)
                                         : e.trace_id            ? std::string_view(*e.trace_id)
                                                                 : std::string_view(c.tool);
-    const Delay delay = backoff_delay(p.spec.backoff, c.attempt, fnv1a(key_source, p.seed));
+    // gRFC A6: after a retry on the server's pushback the backoff starts again from its first
+    // step ("retry delay will reset to initial backoff for the following retry").
+    const bool restart = c.pushback_attempt > 0 && c.pushback_attempt < c.attempt;
+    const std::int64_t n = restart ? c.attempt - c.pushback_attempt : c.attempt;
+    if (restart) d.backoff_attempt = static_cast<std::int32_t>(n);
+    const Delay delay = backoff_delay(p.spec.backoff, n, fnv1a(key_source, p.seed));
     d.delay_ms = std::max({delay.delay_ms, p.spec.min_delay_ms, e.retry_after_ms.value_or(0)});
     d.jitter_ms = delay.draw_ms;
     d.idempotency_key = key_directive(p.spec, d.route);
@@ -169,6 +174,7 @@ void finish(const Compiled& p, const Action& a, std::string_view label, std::str
       d.exhausted = "deadline";
       d.delay_ms = 0;
       d.jitter_ms = 0;
+      d.backoff_attempt = 0;
       d.idempotency_key = KeyDirective::None;
     }
   } else {

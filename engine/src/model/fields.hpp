@@ -77,6 +77,7 @@ template <typename F>
   f(Field{"argsHash", std::nullopt}, &Context::args_hash);
   f(Field{"streamOutputEmitted", std::nullopt}, &Context::stream_output_emitted);
   f(Field{"streamDiscardSupported", std::nullopt}, &Context::stream_discard_supported);
+  f(Field{"pushbackAttempt", std::nullopt}, &Context::pushback_attempt);
 }
 
 /// The side effect the gates read: output a stream already handed to the caller, which the

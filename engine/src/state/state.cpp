@@ -92,10 +92,14 @@ bool counts_for_breaker(const detail::Compiled& p, const Envelope* e) {
 
 // A failure gRFC A6 counts for throttling: "a status code that qualifies as retryable", here a
 // code some `retry` rule of the policy can take (its condition is not false for that code,
-// whatever the other attributes; a rule without one takes every code). The code is resolved as
-// decide() resolves it: an unknown one is UNKNOWN, an absent one fails every test but `is
-// absent`.
+// whatever the other attributes; a rule without one takes every code), or "a pushback response
+// indicating not to retry", which an adapter marks with a warning of kind "pushback", whatever
+// the code. The code is resolved as decide() resolves it: an unknown one is UNKNOWN, an absent
+// one fails every test but `is absent`.
 bool counts_for_throttle(const detail::Compiled& p, const Envelope& e) {
+  if (std::any_of(e.warnings.begin(), e.warnings.end(),
+                  [](const EnvelopeWarning& w) { return w.kind == "pushback"; }))
+    return true;
   const detail::Slot code = code_slot(p, e);
   for (const detail::RuleSpec& rule : p.spec.rules)
     if (rule.action.route == Route::Retry &&
@@ -180,8 +184,11 @@ void Workflow::record_failure(const Context& c, const Envelope& e) {
 }
 
 void Workflow::record_decision(const Context& c, const Decision& d) {
-  count(key(c.operation_id, c.tool), {CountEvent::Decision, 0, 0, d.route == Route::Repair},
-        now_ms_);
+  // A retry decided on the server's pushback (a retryAfterMs hint) restarts the backoff of the
+  // retries after it (gRFC A6).
+  const bool pushback = d.route == Route::Retry && d.retry_after_ms.has_value();
+  count(key(c.operation_id, c.tool),
+        {CountEvent::Decision, 0, 0, d.route == Route::Repair, pushback ? d.attempt : 0}, now_ms_);
 }
 
 void Workflow::record_success(const Context& c) {
@@ -202,6 +209,7 @@ void Workflow::apply(Context& c, std::int64_t now_ms) const {
       op->repeats = std::max(op->repeats, mine->repeats);
       op->cost = std::max(op->cost, mine->cost);
       op->started_ms = std::min(op->started_ms, mine->started_ms);
+      op->pushback_attempt = std::max(op->pushback_attempt, mine->pushback_attempt);
     }
   }
   if (!op->recorded()) return;
@@ -211,6 +219,7 @@ void Workflow::apply(Context& c, std::int64_t now_ms) const {
   c.repeats = std::max(c.repeats, op->repeats);
   c.cost_spent = std::max(c.cost_spent, op->cost);
   c.elapsed_ms = std::max(c.elapsed_ms, now_ms - op->started_ms);
+  c.pushback_attempt = std::max(c.pushback_attempt, op->pushback_attempt);
 }
 
 std::optional<OperationState> Workflow::find(std::string_view operation_id,
@@ -295,7 +304,8 @@ void Health::record_failure(const Policy& policy, const Context& c, std::int64_t
   now_ms_ = std::max(now_ms_.load(), now_ms);
   // gRFC A6, "Throttling Retry Attempts and Hedged RPCs": "Every failed RPC will decrement the
   // token_count by 1", where "the only RPCs that are counted as failures ... fail with a status
-  // code that qualifies as retryable". A store that cannot answer takes nothing: prepare() then
+  // code that qualifies as retryable ... or that receive a pushback response indicating not to
+  // retry". A store that cannot answer takes nothing: prepare() then
   // reads the fallback bucket.
   if (spec.throttle.enabled &&
       (!envelope || counts_for_throttle(detail::compiled(policy), *envelope)))

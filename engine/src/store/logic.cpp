@@ -121,16 +121,15 @@ std::int64_t format_of(const json& r) {
   return format;
 }
 
-// `r` checked against the fields of `kind`: every one its format has present and of its type, no
-// other. Formats 0 and 1 have the same fields in JSON (format 0's writers wrote every field).
+// `r` checked against the fields of `kind` its format has: every one present and of its type,
+// no other. Formats 0 and 1 have the same fields in JSON (format 0's writers wrote every field).
 const json& checked(const json& r, RecordKind kind) {
   if (!r.is_object()) throw BadRecord("a record is a JSON object, not " + shown(r));
-  const std::int64_t format = format_of(r);
+  const std::int64_t format = std::max<std::int64_t>(format_of(r), 1);
   const auto& fields = record_fields(kind);
   for (const RecordField& f : fields) {
-    if (!f.json) continue;
+    if (!f.json || f.since > format) continue;
     auto it = r.find(f.json);
-    if (it == r.end() && format < f.since) continue;  // added later: reads as its default
     if (it == r.end()) throw BadRecord(recourse::quoted(f.json) + " missing");
     if (const char* expected = mismatch(*it, f.type))
       throw BadRecord(recourse::quoted(f.json) + ": expected " + expected + ", got " + shown(*it));
@@ -139,7 +138,7 @@ const json& checked(const json& r, RecordKind kind) {
     const std::string& name = item.key();  // a plain reference: C++17 lambdas cannot capture
                                            // a structured binding (clang refuses it)
     const bool known = name == "format" || std::any_of(fields.begin(), fields.end(), [&](auto& f) {
-                         return f.json && name == f.json;
+                         return f.json && f.since <= format && name == f.json;
                        });
     if (!known) throw BadRecord("unknown field " + recourse::quoted(name));
   }
@@ -235,6 +234,7 @@ void apply_count(OperationState& op, const CountEvent& e, std::int64_t now_ms) {
       break;
     case CountEvent::Decision:
       if (op.recorded()) op.repair_pending = e.repair;
+      if (op.recorded() && e.pushback > 0) op.pushback_attempt = e.pushback;
       break;
     case CountEvent::Success:
       op = OperationState{};
@@ -282,10 +282,10 @@ const std::vector<RecordField>& record_fields(RecordKind kind) {
       {"probeOperation", "probe_op", T::Text}, {"probeUntilMs", "probe_until", T::Time},
       {"milliTokens", "milli", T::Tokens},     {"holdUntilMs", "hold_until", T::Time, 2}};
   static const std::vector<RecordField> operation = {
-      {"attempts", "attempts", T::Count},   {"repairs", "repairs", T::Count},
-      {"repeats", "repeats", T::Count},     {"cost", "cost", T::Count},
-      {"startedMs", "started", T::Time},    {"lastFailure", "last", T::Hash},
-      {"repairPending", "pending", T::Flag}};
+      {"attempts", "attempts", T::Count},    {"repairs", "repairs", T::Count},
+      {"repeats", "repeats", T::Count},      {"cost", "cost", T::Count},
+      {"startedMs", "started", T::Time},     {"lastFailure", "last", T::Hash},
+      {"repairPending", "pending", T::Flag}, {"pushbackAttempt", "pushback", T::Count, 2}};
   static const std::vector<RecordField> ledger = {{"state", "state", T::Ledger},
                                                   {"idempotencyKey", "key", T::Text},
                                                   {"updatedMs", "updated", T::Time},
@@ -376,7 +376,8 @@ std::string operation_to_json(const OperationState& op) {
               {"cost", op.cost},
               {"startedMs", op.started_ms},
               {"lastFailure", op.last_failure},
-              {"repairPending", op.repair_pending}}
+              {"repairPending", op.repair_pending},
+              {"pushbackAttempt", op.pushback_attempt}}
       .dump();
 }
 
@@ -390,6 +391,7 @@ OperationState operation_from_json(const json& record) {
   op.started_ms = o["startedMs"];
   op.last_failure = o["lastFailure"];
   op.repair_pending = o["repairPending"];
+  op.pushback_attempt = o.value("pushbackAttempt", std::int64_t{0});  // format 2 on
   return op;
 }
 

@@ -38,11 +38,11 @@ bool apply_transition(LedgerEntry& e, LedgerState to, std::int64_t now_ms);
 LedgerEntry view(LedgerEntry e, std::int64_t now_ms);
 
 /// The format of the records today's stores write: "format": 2 in a JSON record (the SQLite
-/// store's rows, MemoryStore::to_json()), a field `format` of "2" in a Redis hash. A record
-/// without one is of format 0, written before records had formats: it is read (migrated) as
-/// format 0 was written, and written back as this format on its next change; a record of an
-/// older format lacks the fields added since (RecordField::since), which read as their
-/// defaults. Format 2 added the tool's holdUntilMs. docs/state.md, "Records".
+/// store's rows, MemoryStore::to_json()), a field `format` of "2" in a Redis hash. A record of
+/// an older format is read (migrated) as it was written: without `format` it is of format 0,
+/// written before records had formats; format 1 lacks the fields format 2 added (the tool's
+/// holdUntilMs, the operation's pushbackAttempt; RecordField::since), which read as their
+/// defaults. It is written back as this format on its next change. docs/state.md, "Records".
 constexpr std::int64_t kRecordFormat = 2;
 
 /// A stored record that does not read as its documented shape (a field missing, twice, of the
@@ -77,9 +77,9 @@ struct RecordField {
   const char* json;
   const char* redis;
   FieldType type;
-  /// The format that added the field: records of older formats lack it, and read its default
-  /// (0, false, "").
-  std::int64_t since = 0;
+  /// The format that added the field: records of an older format have none (it reads as its
+  /// type's default, 0 for a count), records of this format and later have it.
+  std::int64_t since = 1;
 };
 
 /// The record kinds with fixed fields. (A tool's quorum votes are a map, read by votes_from_json

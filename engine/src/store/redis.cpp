@@ -12,10 +12,11 @@
 // keeps each script's key in one slot. The rules are those of logic.cpp.
 //
 // Every hash is a record of store_logic's record_fields() plus `format` (kRecordFormat): the
-// scripts check each one they load against those shapes (put in the prelude as SHAPES) and
-// write every field back. A hash without `format` (format 0) may lack fields, and one of an
-// older format the fields added since (SINCE); they read as their defaults. A bad hash fails its
-// script with a BADRECORD error, which fails that call alone. A tool's quorum votes are the fields w:<worker> beside `format` (format 0: the bare
+// scripts check each one they load against those shapes (put in the prelude as SHAPES, with
+// SINCE the format that added a field) and write every field back. A hash without `format`
+// (format 0) may lack fields, and one of an older format lacks the fields added since; both
+// read as their defaults. A bad hash fails its script with a BADRECORD error, which fails that
+// call alone. A tool's quorum votes are the fields w:<worker> beside `format` (format 0: the bare
 // workers).
 //
 // Every command has a short timeout (StoreOptions::timeout_ms); after a failure the store's own
@@ -73,26 +74,27 @@ local function fields(key)
   local h, raw = {}, redis.call('HGETALL', key)
   for i = 1, #raw, 2 do h[raw[i]] = raw[i + 1] end
   local format = h.format
-  if format ~= nil and not (whole(format, 1, 2^53) and tonumber(format) <= tonumber(FORMAT)) then
+  if format ~= nil and not whole(format, 1, tonumber(FORMAT)) then
     bad(key, 'format ' .. format .. ', not 1 to ' .. FORMAT)
   end
   h.format = nil
   return h, format and tonumber(format), #raw > 0
 end
--- The record at `key` ({} when there is none), checked against SHAPES[kind]: a field missing
--- from a format-0 record, or one added after the record's format (SINCE), reads as its default.
+-- The record at `key` ({} when there is none), checked against the fields of SHAPES[kind] its
+-- format has: a field missing from a format-0 record, or added after the record's format,
+-- reads as its default.
 local function load(key, kind)
   local h, format, found = fields(key)
   if not found then return h end
-  local shape, since = SHAPES[kind], SINCE[kind] or {}
+  local shape = SHAPES[kind]
+  local function has(f) return format == nil or (SINCE[f] or 1) <= format end
   for f, v in pairs(h) do
-    if not shape[f] then bad(key, 'unknown field ' .. f) end
+    if not shape[f] or not has(f) then bad(key, 'unknown field ' .. f) end
     if not CHECKS[shape[f]](v) then bad(key, f .. ' is not a ' .. shape[f]) end
   end
   for f, t in pairs(shape) do
     if h[f] == nil then
-      local older = not format or format < (since[f] or 0)
-      if not older or not DEFAULTS[t] then bad(key, f .. ' missing') end
+      if (format and has(f)) or not DEFAULTS[t] then bad(key, f .. ' missing') end
       h[f] = DEFAULTS[t]
     end
   end
@@ -132,10 +134,11 @@ enum Script {
 };
 
 // ARGV per script: bucket (event 0 read|1 retry|2 success, max, ratio, ttl); outcome (operation,
+// ARGV per script: bucket (event 0 read|1 retry|2 success, max, ratio, ttl); outcome (operation,
 // failed 0|1, failures, ratio, window, min_calls, ttl); probe (operation, cooldown, lease, ttl);
 // vote (worker, open 0|1, vote_ms, ttl); tool (); hold (wait_ms, ttl); count (kind 0 read|1
-// attempt|2 failure|3 decision|4 success, cost, failure hash, repair 0|1, ttl); claim (key, lease,
-// ttl); transition (to, ttl).
+// attempt|2 failure|3 decision|4 success, cost, failure hash, repair 0|1, ttl, pushback attempt
+// or 0); claim (key, lease, ttl); transition (to, ttl).
 constexpr const char* kBodies[kScripts] = {
     R"lua(
 local h, max = load(KEYS[1], 'tool'), tonumber(ARGV[2])
@@ -223,7 +226,7 @@ return 1
 local now, k = now_ms(), ARGV[1]
 if k == '4' then  -- a success drops the counters, read or not
   redis.call('DEL', KEYS[1])
-  return {0, 0, 0, 0, 0, '0', 0}
+  return {0, 0, 0, 0, 0, '0', 0, 0}
 end
 local h = load(KEYS[1], 'op')
 local attempts, repeats = num(h, 'attempts', 0), num(h, 'repeats', 0)
@@ -238,10 +241,11 @@ elseif k == '2' then
   h.last = ARGV[3]
 elseif k == '3' then
   if recorded then h.pending = ARGV[4] end
+  if recorded and ARGV[6] ~= '0' then h.pushback = ARGV[6] end
 end
 if k ~= '0' then save(KEYS[1], 'op', h, ARGV[5]) end
 return {num(h, 'attempts', 0), num(h, 'repairs', 0), num(h, 'repeats', 0), num(h, 'cost', 0),
-        num(h, 'started', 0), h.last or '0', h.pending == '1' and 1 or 0}
+        num(h, 'started', 0), h.last or '0', h.pending == '1' and 1 or 0, num(h, 'pushback', 0)}
 )lua",
     R"lua(
 local now, h, claimed = now_ms(), load(KEYS[1], 'ledger'), 0
@@ -266,25 +270,23 @@ return view(load(KEYS[1], 'ledger'), now_ms(), 0)
 )lua"};
 
 // `local FORMAT, SHAPES, SINCE = ...`, the lines before the prelude: the record format, the
-// fields of each record kind with their types ({tool = {circuit = 'circuit', ...}, op = ...}),
-// and the format that added each field added after format 1 ({tool = {hold_until = 2}, ...}).
+// fields of each record kind with their types ({tool = {circuit = 'circuit', ...}, op = ...,
+// ...}) and the format that added each field added after format 1 ({hold_until = 2, pushback = 2}).
 std::string shapes() {
-  std::string types, since;
+  std::string lua = "local FORMAT, SHAPES, SINCE = '" + std::to_string(kRecordFormat) + "', {";
+  std::string since;
   const std::pair<const char*, RecordKind> kinds[] = {
       {"tool", RecordKind::Tool}, {"op", RecordKind::Operation}, {"ledger", RecordKind::Ledger}};
   for (const auto& [name, kind] : kinds) {
-    types += std::string(name) + " = {";
-    since += std::string(name) + " = {";
+    lua += std::string(name) + " = {";
     for (const RecordField& f : record_fields(kind)) {
       if (!f.redis) continue;
-      types += std::string(f.redis) + " = '" + to_string(f.type) + "', ";
-      if (f.since > 0) since += std::string(f.redis) + " = " + std::to_string(f.since) + ", ";
+      lua += std::string(f.redis) + " = '" + to_string(f.type) + "', ";
+      if (f.since > 1) since += std::string(f.redis) + " = " + std::to_string(f.since) + ", ";
     }
-    types += "}, ";
-    since += "}, ";
+    lua += "}, ";
   }
-  return "local FORMAT, SHAPES, SINCE = '" + std::to_string(kRecordFormat) + "', {" + types +
-         "}, {" + since + "}\n";
+  return lua + "}, {" + since + "}\n";
 }
 
 // Whether `r` is a script's BADRECORD error: one record is bad, the server is fine.
@@ -577,20 +579,22 @@ class RedisStore final : public Store {
   }
   std::optional<OperationState> count(std::string_view operation, const CountEvent& e,
                                       std::int64_t) noexcept override {
-    return call(kCount, key("op", operation),
-                {std::to_string(static_cast<int>(e.kind)), std::to_string(e.cost),
-                 std::to_string(e.failure), e.repair ? "1" : "0", ttl()},
-                [](const redisReply* r) {
-                  OperationState op;
-                  op.attempts = integer(element(r, 0));
-                  op.repairs = integer(element(r, 1));
-                  op.repeats = integer(element(r, 2));
-                  op.cost = integer(element(r, 3));
-                  op.started_ms = integer(element(r, 4));
-                  op.last_failure = std::stoull(text(element(r, 5)));
-                  op.repair_pending = integer(element(r, 6)) != 0;
-                  return op;
-                });
+    return call(
+        kCount, key("op", operation),
+        {std::to_string(static_cast<int>(e.kind)), std::to_string(e.cost),
+         std::to_string(e.failure), e.repair ? "1" : "0", ttl(), std::to_string(e.pushback)},
+        [](const redisReply* r) {
+          OperationState op;
+          op.attempts = integer(element(r, 0));
+          op.repairs = integer(element(r, 1));
+          op.repeats = integer(element(r, 2));
+          op.cost = integer(element(r, 3));
+          op.started_ms = integer(element(r, 4));
+          op.last_failure = std::stoull(text(element(r, 5)));
+          op.repair_pending = integer(element(r, 6)) != 0;
+          op.pushback_attempt = integer(element(r, 7));
+          return op;
+        });
   }
   std::optional<LedgerEntry> claim(std::string_view operation, std::string_view idempotency_key,
                                    std::int64_t lease_ms, std::int64_t) noexcept override {

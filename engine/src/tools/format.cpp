@@ -13,14 +13,22 @@
 // Printing: one item per line in the author's order, `default` moved last; blank lines between
 // items kept (runs collapsed to one); blocks on one line when that fits in 100 columns and no
 // comment is inside, else one setting per line; a rule longer than 100 columns puts its route on
-// a continuation line. The printed text is parsed again and must give the same AST (positions
-// aside) and the same comments, or format() reports E099 instead of returning it; then
-// verify_format() compiles both texts and compares the tables (and the printed text's size with
-// the limit) before format() returns it.
+// a continuation line.
+// Alignment, the way gofmt aligns: within a run of consecutive one-line items of one family,
+// each item's key is padded to the run's longest key, so what follows starts in one column. The
+// families: `rule` lines (the key `rule NAME`, so `when` or `->` aligns), one-line blocks and
+// `backoff` lines (the key is the keyword, so `{` aligns), and the settings of a block printed
+// one per line (the key is the setting's name, so `=` aligns). A blank line, a comment on its own
+// line, an item of another family or one printed on more than one line ends a run; an item
+// that would pass 100 columns padded is left unpadded and ends the run too. The printed text is
+// parsed again and must give the same AST (positions aside) and the same comments, or format()
+// reports E099 instead of returning it; then verify_format() compiles both texts and compares the
+// tables (and the printed text's size with the limit) before format() returns it.
 #include "recourse/tooling.hpp"
 
 #include <algorithm>
 #include <limits>
+#include <map>
 
 #include "ast.hpp"
 #include "compile/compile.hpp"
@@ -154,6 +162,10 @@ struct Node {
   // Leaf: the text; `tail` (a rule's route) goes on a continuation line when the line is long.
   // Block and Policy: `text` is the header before " {".
   std::string text, tail;
+  // The item's family for alignment, and its key: the prefix of `text` that is padded.
+  enum class Family { None, Rule, Block, Setting };
+  Family family = Family::None;
+  std::string key;
   bool codes = false;       // a codes block: children joined with commas
   bool is_default = false;  // `default`: printed after the other items but tests
   bool is_test = false;     // `test`: printed last
@@ -229,6 +241,8 @@ class Builder {
           i + 1 < it.first + it.count ? src_.offset(settings[i + 1].pos) : close;
       s.end = src_.code_end_before(next);
       s.text = setting(settings[i]);
+      s.family = Node::Family::Setting;
+      s.key = settings[i].key;
       n.children.push_back(std::move(s));
     }
     return n;
@@ -278,6 +292,8 @@ class Builder {
         const ast::Rule& r = p.rules.at(it.first);
         n.text = "rule " + r.name + (r.when ? " when " + condition_text(*r.when) : std::string());
         n.tail = "-> " + route(r.route);
+        n.family = Node::Family::Rule;
+        n.key = "rule " + r.name;
         break;
       }
       case K::Default:
@@ -315,6 +331,10 @@ class Builder {
         break;
       default:
         throw Unformattable{it.pos, "the formatter does not know this kind of item"};
+    }
+    if ((n.kind == Node::Kind::Block && it.kind != K::Test) || it.kind == K::Backoff) {
+      n.family = Node::Family::Block;
+      n.key = n.kind == Node::Kind::Block ? n.text : "backoff";
     }
     n.begin = src_.offset(it.pos);
     n.end = end;
@@ -464,11 +484,84 @@ class Printer {
   }
 
   void leaf(const Node& n, std::size_t indent) {
-    if (n.tail.empty()) return line(indent, n.text, n.trailing);
-    const std::string one = n.text + " " + n.tail;
+    const std::string text = keyed(n);
+    if (n.tail.empty()) return line(indent, text, n.trailing);
+    const std::string one = text + " " + n.tail;
     if (indent + grammar::char_count(one) <= kWidth) return line(indent, one, n.trailing);
-    line(indent, n.text, nullptr);
+    line(indent, text, nullptr);
     line(indent + kContinue, n.tail, n.trailing);
+  }
+
+  // ---- alignment (see the top of the file) ----
+
+  // `n.text` with its key padded to the width alignment gave it, if any.
+  std::string keyed(const Node& n) const {
+    const auto it = pad_.find(&n);
+    if (it == pad_.end()) return n.text;
+    return n.key + std::string(it->second - grammar::char_count(n.key), ' ') +
+           n.text.substr(n.key.size());
+  }
+
+  // A block on one line, its header `header`.
+  static std::string block_line(const Node& n, const std::string& header) {
+    const char* sep = n.codes ? ", " : "  ";
+    std::string one = header + " {";
+    for (std::size_t i = 0; i < n.children.size(); ++i) one += (i ? sep : " ") + n.children[i].text;
+    return one + (n.children.empty() ? "}" : " }");
+  }
+
+  // The item on one line, unpadded: its columns, or 0 when it is printed on more than one.
+  std::size_t one_line(const Node& n, std::size_t indent) const {
+    std::string one = n.text;
+    if (n.kind == Node::Kind::Block) {
+      if (has_comments(n)) return 0;
+      one = block_line(n, n.text);
+    } else if (!n.tail.empty()) {
+      one += " " + n.tail;
+    }
+    const std::size_t columns = grammar::char_count(one);
+    return indent + columns <= kWidth ? columns : 0;
+  }
+
+  static std::uint32_t last_line_of(const SourceText& src, const Node& n) {
+    const std::uint32_t last = src.line_of(n.end > n.begin ? n.end - 1 : n.begin);
+    return n.trailing ? std::max(last, n.trailing->line) : last;
+  }
+
+  // Finds the runs among `items` (in print order, at `indent`) and pads each.
+  void align(const std::vector<const Node*>& items, std::size_t indent) {
+    std::vector<const Node*> run;
+    const Node* prev = nullptr;
+    for (const Node* c : items) {
+      const bool member = c->family != Node::Family::None && !c->displaced && one_line(*c, indent);
+      const bool joins = member && !run.empty() && run.back() == prev &&
+                         c->family == prev->family && c->leading.empty() &&
+                         !src_.blank_between(last_line_of(src_, *prev), src_.line_of(c->begin));
+      if (!joins) {
+        pad(run, indent);
+        run.clear();
+      }
+      if (member) run.push_back(c);
+      prev = c;
+    }
+    pad(run, indent);
+  }
+
+  // Pads the keys of `run` to its longest; an item that would pass kWidth padded is left as it
+  // is and splits the run in two.
+  void pad(const std::vector<const Node*>& run, std::size_t indent) {
+    if (run.size() < 2) return;
+    std::size_t width = 0;
+    for (const Node* n : run) width = std::max(width, grammar::char_count(n->key));
+    for (std::size_t k = 0; k < run.size(); ++k) {
+      const Node& n = *run[k];
+      if (indent + one_line(n, indent) + width - grammar::char_count(n.key) > kWidth) {
+        pad({run.begin(), run.begin() + static_cast<std::ptrdiff_t>(k)}, indent);
+        pad({run.begin() + static_cast<std::ptrdiff_t>(k) + 1, run.end()}, indent);
+        return;
+      }
+    }
+    for (const Node* n : run) pad_[n] = width;
   }
 
   static bool has_comments(const Node& n) {
@@ -479,20 +572,20 @@ class Printer {
   }
 
   void block(const Node& n, std::size_t indent) {
-    const char* sep = n.codes ? ", " : "  ";
-    std::string one = n.text + " {";
-    for (std::size_t i = 0; i < n.children.size(); ++i) one += (i ? sep : " ") + n.children[i].text;
-    one += n.children.empty() ? "}" : " }";
+    const std::string one = block_line(n, keyed(n));
     if (!has_comments(n) && indent + grammar::char_count(one) <= kWidth)
       return line(indent, one, n.trailing);
     line(indent, n.text + " {", n.header_trailing);
+    std::vector<const Node*> settings;
+    for (const auto& c : n.children) settings.push_back(&c);
+    align(settings, indent + kIndent);
     Run run;
     for (std::size_t i = 0; i < n.children.size(); ++i) {
       const Node& c = n.children[i];
       for (const Comment* m : c.leading) comment(*m, indent + kIndent, run);
       gap(run, src_.line_of(c.begin));
       const bool comma = n.codes && i + 1 < n.children.size();
-      line(indent + kIndent, comma ? c.text + "," : c.text, c.trailing);
+      line(indent + kIndent, comma ? c.text + "," : keyed(c), c.trailing);
       run.last_line = std::max(src_.line_of(c.end > c.begin ? c.end - 1 : c.begin),
                                c.trailing ? c.trailing->line : 0);
     }
@@ -502,14 +595,17 @@ class Printer {
 
   void container(const Node& n, std::size_t indent) {
     line(indent, n.text + " {", n.header_trailing);
+    const std::vector<const Node*> items = order(n);
+    align(items, indent + kIndent);
     Run run;
-    for (const Node* c : order(n)) element(*c, indent + kIndent, run);
+    for (const Node* c : items) element(*c, indent + kIndent, run);
     for (const Comment* m : n.end_comments) comment(*m, indent + kIndent, run);
     line(indent, "}", n.trailing);
   }
 
   const SourceText& src_;
   std::string out_;
+  std::map<const Node*, std::size_t> pad_;  // the width each aligned item's key is padded to
 };
 
 // ---- the check that nothing changed -----------------------------------------------------------

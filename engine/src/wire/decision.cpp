@@ -65,6 +65,7 @@ std::string to_json(const Decision& d, const Envelope& e) {
   j["policyHash"] = std::string(d.policy_hash);
   if (!d.exhausted.empty()) j["exhausted"] = std::string(d.exhausted);
   j["attempt"] = d.attempt;
+  if (d.backoff_attempt) j["backoffAttempt"] = d.backoff_attempt;
   j["attemptsLeft"] = d.attempts_left();
   j["repairsLeft"] = d.repairs_left();
   if (d.retry_after_ms) j["retryAfterMs"] = *d.retry_after_ms;
