@@ -328,12 +328,13 @@ TEST_CASE("diff: every example over the bundled policies and their settings repr
   // Each bundled policy against itself with one setting edited: every region printed has an
   // example, and both versions decide it as reported.
   const std::vector<std::pair<std::regex, std::string>> edits = {
-      {std::regex("attempts = [0-9]+"), "attempts = 7"},
-      {std::regex("deadline = [0-9a-z]+"), "deadline = 5s"},
+      // A block's settings one a line are aligned on `=` (fmt): any run of spaces before it.
+      {std::regex("attempts +=  *[0-9]+"), "attempts = 7"},
+      {std::regex("deadline +=  *[0-9a-z]+"), "deadline = 5s"},
       {std::regex("\\{ idempotent = true"), "{ idempotent = false"},
-      {std::regex("    idempotent = false"), "    idempotent = true"},
-      {std::regex("idempotency_keys = false"), "idempotency_keys = true"},
-      {std::regex("arguments = \\[[a-z]+"), "arguments = [subject_line"},
+      {std::regex("    idempotent += false"), "    idempotent = true"},
+      {std::regex("idempotency_keys += false"), "idempotency_keys = true"},
+      {std::regex("arguments += \\[[a-z]+"), "arguments = [subject_line"},
       {std::regex("max [0-9]+s"), "max 1s"},
       {std::regex("base [0-9]+m?s"), "base 1s"},
   };
