@@ -57,6 +57,7 @@ const std::vector<Tested> kTested = {
     {"identical-failing-tool-call-loop", {}, "repeats"},
     {"stream-partial-output-replayed", {}, ""},  // the emitted output is a committed effect
     {"idempotency-key-reused-after-body-change", {"traceId"}, ""},
+    {"retry-after-lockstep-herd", {}, ""},  // the hint's jitter: 60..75 s, per operation
 };
 
 // A case whose expected answer needs a feature not built yet.
@@ -70,7 +71,6 @@ const std::vector<Pending> kPending = {
     {"mcp-breaker-opened-by-tool-errors", "24",
      "a breaker that counts only the failures it should"},
     {"breaker-stuck-half-open", "24", "a half-open probe whose lease expires"},
-    {"retry-after-lockstep-herd", "25", "schedules that spread one shared Retry-After"},
     {"validation-loop-shifting-args", "25", "run budgets over repairs with shifting arguments"},
     {"retry-stacking-over-exhausted-client", "25",
      "a run budget that counts a lower layer's retries"},
@@ -109,6 +109,7 @@ const std::vector<RawTested> kRawTested = {
     {"stream-partial-output-replayed", "UNKNOWN", {}, ""},
     // Square's IDEMPOTENCY_KEY_REUSED after the body changed: VALIDATION naming the key.
     {"idempotency-key-reused-after-body-change", "VALIDATION", {}, ""},
+    {"retry-after-lockstep-herd", "RATE_LIMITED", {}, ""},  // retry-after: 60 -> 60000 ms
 };
 
 // The cases of every file, in order.
@@ -238,6 +239,10 @@ void check_expected(const json& expected, const Decision& d, const recourse::Env
     } else if (key == "furtherAttemptsIfDiscardSupported") {
       // A decision with another context (streamDiscardSupported true): asserted by the case's
       // own test, "cases: stream-partial-output-replayed".
+    } else if (key == "jitterSign") {
+      // "add-only": the jitter after a hint only ever adds to it.
+      CHECK(value.get<std::string>() == "add-only");
+      CHECK(d.delay_ms >= e.retry_after_ms.value_or(0));
     } else if (key == "idempotencyKeyMustEqualFirstAttempt") {
       if (value.get<bool>()) CHECK(d.idempotency_key != recourse::KeyDirective::New);
     } else if (key == "idempotencyKeyDirective") {
@@ -662,4 +667,32 @@ TEST_CASE("cases: idempotency-key-reused-after-body-change: a new key only when 
   INFO(describe(retried));
   CHECK(retried.route == Route::Retry);
   CHECK(retried.idempotency_key == recourse::KeyDirective::Reuse);
+}
+
+TEST_CASE("cases: retry-after-lockstep-herd: sessions told the same wait spread apart", "[cases]") {
+  // Four sessions (the case's illustration) and then sixty-four, each its own operation: every
+  // delay is within 60..75 s, the same session always waits the same, and they no longer wake
+  // together (without hint_jitter every one would wait exactly 60000 ms).
+  const json cases = load_cases();
+  const json& c = find_case(cases, "retry-after-lockstep-herd");
+  const recourse::Envelope e = envelope_of(c.at("envelope").dump());
+  const json limits = c.at("expected").at("limits");
+  for (const int sessions : {4, 64}) {
+    std::set<std::int64_t> delays;
+    for (int s = 0; s < sessions; ++s) {
+      json session = c;
+      session["context"]["operationId"] = "session-" + std::to_string(s);
+      const recourse::Context ctx = context_of(session);
+      const Decision d = bundle().decide(e, ctx);
+      INFO(describe(d));
+      REQUIRE(d.route == Route::Retry);
+      CHECK(d.rule == "throttled");
+      CHECK(d.delay_ms >= limits.at("minDelayMs").get<std::int64_t>());
+      CHECK(d.delay_ms <= limits.at("maxDelayMs").get<std::int64_t>());
+      CHECK(d.jitter_ms == d.delay_ms - 60000);
+      CHECK(bundle().decide(e, ctx).delay_ms == d.delay_ms);
+      delays.insert(d.delay_ms);
+    }
+    CHECK(delays.size() >= static_cast<std::size_t>(sessions - 1));
+  }
 }
