@@ -75,7 +75,7 @@ struct OperationState {
   std::int64_t repeats = 0;        ///< consecutive identical failures, the last included
   std::int64_t cost = 0;           ///< cost units charged
   std::int64_t started_ms = 0;     ///< now_ms of the first call
-  std::uint64_t last_failure = 0;  ///< hash of (tool, code, field, args hash) of the last failure
+  std::uint64_t last_failure = 0;  ///< hash of (tool, code, field; args hash without a field)
   bool repair_pending = false;     ///< the last decision was a repair
   /// False for an operation never recorded (or dropped after its success).
   bool recorded() const noexcept { return attempts > 0 || repeats > 0; }
