@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -281,8 +282,11 @@ class Fuzzer {
         report(k, "min_delay",
                fmt::format("{}: delay {}ms is below min_delay {}ms", call, d.delay_ms,
                            info_.min_delay_ms));
-      const std::int64_t cap = std::max(
-          {info_.backoff_max_ms, info_.min_delay_ms, std::min(hint, info_.retry_after_max_ms)});
+      // The hint's own jitter adds at most floor(hint * hint_jitter), never past retry_after_max.
+      const auto spread =
+          static_cast<std::int64_t>(std::floor(static_cast<double>(hint) * info_.hint_jitter));
+      const std::int64_t cap = std::max({info_.backoff_max_ms, info_.min_delay_ms,
+                                         std::min(hint + spread, info_.retry_after_max_ms)});
       if (d.delay_ms > cap)
         report(k, "delay_cap",
                fmt::format("{}: delay {}ms is above every cap ({}ms)", call, d.delay_ms, cap));

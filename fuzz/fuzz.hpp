@@ -8,6 +8,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -297,9 +298,20 @@ inline void valid_decision(const recourse::Decision& d, const recourse::Policy* 
     const std::int64_t hint = e.retry_after_ms.value_or(0);
     FUZZ_CHECK(hint <= s.retry_after_max_ms, where_text());
     FUZZ_CHECK(d.delay_ms >= s.min_delay_ms && d.delay_ms >= hint, where_text());
-    FUZZ_CHECK(d.delay_ms <= std::max({s.backoff.max_ms, s.min_delay_ms, hint}), where_text());
-    FUZZ_CHECK(d.jitter_ms >= 0 && d.jitter_ms <= std::max(s.backoff.max_ms, d.delay_ms),
+    // A rule's named backoff, or the policy's; after a hint, its jitter adds at most
+    // floor(hint * hint_jitter), never past retry_after_max (docs/language.md section 12).
+    std::int64_t backoff_max = s.backoff.max_ms;
+    double hint_jitter = s.backoff.hint_jitter;
+    for (const auto& named : s.schedules) {
+      backoff_max = std::max(backoff_max, named.backoff.max_ms);
+      hint_jitter = std::max(hint_jitter, named.backoff.hint_jitter);
+    }
+    const auto spread =
+        static_cast<std::int64_t>(std::floor(static_cast<double>(hint) * hint_jitter));
+    FUZZ_CHECK(d.delay_ms <= std::max({backoff_max, s.min_delay_ms,
+                                       std::min(hint + spread, s.retry_after_max_ms)}),
                where_text());
+    FUZZ_CHECK(d.jitter_ms >= 0 && d.jitter_ms <= std::max(backoff_max, d.delay_ms), where_text());
     FUZZ_CHECK(d.time_ms.before == kUnlimited || d.delay_ms < d.time_ms.before, where_text());
     if (c.now_ms) FUZZ_CHECK(d.retry_at_ms == *c.now_ms + d.delay_ms, where_text());
   }

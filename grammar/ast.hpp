@@ -60,7 +60,9 @@ struct Expr {
 struct Route {
   std::string kind;  ///< as written; the checker resolves it
   Pos pos;
-  std::vector<Value> args;  ///< the strings after the route kind (target and/or reason)
+  std::vector<Value> args;        ///< the strings after the route kind (target and/or reason)
+  std::optional<Value> schedule;  ///< `with backoff NAME`: the named backoff a retry waits by
+  std::optional<Value> attempts;  ///< `with ... attempts N`: this rule's own cap on attempts
 };
 
 /// `rule NAME [when COND] -> ROUTE` (a missing `when` matches every input).
@@ -71,8 +73,10 @@ struct Rule {
   Route route;
 };
 
-/// `backoff KIND key value ...`.
+/// `backoff KIND key value ...`, or a named one: `backoff NAME { KIND key value ... }`.
 struct Backoff {
+  std::string name;  ///< empty for the policy's backoff line
+  Pos name_pos;
   std::string kind;
   Pos pos;
   Pos kind_pos;
@@ -146,6 +150,7 @@ struct Item {
     Breaker,
     Throttle,
     Backoff,
+    Schedule,
     Codes,
     Rule,
     Default,
@@ -168,14 +173,15 @@ struct Policy {
   std::string name;
   Pos pos;
   Pos name_pos;
-  std::vector<Setting> tool;      ///< settings of every `tool {}` block, in order
-  std::vector<Setting> limits;    ///< settings of every `limits {}` block, in order
-  bool has_breaker = false;       ///< a `breaker {}` block is present (even empty: defaults)
-  bool has_throttle = false;      ///< a `throttle {}` block is present
-  std::vector<Setting> breaker;   ///< settings of every `breaker {}` block
-  std::vector<Setting> throttle;  ///< settings of every `throttle {}` block
-  std::vector<Backoff> backoff;   ///< every backoff line (the checker allows one)
-  std::vector<Value> codes;       ///< declared codes, every `codes {}` block
+  std::vector<Setting> tool;       ///< settings of every `tool {}` block, in order
+  std::vector<Setting> limits;     ///< settings of every `limits {}` block, in order
+  bool has_breaker = false;        ///< a `breaker {}` block is present (even empty: defaults)
+  bool has_throttle = false;       ///< a `throttle {}` block is present
+  std::vector<Setting> breaker;    ///< settings of every `breaker {}` block
+  std::vector<Setting> throttle;   ///< settings of every `throttle {}` block
+  std::vector<Backoff> backoff;    ///< every backoff line (the checker allows one)
+  std::vector<Backoff> schedules;  ///< every named backoff, `backoff NAME { ... }`
+  std::vector<Value> codes;        ///< declared codes, every `codes {}` block
   std::vector<Rule> rules;
   std::vector<Rule> defaults;  ///< `default -> ROUTE` lines (the checker wants exactly one)
   std::vector<Assertion> assertions;

@@ -52,6 +52,8 @@ struct kw_expect : TAO_PEGTL_KEYWORD("expect") {};
 struct kw_delay : TAO_PEGTL_KEYWORD("delay") {};
 struct kw_exhausted : TAO_PEGTL_KEYWORD("exhausted") {};
 struct kw_sequence : TAO_PEGTL_KEYWORD("sequence") {};
+struct kw_with : TAO_PEGTL_KEYWORD("with") {};
+struct kw_attempts : TAO_PEGTL_KEYWORD("attempts") {};
 struct keyword : pg::sor<kw_version, kw_policy, kw_rule, kw_when, kw_default, kw_assert, kw_waive,
                          kw_and, kw_or, kw_not, kw_in, kw_is, kw_absent, kw_present> {};
 
@@ -110,6 +112,15 @@ struct param_name : pg::seq<pg::not_at<item_keyword>, name> {};
 struct backoff_param : pg::seq<param_name, sep, pg::must<value>> {};
 struct backoff_decl
     : pg::seq<kw_backoff, sep, pg::must<backoff_kind>, pg::star<sep, backoff_param>> {};
+// schedule = "backoff" ident "{" ident { ident value } "}" ;   (* a named backoff *)
+// Tried before `backoff`: the `{` after the name is what tells them apart.
+// schedule_open has no error message: without it, the input is a backoff line instead.
+struct schedule_name : ident {};
+struct schedule_open : pg::one<'{'> {};
+struct schedule_close : pg::one<'}'> {};
+struct schedule_decl
+    : pg::seq<kw_backoff, sep, schedule_name, sep, schedule_open, sep, pg::must<backoff_kind>,
+              pg::star<sep, backoff_param>, sep, pg::must<schedule_close>> {};
 // codes = "codes" "{" { ident [","] } "}" ;
 struct code_name : ident {};
 struct codes_close : pg::one<'}'> {};
@@ -141,11 +152,20 @@ struct unary : pg::sor<not_expr, group, test> {};
 struct and_expr : pg::seq<unary, pg::star<sep, kw_and, sep, pg::must<unary>>> {};
 struct cond : pg::seq<and_expr, pg::star<sep, kw_or, sep, pg::must<and_expr>>> {};
 
-// route = route_kind [ string ] [ string ] ;   route_kind = ident ;
+// route = route_kind [ string ] [ string ] [ "with" options ] ;   route_kind = ident ;
+// options = "backoff" ident [ "attempts" value ] | "attempts" value ;
 struct arrow : TAO_PEGTL_STRING("->") {};
 struct route_kind : ident {};
 struct route_arg : string_lit {};
-struct route : pg::seq<route_kind, pg::opt<sep, route_arg>, pg::opt<sep, route_arg>> {};
+struct route_schedule : ident {};
+struct route_attempts : value {};
+struct route_attempts_option : pg::seq<kw_attempts, sep, pg::must<route_attempts>> {};
+struct route_backoff_option
+    : pg::seq<kw_backoff, sep, pg::must<route_schedule>, pg::opt<sep, route_attempts_option>> {};
+struct route_option : pg::sor<route_backoff_option, route_attempts_option> {};
+struct route_with : pg::seq<kw_with, sep, pg::must<route_option>> {};
+struct route : pg::seq<route_kind, pg::opt<sep, route_arg>, pg::opt<sep, route_arg>,
+                       pg::opt<sep, route_with>> {};
 // rule = "rule" name [ "when" cond ] "->" route ;
 struct rule_name : name {};
 struct rule_decl
@@ -250,11 +270,12 @@ struct test_decl : pg::seq<kw_test, sep, pg::must<test_name>, sep, pg::must<bloc
                            pg::must<test_envelope>, sep, pg::opt<test_context, sep>,
                            pg::must<expect_decl>, sep, pg::must<test_close>> {};
 
-// item = tool_block | limits_block | breaker_block | throttle_block | backoff | codes | rule
+// item = tool_block | limits_block | breaker_block | throttle_block | schedule | backoff | codes |
+// rule
 //      | default | bound | assert | waive | map | hit | test ;
-struct item : pg::sor<tool_block, limits_block, breaker_block, throttle_block, backoff_decl,
-                      codes_decl, rule_decl, default_decl, bound_decl, assert_decl, waive_decl,
-                      map_decl, hit_decl, test_decl> {};
+struct item : pg::sor<tool_block, limits_block, breaker_block, throttle_block, schedule_decl,
+                      backoff_decl, codes_decl, rule_decl, default_decl, bound_decl, assert_decl,
+                      waive_decl, map_decl, hit_decl, test_decl> {};
 // policy = "policy" string [ "extends" string ] "{" { item } "}" ;
 struct policy_name : string_lit {};
 struct base_name : string_lit {};
@@ -309,6 +330,16 @@ inline constexpr const char* error_message<string_close> =
 template <>
 inline constexpr const char* error_message<backoff_kind> =
     "a backoff kind (constant, linear, exponential)";
+template <>
+inline constexpr const char* error_message<schedule_close> =
+    "'}' to close the named backoff (its kind, then parameters as on a backoff line)";
+template <>
+inline constexpr const char* error_message<route_option> =
+    "'backoff NAME' or 'attempts N' after 'with'";
+template <>
+inline constexpr const char* error_message<route_schedule> = "the name of a backoff schedule";
+template <>
+inline constexpr const char* error_message<route_attempts> = "a count of attempts";
 template <>
 inline constexpr const char* error_message<value> =
     "a value (name, number, duration or \"string\")";

@@ -27,15 +27,16 @@ using selector = pt::selector<
     Rule,
     pt::store_content::on<version_number, policy_name, setting_key, string_lit, number, value_ident,
                           backoff_kind, param_name, code_name, rule_name, route_kind, route_arg,
-                          attr, cmp_op, is_what, assert_kind, waiver_name, waiver_reason,
-                          hit_policy, map_protocol, map_code, base_name, test_name, envelope_json,
-                          context_json, expect_route, expect_target, expect_rule_name, delay_min,
-                          delay_max, budget_name, bound_metric, bound_code, bound_limit>,
+                          schedule_name, route_schedule, route_attempts, attr, cmp_op, is_what,
+                          assert_kind, waiver_name, waiver_reason, hit_policy, map_protocol,
+                          map_code, base_name, test_name, envelope_json, context_json, expect_route,
+                          expect_target, expect_rule_name, delay_min, delay_max, budget_name,
+                          bound_metric, bound_code, bound_limit>,
     pt::remove_content::on<policy_decl, tool_block, limits_block, breaker_block, throttle_block,
-                           setting, value_list, backoff_decl, backoff_param, codes_decl, rule_decl,
-                           default_decl, route, not_expr, test, in_arguments, assert_decl,
-                           waive_decl, assert_routes, map_decl, hit_decl, test_decl, expect_decl,
-                           bound_decl>,
+                           setting, value_list, backoff_decl, schedule_decl, backoff_param,
+                           codes_decl, rule_decl, default_decl, route, not_expr, test, in_arguments,
+                           assert_decl, waive_decl, assert_routes, map_decl, hit_decl, test_decl,
+                           expect_decl, bound_decl>,
     pt::fold_one::on<cond, and_expr>>;
 
 struct TooDeep {
@@ -182,7 +183,15 @@ struct TreeReader {
     ast::Route r;
     r.kind = n.children.at(0)->string();
     r.pos = pos_of(*n.children.at(0));
-    for (std::size_t i = 1; i < n.children.size(); ++i) r.args.push_back(to_value(*n.children[i]));
+    for (std::size_t i = 1; i < n.children.size(); ++i) {
+      const Node& c = *n.children[i];
+      if (c.is_type<route_schedule>())
+        r.schedule = to_value(c);
+      else if (c.is_type<route_attempts>())
+        r.attempts = to_value(*c.children.at(0));
+      else
+        r.args.push_back(to_value(c));
+    }
     return r;
   }
 
@@ -194,6 +203,7 @@ struct TreeReader {
     if (n.is_type<breaker_block>()) return {K::Breaker, p.breaker.size()};
     if (n.is_type<throttle_block>()) return {K::Throttle, p.throttle.size()};
     if (n.is_type<backoff_decl>()) return {K::Backoff, p.backoff.size()};
+    if (n.is_type<schedule_decl>()) return {K::Schedule, p.schedules.size()};
     if (n.is_type<codes_decl>()) return {K::Codes, p.codes.size()};
     if (n.is_type<rule_decl>()) return {K::Rule, p.rules.size()};
     if (n.is_type<default_decl>()) return {K::Default, p.defaults.size()};
@@ -266,14 +276,19 @@ struct TreeReader {
                      : item.is_type<breaker_block>() ? p.breaker
                                                      : p.throttle;
         for (const auto& s : item.children) into.push_back(to_setting(*s));
-      } else if (item.is_type<backoff_decl>()) {
+      } else if (item.is_type<backoff_decl>() || item.is_type<schedule_decl>()) {
+        // [schedule_name] backoff_kind backoff_param...
         ast::Backoff b;
         b.pos = pos_of(item);
-        b.kind = item.children.at(0)->string();
-        b.kind_pos = pos_of(*item.children[0]);
-        for (std::size_t j = 1; j < item.children.size(); ++j)
-          b.params.push_back(to_setting(*item.children[j]));
-        p.backoff.push_back(std::move(b));
+        std::size_t j = 0;
+        if (item.is_type<schedule_decl>()) {
+          b.name = item.children.at(0)->string();
+          b.name_pos = pos_of(*item.children[j++]);
+        }
+        b.kind = item.children.at(j)->string();
+        b.kind_pos = pos_of(*item.children[j]);
+        for (++j; j < item.children.size(); ++j) b.params.push_back(to_setting(*item.children[j]));
+        (b.name.empty() ? p.backoff : p.schedules).push_back(std::move(b));
       } else if (item.is_type<codes_decl>()) {
         for (const auto& c : item.children) p.codes.push_back(to_value(*c));
       } else if (item.is_type<rule_decl>()) {

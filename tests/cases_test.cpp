@@ -57,6 +57,8 @@ const std::vector<Tested> kTested = {
     {"identical-failing-tool-call-loop", {}, "repeats"},
     {"stream-partial-output-replayed", {}, ""},  // the emitted output is a committed effect
     {"idempotency-key-reused-after-body-change", {"traceId"}, ""},
+    {"retry-after-lockstep-herd", {}, ""},  // the hint's jitter: 60..75 s, per operation
+    {"retry-stacking-over-exhausted-client", {}, "attempts"},  // 1 + 9 retries below > 6
 };
 
 // A case about the state between calls (a circuit breaker), decided through recourse::Health by
@@ -64,6 +66,8 @@ const std::vector<Tested> kTested = {
 // record the breaker's messages; a tool's failure in one is read by that test.
 const std::vector<std::string> kStateTested = {"mcp-breaker-opened-by-tool-errors",
                                                "breaker-stuck-half-open"};
+// Cases decided through a Workflow that replays their history, each in its own TEST_CASE.
+const std::vector<const char*> kTestedThroughState = {"validation-loop-shifting-args"};
 
 // A case whose expected answer needs a feature not built yet.
 struct Pending {
@@ -73,10 +77,6 @@ struct Pending {
 };
 
 const std::vector<Pending> kPending = {
-    {"retry-after-lockstep-herd", "25", "schedules that spread one shared Retry-After"},
-    {"validation-loop-shifting-args", "25", "run budgets over repairs with shifting arguments"},
-    {"retry-stacking-over-exhausted-client", "25",
-     "a run budget that counts a lower layer's retries"},
 };
 
 // A case decided from its `raw` form through recourse's adapter: every case whose raw is not
@@ -112,6 +112,7 @@ const std::vector<RawTested> kRawTested = {
     {"stream-partial-output-replayed", "UNKNOWN", {}, ""},
     // Square's IDEMPOTENCY_KEY_REUSED after the body changed: VALIDATION naming the key.
     {"idempotency-key-reused-after-body-change", "VALIDATION", {}, ""},
+    {"retry-after-lockstep-herd", "RATE_LIMITED", {}, ""},  // retry-after: 60 -> 60000 ms
 };
 
 // The cases of every file, in order.
@@ -159,6 +160,9 @@ recourse::Context context_of(const json& c) {
   if (budgets.contains("remainingMs"))
     ctx["deadlineMs"] = ctx.value("elapsedMs", 0) + budgets["remainingMs"].get<std::int64_t>();
   if (ctx.contains("consecutiveSameFailure")) ctx["repeats"] = ctx["consecutiveSameFailure"];
+  // Retries a lower layer made, and the time it spent, are this operation's.
+  if (ctx.contains("lowerLayerRetries")) ctx["lowerRetries"] = ctx["lowerLayerRetries"];
+  if (ctx.contains("lowerLayerElapsedMs")) ctx["elapsedMs"] = ctx["lowerLayerElapsedMs"];
   const recourse::Result<recourse::Context> r = recourse::read_context(ctx.dump());
   std::string errors;
   for (const auto& e : r.diagnostics()) errors += e.message + "; ";
@@ -245,6 +249,10 @@ void check_expected(const json& expected, const Decision& d, const recourse::Env
     } else if (key == "furtherAttemptsIfDiscardSupported") {
       // A decision with another context (streamDiscardSupported true): asserted by the case's
       // own test, "cases: stream-partial-output-replayed".
+    } else if (key == "jitterSign") {
+      // "add-only": the jitter after a hint only ever adds to it.
+      CHECK(value.get<std::string>() == "add-only");
+      CHECK(d.delay_ms >= e.retry_after_ms.value_or(0));
     } else if (key == "idempotencyKeyMustEqualFirstAttempt") {
       if (value.get<bool>()) CHECK(d.idempotency_key != recourse::KeyDirective::New);
     } else if (key == "idempotencyKeyDirective") {
@@ -330,6 +338,7 @@ TEST_CASE("every case in cases.json is tested or pending", "[cases]") {
   }
   std::set<std::string> tested, pending, raw_tested;
   for (const auto& t : kTested) CHECK(tested.insert(t.id).second);
+  for (const char* id : kTestedThroughState) CHECK(tested.insert(id).second);
   for (const auto& t : kRawTested) CHECK(raw_tested.insert(t.id).second);
   tested.insert(raw_tested.begin(), raw_tested.end());
   for (const auto& id : kStateTested) CHECK(tested.insert(id).second);
@@ -358,7 +367,12 @@ TEST_CASE("every case in cases.json is tested or pending", "[cases]") {
         std::find(kStateTested.begin(), kStateTested.end(), id) != kStateTested.end())
       continue;
     INFO("case " << id << ": a raw form is tested through its adapter exactly when there is one");
-    CHECK((c.contains("raw") && !c.at("raw").is_null()) == (raw_tested.count(id) == 1));
+    // A raw form of no protocol the adapters read (an in-process result) has nothing to adapt.
+    const bool adaptable =
+        c.contains("raw") && !c.at("raw").is_null() &&
+        !(c.at("raw").is_object() &&
+          c.at("raw").value("protocol", "").find("in-process") != std::string::npos);
+    CHECK(adaptable == (raw_tested.count(id) == 1));
   }
 }
 
@@ -818,4 +832,81 @@ TEST_CASE("cases: breaker-stuck-half-open: a probe that never settles is lost af
   health.prepare(*policy, ctx, *now_of(c));
   CHECK(ctx.circuit == recourse::CircuitState::Closed);
   CHECK(bundle().decide(e, ctx).route == Route::Retry);
+}
+
+TEST_CASE("cases: retry-after-lockstep-herd: sessions told the same wait spread apart", "[cases]") {
+  // Four sessions (the case's illustration) and then sixty-four, each its own operation: every
+  // delay is within 60..75 s, the same session always waits the same, and they no longer wake
+  // together (without hint_jitter every one would wait exactly 60000 ms).
+  const json cases = load_cases();
+  const json& c = find_case(cases, "retry-after-lockstep-herd");
+  const recourse::Envelope e = envelope_of(c.at("envelope").dump());
+  const json limits = c.at("expected").at("limits");
+  for (const int sessions : {4, 64}) {
+    std::set<std::int64_t> delays;
+    for (int s = 0; s < sessions; ++s) {
+      json session = c;
+      session["context"]["operationId"] = "session-" + std::to_string(s);
+      const recourse::Context ctx = context_of(session);
+      const Decision d = bundle().decide(e, ctx);
+      INFO(describe(d));
+      REQUIRE(d.route == Route::Retry);
+      CHECK(d.rule == "throttled");
+      CHECK(d.delay_ms >= limits.at("minDelayMs").get<std::int64_t>());
+      CHECK(d.delay_ms <= limits.at("maxDelayMs").get<std::int64_t>());
+      CHECK(d.jitter_ms == d.delay_ms - 60000);
+      CHECK(bundle().decide(e, ctx).delay_ms == d.delay_ms);
+      delays.insert(d.delay_ms);
+    }
+    CHECK(delays.size() >= static_cast<std::size_t>(sessions - 1));
+  }
+}
+
+TEST_CASE("cases: validation-loop-shifting-args: a rejected field repeats whatever the arguments",
+          "[cases][state]") {
+  // The host replays the case's history through a Workflow: each failed call (its own
+  // argsHash), the repair decided on it, then the fourth call, which fails like the others.
+  // Counted by (tool, code, field) the fourth failure is the fourth in a row: budget:repeats
+  // stops the loop. Keyed by the argument hash, every failure would look new.
+  const json cases = load_cases();
+  const json& c = find_case(cases, "validation-loop-shifting-args");
+  const recourse::Envelope e = envelope_of(c.at("envelope").dump());
+  json context = c.at("context");
+  context.erase("attempt");  // the workflow counts the calls
+  json first = c;
+  first["context"] = context;
+  recourse::Context base = context_of(first);
+  base.operation_id = "turn-1";
+  recourse::Workflow workflow;
+  std::int64_t now = 1000;
+  auto fail = [&](const std::string& args_hash) {
+    recourse::Context call = base;
+    call.args_hash = args_hash;
+    workflow.record_attempt(call, 1, now);
+    workflow.record_failure(call, e);
+    workflow.apply(call, now);
+    now += 1000;
+    return call;
+  };
+  for (const auto& h : c.at("context").at("history")) {
+    const recourse::Context call = fail(h.at("argsHash").get<std::string>());
+    const Decision d = bundle().decide(e, call);
+    INFO(describe(d));
+    CHECK(d.route == Route::Repair);  // the first three failures are repaired
+    workflow.record_decision(call, d);
+  }
+  const recourse::Context fourth = fail("d9e1");
+  CHECK(fourth.attempt == c.at("context").at("attempt").get<std::int64_t>());
+  CHECK(fourth.repeats == 4);
+  CHECK(fourth.repairs == 3);
+  const Decision d = bundle().decide(e, fourth);
+  INFO(describe(d));
+  CHECK(d.rule == "budget:repeats");
+  CHECK(d.exhausted == "repeats");
+  check_expected(c.at("expected"), d, e);
+  // The same reshaping loop without a field to blame (the host's hash tells calls apart):
+  // each failure is new, and the repairs budget is what ends it.
+  json no_field = c.at("envelope");
+  no_field.erase("field");
+  CHECK(bundle().decide(envelope_of(no_field.dump()), fourth).route == Route::Stop);
 }

@@ -330,8 +330,8 @@ inline bool waived(const PolicySpec& spec, std::string_view invariant) {
 
 // Section 8's guard table, in its precedence order: the first that holds wins. Each exists as
 // its "Exists" column says and applies to the routes its "Applies to" column lists.
-inline std::optional<Override> guard(const PolicySpec& spec, Route route, const Input& in,
-                                     const recourse::Context& c) {
+inline std::optional<Override> guard(const PolicySpec& spec, const recourse::detail::RuleSpec& rule,
+                                     Route route, const Input& in, const recourse::Context& c) {
   const bool retry = route == Route::Retry;
   const std::int64_t side = in[Attr::SideEffect].num;
   const Value& hint = in[Attr::RetryAfter];
@@ -362,6 +362,9 @@ inline std::optional<Override> guard(const PolicySpec& spec, Route route, const 
     return spent("repeats", "the same call failed the same way too often; change approach");
   // 6. budget:attempts
   if (in[Attr::AttemptsLeft].num <= 0) return spent("attempts", "attempt budget spent");
+  // 6, a rule's own cap (`with attempts N`): its calls and the retries made below reach N.
+  if (rule.action.attempts != kNoLimit && c.attempt + c.lower_retries >= rule.action.attempts)
+    return spent("attempts", "attempt budget of rule " + rule.name + " spent");
   // 7. budget:repairs
   if (!retry && c.repairs >= spec.repairs) return spent("repairs", "repair budget spent");
   // 8. budget:cost, with limits.cost
@@ -418,12 +421,40 @@ inline std::string_view key_source(const recourse::Envelope& e, const recourse::
   return c.tool;
 }
 
+// Section 12: the backoff a retry rule waits by: the one it names (`with backoff NAME`), else
+// the policy's line.
+inline const recourse::detail::Backoff& rule_backoff(const PolicySpec& spec,
+                                                     const recourse::detail::Action& action) {
+  for (const auto& named : spec.schedules)
+    if (!action.schedule.empty() && named.name == action.schedule) return named.backoff;
+  return spec.backoff;
+}
+
+// Section 12: the operation's key for the draws.
+inline std::uint64_t draw_key(const PolicySpec& spec, std::string_view source) {
+  return fnv(source, mix(fnv(spec.name, 14695981039346656037ull)));
+}
+
+// Section 12: the wait after a server hint h with hint_jitter F: h + U(0, spread), draw
+// 2^32 + n, spread = floor(h * F) held so h + spread <= retry_after_max; h when F is 0.
+inline Backoff after_hint(const PolicySpec& spec, const recourse::detail::Backoff& b,
+                          std::int64_t hint, std::int64_t attempt, std::string_view source) {
+  if (b.hint_jitter <= 0 || hint <= 0 || hint >= spec.retry_after_max_ms) return {hint, 0};
+  const std::int64_t spread =
+      std::min(static_cast<std::int64_t>(std::floor(static_cast<double>(hint) * b.hint_jitter)),
+               spec.retry_after_max_ms - hint);
+  const std::uint64_t k =
+      (std::uint64_t{1} << 32) + static_cast<std::uint64_t>(std::max<std::int64_t>(attempt, 1));
+  const std::int64_t u = uniform(draw_key(spec, source), k, 0, spread);
+  return {hint + u, u};
+}
+
 // Section 12: the delay after call n failed, before min_delay and the hint.
-inline Backoff backoff(const PolicySpec& spec, std::int64_t attempt, std::string_view source) {
+inline Backoff backoff(const PolicySpec& spec, const recourse::detail::Backoff& b,
+                       std::int64_t attempt, std::string_view source) {
   using recourse::detail::BackoffKind;
   using recourse::detail::Jitter;
-  const recourse::detail::Backoff& b = spec.backoff;
-  const std::uint64_t key = fnv(source, mix(fnv(spec.name, 14695981039346656037ull)));
+  const std::uint64_t key = draw_key(spec, source);
   const std::int64_t n = std::max<std::int64_t>(attempt, 1);
   double raw = static_cast<double>(b.base_ms);  // in double precision, then rounded down
   if (b.kind == BackoffKind::Linear) raw = static_cast<double>(b.base_ms) * static_cast<double>(n);
@@ -482,7 +513,7 @@ inline Expected decide(const PolicySpec& spec, const recourse::Envelope& e,
   out.reason = rule.action.reason;
   out.target = rule.action.target;
   if (out.route == Route::Retry || out.route == Route::Repair)
-    if (const auto g = guard(spec, out.route, in, c)) {
+    if (const auto g = guard(spec, rule, out.route, in, c)) {
       out.route = g->route;
       out.rule = g->rule;
       out.reason = g->reason;
@@ -494,11 +525,14 @@ inline Expected decide(const PolicySpec& spec, const recourse::Envelope& e,
   if (out.route == Route::Retry) {
     // n is the attempt, or attempt - pushbackAttempt after a server pushback (gRFC A6 restart).
     const bool restart = c.pushback_attempt >= 1 && c.pushback_attempt <= c.attempt - 1;
-    const Backoff b =
-        backoff(spec, restart ? c.attempt - c.pushback_attempt : c.attempt, key_source(e, c));
-    out.delay_ms = std::max({b.delay, spec.min_delay_ms, e.retry_after_ms.value_or(0)});
-    out.jitter_ms = b.draw;
-    if (restart) out.backoff_attempt = c.attempt - c.pushback_attempt;
+    const std::int64_t n = restart ? c.attempt - c.pushback_attempt : c.attempt;
+    const recourse::detail::Backoff& schedule = rule_backoff(spec, rule.action);
+    const Backoff b = backoff(spec, schedule, n, key_source(e, c));
+    const Backoff h =
+        after_hint(spec, schedule, e.retry_after_ms.value_or(0), c.attempt, key_source(e, c));
+    out.delay_ms = std::max({b.delay, spec.min_delay_ms, h.delay});
+    out.jitter_ms = schedule.hint_jitter > 0 && e.retry_after_ms ? h.draw : b.draw;
+    if (restart) out.backoff_attempt = n;
     if (time_left != kNoLimit && out.delay_ms >= time_left) {
       out.route = spec.on_exhausted.route;
       out.target = spec.on_exhausted.target;
@@ -515,7 +549,11 @@ inline Expected decide(const PolicySpec& spec, const recourse::Envelope& e,
 
   // Section 8, "Budgets in the decision", and section 14.
   const bool call = out.route == Route::Retry || out.route == Route::Repair;
-  out.attempts_left = std::max<std::int64_t>(0, in[Attr::AttemptsLeft].num);
+  // A rule's own cap lowers what is left, on its route and on the guard that replaced it.
+  const std::int64_t rule_left = rule.action.attempts == kNoLimit
+                                     ? kNoLimit
+                                     : rule.action.attempts - c.attempt - c.lower_retries;
+  out.attempts_left = std::max<std::int64_t>(0, std::min(in[Attr::AttemptsLeft].num, rule_left));
   out.repairs_left = std::max<std::int64_t>(0, minus(spec.repairs, c.repairs));
   out.attempts = {out.attempts_left, spend(out.attempts_left, call ? 1 : 0)};
   out.repairs = {out.repairs_left, spend(out.repairs_left, out.route == Route::Repair ? 1 : 0)};

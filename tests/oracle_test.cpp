@@ -39,8 +39,8 @@ std::size_t agree(const recourse::Policy& policy, std::size_t inputs, const std:
     }
     if (src.below(3) == 0) {
       // The deadline one ms either side of what a retry would wait: the check after the lookup.
-      const auto backoff =
-          documented::naive::backoff(spec, c.attempt, documented::naive::key_source(e, c));
+      const auto backoff = documented::naive::backoff(spec, spec.backoff, c.attempt,
+                                                      documented::naive::key_source(e, c));
       // Capped at kMaxMs first: a server's wait may be INT64_MAX, and elapsed + wait must not
       // overflow (UBSan found it).
       const std::int64_t wait =

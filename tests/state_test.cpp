@@ -420,12 +420,21 @@ TEST_CASE("state: a workflow counts attempts, repairs, repeats, cost and time", 
   wf.record_decision(base, with_route(Route::Retry));
   wf.record_attempt(base, 2, 3000);
   base.args_hash = "args-2";
-  wf.record_failure(base, e);  // different arguments: a new failure
+  wf.record_failure(base, e);  // reshaped arguments, the same field rejected: the same failure
   c = at(3000);
   CHECK(c.attempt == 3);
   CHECK(c.repairs == 1);
-  CHECK(c.repeats == 1);
+  CHECK(c.repeats == 3);
   CHECK(c.elapsed_ms == 2000);
+  // Without a field the arguments tell failures apart: other arguments, a new failure.
+  const auto timeout = test::envelope(R"({"code":"TIMEOUT"})");
+  wf.record_failure(base, timeout);
+  CHECK(at(3000).repeats == 1);
+  wf.record_failure(base, timeout);
+  CHECK(at(3000).repeats == 2);
+  base.args_hash = "args-3";
+  wf.record_failure(base, timeout);
+  CHECK(at(3000).repeats == 1);
   // A count the host gives higher is kept.
   base.attempt = 7;
   CHECK(at(3000).attempt == 7);

@@ -58,8 +58,9 @@ class Workflow {
   /// starts the clock at the first call.
   void record_attempt(const Context& context, std::int64_t cost, std::int64_t now_ms);
   /// Records that the call failed with `envelope`. repeats grows when the failure matches the
-  /// previous one of the same operation and tool (same code and field, and the same
-  /// Context::args_hash the host computes over the call's arguments), else restarts at 1.
+  /// previous one of the same operation and tool (same code and field; for a failure without
+  /// a field, also the same Context::args_hash the host computes over the call's arguments),
+  /// else restarts at 1: a rejected field repeats however the other arguments change.
   void record_failure(const Context& context, const Envelope& envelope);
   /// Records the decision taken on the failure (a repair makes the next call a repaired one; a
   /// retry on the server's pushback, a decision with retry_after_ms, restarts the backoff of the

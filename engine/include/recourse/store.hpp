@@ -83,7 +83,7 @@ struct OperationState {
   std::int64_t repeats = 0;        ///< consecutive identical failures, the last included
   std::int64_t cost = 0;           ///< cost units charged
   std::int64_t started_ms = 0;     ///< now_ms of the first call
-  std::uint64_t last_failure = 0;  ///< hash of (tool, code, field, args hash) of the last failure
+  std::uint64_t last_failure = 0;  ///< hash of (tool, code, field; args hash without a field)
   bool repair_pending = false;     ///< the last decision was a repair
   /// The last attempt whose failure the server answered with a pushback that set the retry's
   /// delay (a retry decided on an envelope with retryAfterMs); 0: none. The backoff of later

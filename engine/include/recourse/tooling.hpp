@@ -80,10 +80,13 @@ struct PolicyInfo {
   std::int64_t min_delay_ms = 0;  ///< limits.min_delay: the shortest retry delay
   std::int64_t retry_after_max_ms = 0;  ///< limits.retry_after_max: the longest server hint obeyed
   std::int64_t deadline_ms = kUnlimited;  ///< limits.deadline for the whole operation
-  std::int64_t backoff_max_ms = 0;        ///< the backoff's max
-  std::vector<std::string> codes;         ///< built-in and declared codes
-  std::vector<std::string> arguments;     ///< tool.arguments
-  std::vector<SequenceBound> bounds;      ///< `assert sequence` lines
+  std::int64_t backoff_max_ms = 0;        ///< the largest max of its backoffs (the line, the named)
+  /// The largest hint_jitter of its backoffs: a retry after a server hint h waits at most
+  /// min(h + floor(h * hint_jitter), retry_after_max_ms); 0 waits h exactly.
+  double hint_jitter = 0;
+  std::vector<std::string> codes;      ///< built-in and declared codes
+  std::vector<std::string> arguments;  ///< tool.arguments
+  std::vector<SequenceBound> bounds;   ///< `assert sequence` lines
 };
 
 /// The same decision as policy.decide(), with each rule's tests and values, from the reference

@@ -22,7 +22,7 @@ std::optional<Input> realize(const Compiled& p, const Cube& cube, Overrides may)
     Context& c = in.context;
     c.tool = p.spec.name;
     c.side_effect = SideEffect::None;
-    std::optional<std::int64_t> attempts_left, time_left, cost_left, slack;
+    std::optional<std::int64_t> attempts_left, time_left, cost_left, slack, attempts_used;
     std::optional<bool> field_in_args, suspicious_text, suspicious_suggestion;
     std::vector<std::string> owned;  // strings for "other" cells
     owned.reserve(t.columns.size());
@@ -60,7 +60,10 @@ std::optional<Input> realize(const Compiled& p, const Cube& cube, Overrides may)
                 cell == col.cuts.size() ? std::numeric_limits<std::int64_t>::max() : col.cuts[cell];
             const bool derived = col.attr == Attr::AttemptsLeft || col.attr == Attr::TimeLeft ||
                                  col.attr == Attr::CostLeft || col.attr == Attr::DeadlineSlack;
-            const std::int64_t floor = derived ? -1'000'000 : col.attr == Attr::Attempt ? 1 : 0;
+            const std::int64_t floor = derived ? -1'000'000
+                                       : col.attr == Attr::Attempt || col.attr == Attr::AttemptsUsed
+                                           ? 1
+                                           : 0;
             const std::int64_t low = std::max(lo, floor);
             num = variant >= 2 && hi - 1 >= low && hi < 1'000'000'000'000 ? hi - 1 : low;
             // Time left: prefer an hour when the cell allows, so the backoff fits before the
@@ -93,6 +96,9 @@ std::optional<Input> realize(const Compiled& p, const Cube& cube, Overrides may)
         case Attr::DeadlineSlack:
           if (!absent) slack = num;
           break;
+        case Attr::AttemptsUsed:
+          attempts_used = num;
+          break;
         case Attr::FieldInArguments:
           if (!absent) field_in_args = num != 0;
           break;
@@ -114,20 +120,24 @@ std::optional<Input> realize(const Compiled& p, const Cube& cube, Overrides may)
           if (col.attr == Attr::IdempotencyKey && num == 1) c.idempotency_key = "key-1";
       }
     }
-    // Derived attributes: choose the host's inputs that give them.
+    // Derived attributes: choose the host's inputs that give them. Calls used (a rule's cap)
+    // first: the attempt when no rule pins it, the rest as retries made below.
+    const bool attempt_free = std::none_of(t.columns.begin(), t.columns.end(),
+                                           [](const Column& k) { return k.attr == Attr::Attempt; });
+    if (attempts_used) {
+      if (attempt_free) c.attempt = std::max<std::int64_t>(1, *attempts_used);
+      c.lower_retries = std::max<std::int64_t>(0, *attempts_used - c.attempt);
+    }
     if (attempts_left && may.max_attempts) {
       const std::int64_t v = *attempts_left;
-      const std::int64_t m =
-          std::clamp<std::int64_t>(c.attempt + std::max<std::int64_t>(v, 0), 1, p.attempt_ceiling);
+      const std::int64_t m = std::clamp<std::int64_t>(
+          c.attempt + c.lower_retries + std::max<std::int64_t>(v, 0), 1, p.attempt_ceiling);
       c.max_attempts = m;
-      c.lower_retries = std::max<std::int64_t>(0, m - c.attempt - v);
-    } else if (attempts_left) {
+      if (!attempts_used) c.lower_retries = std::max<std::int64_t>(0, m - c.attempt - v);
+    } else if (attempts_left && !attempts_used) {
       // The policy's own limit: the call that leaves v when no rule pins the attempt, else the
       // retries made below that leave it.
       const std::int64_t m = std::min(p.spec.attempts, p.attempt_ceiling), v = *attempts_left;
-      const bool attempt_free =
-          std::none_of(t.columns.begin(), t.columns.end(),
-                       [](const Column& k) { return k.attr == Attr::Attempt; });
       if (attempt_free && m - v >= 1) c.attempt = m - v;
       c.lower_retries = m - c.attempt - v;
       if (c.lower_retries < 0) continue;

@@ -3,6 +3,7 @@
 // settings table (model/settings.hpp); what ties settings together (a fallback for `replace`,
 // `min_calls` within `window`, `factor` for exponential backoff only) is checked here.
 // Part of the Checker (checker.hpp).
+#include <algorithm>
 #include <map>
 #include <set>
 
@@ -186,17 +187,31 @@ void Checker::throttle_block(const ast::Policy& p, PolicySpec& spec) {
 }
 
 void Checker::backoff(const ast::Policy& p, PolicySpec& spec) {
-  if (p.backoff.empty()) return;
   for (std::size_t i = 1; i < p.backoff.size(); ++i)
     error("E021", p.backoff[i].pos, "a policy has one backoff line");
-  const ast::Backoff& b = p.backoff[0];
+  if (!p.backoff.empty()) backoff_params(p.backoff[0], spec.backoff);
+  std::map<std::string, ast::Pos> seen;
+  for (const ast::Backoff& b : p.schedules) {
+    if (auto [it, fresh] = seen.emplace(b.name, b.name_pos); !fresh) {
+      error("E021", b.name_pos, "backoff '" + b.name + "' is defined twice",
+            "first defined at line " + std::to_string(it->second.line));
+      continue;
+    }
+    Schedule schedule{b.name, Backoff{}};
+    backoff_params(b, schedule.backoff);
+    spec.schedules.push_back(std::move(schedule));
+  }
+  std::sort(spec.schedules.begin(), spec.schedules.end(),
+            [](const Schedule& x, const Schedule& y) { return x.name < y.name; });
+}
+
+void Checker::backoff_params(const ast::Backoff& b, Backoff& out) {
   const auto& kinds = Names<BackoffKind>::kValues;
   auto k = std::find(kinds.begin(), kinds.end(), b.kind);
   if (k == kinds.end()) {
     error("E018", b.kind_pos, "unknown backoff '" + b.kind + "'", did_you_mean(b.kind, kinds));
     return;
   }
-  Backoff& out = spec.backoff;
   out.kind = static_cast<BackoffKind>(k - kinds.begin());
   if (out.kind != BackoffKind::Exponential) out.factor = 1.0;
   bool max_given = false;
@@ -221,6 +236,8 @@ void Checker::backoff(const ast::Policy& p, PolicySpec& spec) {
     if (!value) return;
     if (s.key == "factor")
       out.factor = *value;
+    else if (s.key == "hint_jitter")
+      out.hint_jitter = *value;
     else
       (s.key == "base" ? out.base_ms : out.max_ms) = static_cast<std::int64_t>(*value);
     max_given |= s.key == "max";
@@ -230,6 +247,36 @@ void Checker::backoff(const ast::Policy& p, PolicySpec& spec) {
     error("E036", b.pos,
           "backoff max (" + std::to_string(out.max_ms) + "ms) is below its base (" +
               std::to_string(out.base_ms) + "ms)");
+}
+
+void Checker::route_options(const ast::Route& r, const PolicySpec& spec, Action& a) {
+  if (r.schedule) {
+    const std::string& name = r.schedule->text;
+    std::vector<std::string_view> names;
+    for (std::size_t i = 0; i < spec.schedules.size(); ++i) {
+      names.push_back(spec.schedules[i].name);
+      if (spec.schedules[i].name == name) a.schedule_index = static_cast<std::int32_t>(i);
+    }
+    if (a.route != Route::Retry)
+      error("E036", r.schedule->pos, "only a retry waits by a backoff",
+            "write the backoff on a retry rule");
+    else if (a.schedule_index < 0)
+      error("E018", r.schedule->pos, "unknown backoff '" + name + "'",
+            names.empty() ? "declare it: backoff " + name + " { exponential base 1s }"
+                          : did_you_mean(name, names));
+    else
+      a.schedule = name;
+  }
+  if (r.attempts) {
+    if (a.route != Route::Retry && a.route != Route::Repair) {
+      error("E036", r.attempts->pos, "attempts caps a retry or a repair",
+            "other routes make no further call of this tool");
+      return;
+    }
+    if (auto n = ranged(*setting("limits", "attempts"), *r.attempts,
+                        "a rule's attempts counts every call, the first included"))
+      a.attempts = static_cast<std::int64_t>(*n);
+  }
 }
 
 void Checker::hit_policy(const ast::Policy& p, PolicySpec& spec) {

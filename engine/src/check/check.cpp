@@ -362,7 +362,10 @@ PolicySpec Checker::check_policy(const ast::Policy& p) {
     rule.pos = r.pos;
     if (r.when) rule.when = condition(*r.when, spec);
     auto a = action(r.route);
-    if (a) rule.action = std::move(*a);
+    if (a) {
+      route_options(r.route, spec, *a);
+      rule.action = std::move(*a);
+    }
     spec.rules.push_back(std::move(rule));
   }
   if (p.defaults.empty()) {
@@ -381,7 +384,10 @@ PolicySpec Checker::check_policy(const ast::Policy& p) {
     rule.name = "default";
     rule.pos = p.defaults[0].pos;
     auto a = action(p.defaults[0].route);
-    if (a) rule.action = std::move(*a);
+    if (a) {
+      route_options(p.defaults[0].route, spec, *a);
+      rule.action = std::move(*a);
+    }
     spec.rules.push_back(std::move(rule));
   }
   hit_policy(p, spec);

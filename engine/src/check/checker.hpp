@@ -155,6 +155,10 @@ class Checker {
   void breaker_counts(const ast::Setting& s, PolicySpec& spec);
   void throttle_block(const ast::Policy& p, PolicySpec& spec);
   void backoff(const ast::Policy& p, PolicySpec& spec);
+  /// One backoff's kind and parameters (the policy's line or a named one) into `out`.
+  void backoff_params(const ast::Backoff& b, Backoff& out);
+  /// A route's `with backoff NAME attempts N`: the schedule resolved, the cap in range.
+  void route_options(const ast::Route& r, const PolicySpec& spec, Action& a);
 
   // ---- policy -------------------------------------------------------------------------------
 

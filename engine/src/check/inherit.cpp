@@ -29,6 +29,7 @@ void merge(ast::Policy& child, const ast::Policy& base) {
   child.has_breaker |= base.has_breaker;
   child.has_throttle |= base.has_throttle;
   if (child.backoff.empty()) child.backoff = base.backoff;
+  append_missing(child.schedules, base.schedules, [](const ast::Backoff& b) { return b.name; });
   append_missing(child.codes, base.codes, [](const ast::Value& v) { return v.text; });
   child.rules.insert(child.rules.end(), base.rules.begin(), base.rules.end());
   if (child.defaults.empty()) child.defaults = base.defaults;

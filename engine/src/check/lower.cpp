@@ -162,6 +162,16 @@ void add_guards(PolicySpec& spec) {
            "the same call failed the same way too often; change approach");
   budget("attempts", kBoth, test(Attr::AttemptsLeft, Op::Le, 0, "attempts_left <= 0"),
          "attempt budget spent");
+  // A rule's own cap (`-> retry with attempts N`) guards that rule alone, at the same place:
+  // its calls, the first included and a lower layer's retries counted, reach N.
+  for (const RuleSpec& r : spec.rules) {
+    if (r.action.attempts == kUnlimited) continue;
+    const std::string n = std::to_string(r.action.attempts);
+    budget("attempts", r.action.route == Route::Retry ? kRetry : kRepair,
+           test(Attr::AttemptsUsed, Op::Ge, r.action.attempts, "attempts_used >= " + n),
+           "attempt budget of rule " + r.name + " spent");
+    spec.guards.back().rule = r.name;
+  }
   budget("repairs", kRepair,
          test(Attr::Repairs, Op::Ge, spec.repairs, "repairs >= " + std::to_string(spec.repairs)),
          "repair budget spent");

@@ -68,11 +68,6 @@ class Compiler {
   } expanding;
 
  private:
-  static bool guards(Route route, const Guard& g) {
-    return route == Route::Retry ? g.applies_to_retry
-                                 : route == Route::Repair && g.applies_to_repair;
-  }
-
   void collect_all(const PolicySpec& spec) {
     for (const auto& r : spec.rules)
       if (r.when) collect(*r.when);
@@ -80,7 +75,7 @@ class Compiler {
     // Guard columns only where a guard can fire, so a policy that never retries has none.
     for (const auto& g : spec.guards)
       for (const auto& r : spec.rules)
-        if (guards(r.action.route, g)) {
+        if (guards_rule(g, r)) {
           collect(g.when);
           break;
         }
@@ -307,8 +302,9 @@ class Compiler {
     for (const Cube& term : terms) {
       for (std::size_t k = 0; k < spec_.guards.size(); ++k) {
         const Guard& g = spec_.guards[k];
-        if (!guards(route, g)) continue;
-        const std::uint32_t action = add_action(g.action, g.name, g.exhausted, index, rule.pos);
+        if (!guards_rule(g, rule)) continue;
+        const std::uint32_t action =
+            add_action(guard_action(g, rule), g.name, g.exhausted, index, rule.pos);
         if (!guard_terms_[k]) {  // once per guard; its columns exist once a rule it guards does
           const std::size_t work = std::exchange(work_, 0);
           guard_terms_[k] = dnf(g.when, false);

@@ -68,6 +68,25 @@ Delay backoff_delay(const Backoff& b, std::int64_t attempt, std::uint64_t key) n
   return {d, 0};
 }
 
+Delay hint_delay(const Backoff& b, std::int64_t hint_ms, std::int64_t attempt, std::uint64_t key,
+                 std::int64_t cap_ms) noexcept {
+  if (b.hint_jitter <= 0 || hint_ms <= 0) return {hint_ms, 0};
+  const std::int64_t spread = hint_extra_max(b, hint_ms, cap_ms);
+  // Its own draws (k past 2^32), apart from the backoff's (k = n, or the decorrelated steps).
+  const std::uint64_t k =
+      (std::uint64_t{1} << 32) + static_cast<std::uint64_t>(std::max<std::int64_t>(attempt, 1));
+  const std::int64_t u = uniform(key, k, 0, spread);
+  return {hint_ms + u, u};
+}
+
+std::int64_t hint_extra_max(const Backoff& b, std::int64_t hint_ms, std::int64_t cap_ms) noexcept {
+  if (b.hint_jitter <= 0 || hint_ms <= 0 || hint_ms >= cap_ms) return 0;
+  // floor(hint * F) in double precision; hints stay below 2^53 ms wherever a retry is decided
+  // (retry_after_max bounds them), so the product is exact enough to floor.
+  const double spread = std::floor(static_cast<double>(hint_ms) * b.hint_jitter);
+  return std::min(static_cast<std::int64_t>(spread), cap_ms - hint_ms);
+}
+
 DelayRange backoff_range(const Backoff& b, std::int64_t attempt) noexcept {
   attempt = std::max<std::int64_t>(attempt, 1);
   const std::int64_t d = capped(b, attempt);

@@ -33,6 +33,18 @@ struct Delay {
 /// seed); the draw depends on (key, attempt).
 Delay backoff_delay(const Backoff& backoff, std::int64_t attempt, std::uint64_t key) noexcept;
 
+/// The wait after a server hint of `hint_ms` (> 0) with `hint_jitter`: hint + U(0, spread), the
+/// spread being floor(hint * hint_jitter) held so the wait never passes `cap_ms`
+/// (limits.retry_after_max); draw_ms is the part added. Never below the hint; the hint itself
+/// when hint_jitter is 0 or the hint is at the cap. The draw is keyed like backoff_delay()'s
+/// (operation, attempt, policy seed), so sessions told the same wait spread apart, and the same
+/// inputs wait the same.
+Delay hint_delay(const Backoff& backoff, std::int64_t hint_ms, std::int64_t attempt,
+                 std::uint64_t key, std::int64_t cap_ms) noexcept;
+/// The greatest part hint_delay() may add to `hint_ms` (its spread), in ms.
+std::int64_t hint_extra_max(const Backoff& backoff, std::int64_t hint_ms,
+                            std::int64_t cap_ms) noexcept;
+
 /// The least and the greatest delay backoff_delay() gives after call `attempt` over every key
 /// (the jitter's range; both the same for jitter none), before floors and hints, in ms.
 struct DelayRange {

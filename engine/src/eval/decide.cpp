@@ -108,6 +108,7 @@ Point make_point(const Compiled& p, const Envelope& e, const Context& c, std::ui
   // Retries made below us count against the same attempts budget (no multiplying across layers).
   number(Attr::AttemptsLeft,
          saturating_sub(saturating_sub(max_attempts(p, c), c.attempt), c.lower_retries));
+  number(Attr::AttemptsUsed, c.attempt + c.lower_retries);  // both at most 1e9
   const std::int64_t time_left = left(deadline_of(p, c), c.elapsed_ms);
   number(Attr::TimeLeft, time_left);
   number(Attr::CostLeft, left(p.spec.cost_max, c.cost_spent));
@@ -134,7 +135,8 @@ std::uint64_t mint_trace_id(const Context& c, std::uint64_t seed) noexcept {
 }
 
 void finish(const Compiled& p, const Action& a, std::string_view label, std::string_view exhausted,
-            const Point& point, const Envelope& e, const Context& c, Decision& d) noexcept {
+            const Point& point, const Envelope& e, const Context& c, Decision& d,
+            std::optional<std::int64_t> rule_attempts) noexcept {
   d.route = a.route;
   d.rule = label;
   d.reason = a.reason;
@@ -160,9 +162,14 @@ void finish(const Compiled& p, const Action& a, std::string_view label, std::str
     const bool restart = c.pushback_attempt > 0 && c.pushback_attempt < c.attempt;
     const std::int64_t n = restart ? c.attempt - c.pushback_attempt : c.attempt;
     if (restart) d.backoff_attempt = static_cast<std::int32_t>(n);
-    const Delay delay = backoff_delay(p.spec.backoff, n, fnv1a(key_source, p.seed));
-    d.delay_ms = std::max({delay.delay_ms, p.spec.min_delay_ms, e.retry_after_ms.value_or(0)});
-    d.jitter_ms = delay.draw_ms;
+    const Backoff& b = schedule_of(p.spec, a);
+    const std::uint64_t key = fnv1a(key_source, p.seed);
+    const Delay delay = backoff_delay(b, n, key);
+    // After a server hint, the hint's own jitter (hint_jitter) spreads the clients it woke.
+    const Delay hint =
+        hint_delay(b, e.retry_after_ms.value_or(0), c.attempt, key, p.spec.retry_after_max_ms);
+    d.delay_ms = std::max({delay.delay_ms, p.spec.min_delay_ms, hint.delay_ms});
+    d.jitter_ms = b.hint_jitter > 0 && e.retry_after_ms ? hint.draw_ms : delay.draw_ms;
     d.idempotency_key = key_directive(p.spec, d.route);
     // The deadline covers the waits too. The guard rows proved the hint fits; the backoff is
     // computed after the lookup, so this last check is tested, not proven.
@@ -187,7 +194,11 @@ void finish(const Compiled& p, const Action& a, std::string_view label, std::str
     return before == kUnlimited ? kUnlimited
                                 : std::max<std::int64_t>(0, saturating_sub(before, amount));
   };
-  const std::int64_t attempts_left = std::max<std::int64_t>(0, point.number(Attr::AttemptsLeft));
+  // A rule's own cap (`with attempts N`; its guard's action carries it too) lowers what is left.
+  const std::int64_t cap = rule_attempts.value_or(a.attempts);
+  const std::int64_t rule_left = cap == kUnlimited ? kUnlimited : cap - c.attempt - c.lower_retries;
+  const std::int64_t attempts_left =
+      std::max<std::int64_t>(0, std::min(point.number(Attr::AttemptsLeft), rule_left));
   const std::int64_t repairs_left =
       std::max<std::int64_t>(0, saturating_sub(p.spec.repairs, c.repairs));
   d.attempts = {attempts_left, spend(attempts_left, call ? 1 : 0)};

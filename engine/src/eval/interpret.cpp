@@ -86,12 +86,9 @@ Outcome run(const Compiled& p, const Point& point, std::vector<ExplainedRule>* t
                       p.spec.rules[last].pos.column,
                       true,
                       {}});
-  const Route route = p.spec.rules[chosen].action.route;
-  for (const Guard& g : p.spec.guards) {
-    const bool applies =
-        route == Route::Retry ? g.applies_to_retry : route == Route::Repair && g.applies_to_repair;
-    if (applies && eval(p, g.when, point, nullptr)) return {chosen, &g};
-  }
+  for (const Guard& g : p.spec.guards)
+    if (guards_rule(g, p.spec.rules[chosen]) && eval(p, g.when, point, nullptr))
+      return {chosen, &g};
   return {chosen, nullptr};
 }
 
@@ -103,7 +100,8 @@ Decision decide_by_rules(const Compiled& p, const Envelope& envelope, const Cont
   const Outcome o = run(p, point, trace);
   const RuleSpec& rule = p.spec.rules[o.rule];
   if (o.guard)
-    finish(p, o.guard->action, o.guard->name, o.guard->exhausted, point, envelope, context, d);
+    finish(p, o.guard->action, o.guard->name, o.guard->exhausted, point, envelope, context, d,
+           rule.action.attempts);
   else
     finish(p, rule.action, rule.name, {}, point, envelope, context, d);
   if (guard && o.guard) *guard = o.guard->name;

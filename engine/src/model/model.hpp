@@ -51,6 +51,7 @@ enum class Attr : std::uint8_t {
   SuspiciousText,        // derived: the steering detector on message and suggestion
   SuspiciousSuggestion,  // derived: the steering detector on suggestion
   DeadlineSlack,         // derived, guards only
+  AttemptsUsed,          // derived, guards only: attempt + lowerRetries, for a rule's own cap
   kCount
 };
 inline constexpr std::size_t kAttrCount = static_cast<std::size_t>(Attr::kCount);
@@ -93,6 +94,7 @@ inline constexpr std::array<AttrInfo, kAttrCount> kAttributes = {{
     {"suspicious_text", Type::Bool, false},
     {"suspicious_suggestion", Type::Bool, false},
     {"deadline_slack", Type::Duration, true, true},
+    {"attempts_used", Type::Count, false, true},
 }};
 
 // Every Attr has its row, in enum order (a missing row would be an empty name), and the
@@ -194,11 +196,15 @@ struct Cond {
   std::string text;              ///< the test as written, for explanations
 };
 
-/// A route with its target and reason.
+/// A route with its target and reason. A rule's retry may name a backoff schedule
+/// (`with backoff NAME`) and cap its own attempts (`with attempts N`).
 struct Action {
   Route route = Route::Stop;
   std::string target;
   std::string reason;
+  std::string schedule;                ///< the named backoff a retry waits by ("" the policy's)
+  std::int32_t schedule_index = -1;    ///< its index in PolicySpec::schedules, -1 for none
+  std::int64_t attempts = kUnlimited;  ///< `attempts N`: the rule's cap (kUnlimited: none)
 };
 
 /// A rule after checking. `when` empty matches every input.
@@ -215,6 +221,7 @@ struct RuleSpec {
 struct Guard {
   std::string name;       ///< e.g. "budget:attempts"; shown as the decision's rule
   std::string exhausted;  ///< the budget's name in the decision ("" for gates and the circuit)
+  std::string rule;       ///< the one rule it guards (a rule's `with attempts N`); "" for all
   bool applies_to_retry = true;
   bool applies_to_repair = true;
   Cond when;
@@ -240,6 +247,15 @@ struct Backoff {
   double factor = 2.0;
   std::int64_t max_ms = 20000;
   Jitter jitter = Jitter::Full;
+  /// `hint_jitter F`: after a server hint, wait hint + U(0, floor(hint * F)), never past
+  /// limits.retry_after_max; 0 (the default) waits the hint exactly.
+  double hint_jitter = 0;
+};
+
+/// A named backoff, `backoff NAME { KIND ... }`, that rules choose with `with backoff NAME`.
+struct Schedule {
+  std::string name;
+  Backoff backoff;
 };
 
 /// Circuit breaker settings (`breaker { }`): open after `failures` consecutive failures, or when
@@ -359,9 +375,10 @@ struct PolicySpec {
   Breaker breaker;
   Throttle throttle;
   Backoff backoff;
-  std::vector<std::string> codes;  ///< built-ins then declared
-  std::vector<RuleSpec> rules;     ///< author rules, then the default as a rule without `when`
-  std::vector<Guard> guards;       ///< in precedence order
+  std::vector<Schedule> schedules;  ///< named backoffs, sorted by name
+  std::vector<std::string> codes;   ///< built-ins then declared
+  std::vector<RuleSpec> rules;      ///< author rules, then the default as a rule without `when`
+  std::vector<Guard> guards;        ///< in precedence order
   std::vector<AssertSpec> assertions;
   HitPolicy hit = HitPolicy::First;
   bool implicit_default = false;      ///< no `default` line: proven unreachable, else E016
@@ -370,5 +387,29 @@ struct PolicySpec {
   std::vector<TestSpec> tests;        ///< `test` blocks of this policy (not of its bases)
   std::vector<SequenceBound> bounds;  ///< `assert sequence` lines (checked by recourse fuzz)
 };
+
+/// Whether guard `g` checks `rule`'s route: a retry or repair it applies to, and, for a
+/// rule's own cap, that rule only.
+inline bool guards_rule(const Guard& g, const RuleSpec& rule) {
+  const Route route = rule.action.route;
+  const bool applies =
+      route == Route::Retry ? g.applies_to_retry : route == Route::Repair && g.applies_to_repair;
+  return applies && (g.rule.empty() || g.rule == rule.name);
+}
+
+/// The action of guard `g` over `rule`: the guard's, carrying the rule's own cap on attempts so
+/// the decision's budgets count it whichever guard decides.
+inline Action guard_action(const Guard& g, const RuleSpec& rule) {
+  Action a = g.action;
+  a.attempts = rule.action.attempts;
+  return a;
+}
+
+/// The backoff a retry by `action` waits by: its named schedule, else the policy's.
+inline const Backoff& schedule_of(const PolicySpec& spec, const Action& action) {
+  return action.schedule_index >= 0
+             ? spec.schedules[static_cast<std::size_t>(action.schedule_index)].backoff
+             : spec.backoff;
+}
 
 }  // namespace recourse::detail

@@ -38,6 +38,11 @@ std::string action_text(const Action& a) {
   std::string s(name_of(a.route));
   if (!a.target.empty()) s += " " + recourse::quoted(a.target);
   if (!a.reason.empty()) s += " " + recourse::quoted(a.reason);
+  // A guard's action carries its rule's cap for the budgets left; only a call shows it.
+  if (a.route != Route::Retry && a.route != Route::Repair) return s;
+  if (!a.schedule.empty() || a.attempts != kUnlimited) s += " with";
+  if (!a.schedule.empty()) s += " backoff " + a.schedule;
+  if (a.attempts != kUnlimited) s += " attempts " + std::to_string(a.attempts);
   return s;
 }
 
@@ -110,6 +115,12 @@ const std::vector<SettingDef>& setting_table() {
       {"backoff", "jitter", K::Word, kNone, kNone, false, false, false,
        "`none`, `full`, `equal` or `decorrelated`", "`full`", "the random part (section 12)",
        [](const PolicySpec& s) { return std::string(name_of(s.backoff.jitter)); }},
+      // Printed only when set, so the dumps and hashes of policies without it stay as they were.
+      {"backoff", "hint_jitter", K::Number, 0, 1, false, false, false, "", "`0`",
+       "after a server hint, wait up to this share of the hint more (section 12)",
+       [](const PolicySpec& s) {
+         return s.backoff.hint_jitter == 0 ? std::string() : real(s.backoff.hint_jitter);
+       }},
       // breaker
       {"breaker", "failures", K::Count, 1, 10000, false, false, false, "", "`5`",
        "open after this many consecutive failures",

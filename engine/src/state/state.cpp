@@ -19,6 +19,11 @@ namespace {
 
 using json = nlohmann::json;
 
+// What makes two failures the same (docs/language.md section 10): the tool, the code and the
+// field; and, for a failure that names no field, the host's hash of the arguments too. A
+// failure tied to one argument stays the same failure however the other arguments are
+// reshaped (a model that keeps changing the call's shape while the server keeps rejecting the
+// same field), and one tied to none is the same only for the same arguments.
 std::uint64_t failure_key(const Context& c, const Envelope& e, std::string_view args_hash) {
   std::uint64_t h = detail::fnv1a(c.tool);
   h = detail::fnv1a(e.code.value_or("\x01"
@@ -27,7 +32,7 @@ std::uint64_t failure_key(const Context& c, const Envelope& e, std::string_view 
   h = detail::fnv1a(e.field.value_or("\x01"
                                      "absent"),
                     h ^ 0x2f);
-  return detail::splitmix64(detail::fnv1a(args_hash, h ^ 0x3f));
+  return detail::splitmix64(e.field ? h : detail::fnv1a(args_hash, h ^ 0x3f));
 }
 
 std::int64_t milli(double tokens) {

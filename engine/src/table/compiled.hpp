@@ -107,10 +107,13 @@ inline KeyDirective key_directive(const PolicySpec& spec, Route route) noexcept 
                                   : KeyDirective::None;
 }
 
-/// Fills a decision from the action chosen (by the table or the interpreter; `label` and
-/// `exhausted` must live in `policy`): delay, budgets, key directive, trace id.
+/// Fills a decision from the action chosen (by the table or the interpreter; `label`,
+/// `exhausted` and the action must live in `policy`): delay, budgets, key directive, trace id.
+/// `rule_attempts` is the deciding rule's own cap on attempts (`with attempts N`) when the
+/// action is a guard's that does not carry it (the interpreter's); nullopt: the action's.
 void finish(const Compiled& policy, const Action& action, std::string_view label,
             std::string_view exhausted, const Point& point, const Envelope& envelope,
-            const Context& context, Decision& decision) noexcept;
+            const Context& context, Decision& decision,
+            std::optional<std::int64_t> rule_attempts = std::nullopt) noexcept;
 
 }  // namespace recourse::detail

@@ -300,10 +300,13 @@ std::vector<SettingLine> settings(const Table& table, const PolicySpec& spec) {
   auto bare = [](std::string key, std::string value) {
     return Setting{std::move(key), value, value};
   };
-  auto block = [&](std::string_view name, std::vector<Setting> first = {}) {
+  auto block = [&](std::string_view name, std::vector<Setting> first = {},
+                   const PolicySpec* of = nullptr) {
     SettingLine line{std::string(name), std::move(first)};
     for (const SettingDef* def : settings_of(name))
-      if (def->show) line.settings.push_back(pair(def->key, def->show(spec)));
+      if (def->show)
+        if (std::string value = def->show(of ? *of : spec); !value.empty())
+          line.settings.push_back(pair(def->key, std::move(value)));
     return line;
   };
   std::vector<SettingLine> out;
@@ -312,6 +315,14 @@ std::vector<SettingLine> settings(const Table& table, const PolicySpec& spec) {
   out.push_back(block("limits"));
   const std::string kind(name_of(spec.backoff.kind));
   out.push_back(block("backoff", {Setting{"kind", kind, kind}}));
+  for (const Schedule& schedule : spec.schedules) {  // each named backoff, read by the same rows
+    PolicySpec named;
+    named.backoff = schedule.backoff;
+    const std::string named_kind(name_of(schedule.backoff.kind));
+    SettingLine line = block("backoff", {Setting{"kind", named_kind, named_kind}}, &named);
+    line.section = "backoff " + schedule.name;
+    out.push_back(std::move(line));
+  }
   if (spec.breaker.enabled) out.push_back(block("breaker"));
   if (spec.throttle.enabled) out.push_back(block("throttle"));
   for (const auto& m : spec.mappings) {  // adapter overrides change the envelope, so the decision

@@ -124,7 +124,8 @@ Outcome outcome_of(const Compiled& p, const Input& in) {
               d.idempotency_key,
               {}};
   if (d.route == Route::Retry)
-    out.delay = delay_bounds(p.spec, in.context.attempt, in.envelope.retry_after_ms.value_or(0));
+    out.delay = delay_bounds(p.spec, schedule_of(p.spec, a.action), in.context.attempt,
+                             in.envelope.retry_after_ms.value_or(0));
   return out;
 }
 
@@ -178,7 +179,8 @@ class Comparison {
         earlier_.clear();
         for (std::size_t r = 0; r < i; ++r) earlier_.push_back(&ta.rows[r].cube);
         for (std::size_t r = 0; r < j; ++r) earlier_.push_back(&tb.rows[r].cube);
-        const auto region = delay ? delay_region(both) : uncovered(earlier_, both, budget_);
+        const auto region =
+            delay ? delay_region(both, x.action, y.action) : uncovered(earlier_, both, budget_);
         if (!region) continue;
         seen_.insert(key);
         out_.push_back(reported(*region, ox, oy, real_before, real_after));
@@ -189,7 +191,7 @@ class Comparison {
  private:
   // The first cell of attempt and Retry-After within `both`, and decided by the two rows, where
   // the versions' delay ranges differ (cut_for_delays() made each cell one range per version).
-  std::optional<Cube> delay_region(const Cube& both) {
+  std::optional<Cube> delay_region(const Cube& both, const Action& x, const Action& y) {
     const Table& t = a_.table;
     std::size_t attempt = t.columns.size(), hint = t.columns.size();
     for (std::size_t k = 0; k < t.columns.size(); ++k) {
@@ -213,7 +215,9 @@ class Comparison {
         const bool absent = h == ch.cells - 1;  // untrusted: the last cell is `absent`
         if (!both[hint].test(h) || (!absent && high(ch, h) <= 0)) continue;
         const std::int64_t ms = absent ? 0 : low(ch, h);
-        if (delay_bounds(a_.spec, call, ms) != delay_bounds(b_.spec, call, ms)) hints.set(h);
+        if (delay_bounds(a_.spec, schedule_of(a_.spec, x), call, ms) !=
+            delay_bounds(b_.spec, schedule_of(b_.spec, y), call, ms))
+          hints.set(h);
       }
       if (hints.empty()) continue;
       Cube part = both;

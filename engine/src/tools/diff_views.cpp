@@ -168,16 +168,39 @@ PolicySpec in_view(const PolicySpec& version, const PolicySpec& a, const PolicyS
   return out;
 }
 
-DelayBounds delay_bounds(const PolicySpec& spec, std::int64_t attempt, std::int64_t hint_ms) {
-  const DelayRange r = backoff_range(spec.backoff, attempt);
+DelayBounds delay_bounds(const PolicySpec& spec, const Backoff& backoff, std::int64_t attempt,
+                         std::int64_t hint_ms) {
+  const DelayRange r = backoff_range(backoff, attempt);
+  const std::int64_t extra = hint_extra_max(backoff, hint_ms, spec.retry_after_max_ms);
   return {std::max({r.min_ms, spec.min_delay_ms, hint_ms}),
-          std::max({r.max_ms, spec.min_delay_ms, hint_ms})};
+          std::max({r.max_ms, spec.min_delay_ms, hint_ms + extra})};
 }
 
+namespace {
+
+bool backoffs_differ(const Backoff& x, const Backoff& y) {
+  return x.kind != y.kind || x.base_ms != y.base_ms || x.factor != y.factor ||
+         x.max_ms != y.max_ms || x.jitter != y.jitter || x.hint_jitter != y.hint_jitter;
+}
+
+}  // namespace
+
 bool delays_differ(const PolicySpec& a, const PolicySpec& b) {
-  const Backoff &x = a.backoff, &y = b.backoff;
-  return a.min_delay_ms != b.min_delay_ms || x.kind != y.kind || x.base_ms != y.base_ms ||
-         x.factor != y.factor || x.max_ms != y.max_ms || x.jitter != y.jitter;
+  // retry_after_max bounds the hint's jitter: it moves a delay only where a backoff has one.
+  auto hint_jitter = [](const PolicySpec& s) {
+    bool any = s.backoff.hint_jitter > 0;
+    for (const Schedule& named : s.schedules) any |= named.backoff.hint_jitter > 0;
+    return any;
+  };
+  if (a.min_delay_ms != b.min_delay_ms || backoffs_differ(a.backoff, b.backoff) ||
+      a.schedules.size() != b.schedules.size() ||
+      ((hint_jitter(a) || hint_jitter(b)) && a.retry_after_max_ms != b.retry_after_max_ms))
+    return true;
+  for (std::size_t i = 0; i < a.schedules.size(); ++i)
+    if (a.schedules[i].name != b.schedules[i].name ||
+        backoffs_differ(a.schedules[i].backoff, b.schedules[i].backoff))
+      return true;
+  return false;
 }
 
 void cut_for_delays(PolicySpec& spec, const PolicySpec& a, const PolicySpec& b, std::int64_t last) {
@@ -187,9 +210,13 @@ void cut_for_delays(PolicySpec& spec, const PolicySpec& a, const PolicySpec& b, 
   for (std::int64_t n = 1; n <= last; ++n) {
     attempts.insert(n);
     for (const PolicySpec* s : {&a, &b}) {
-      const DelayBounds d = delay_bounds(*s, n, 0);
-      hints.insert(d.min_ms);
-      hints.insert(d.max_ms);
+      std::vector<const Backoff*> backoffs = {&s->backoff};
+      for (const Schedule& named : s->schedules) backoffs.push_back(&named.backoff);
+      for (const Backoff* backoff : backoffs) {
+        const DelayBounds d = delay_bounds(*s, *backoff, n, 0);
+        hints.insert(d.min_ms);
+        hints.insert(d.max_ms);
+      }
     }
   }
   auto list = [](const std::set<std::int64_t>& values) {

@@ -47,15 +47,17 @@ std::vector<View> views(const PolicySpec& before, const PolicySpec& after,
 PolicySpec in_view(const PolicySpec& version, const PolicySpec& before, const PolicySpec& after,
                    const View& view, std::int64_t attempt_ceiling);
 
-/// The retry delays of `spec` after call `attempt` with Retry-After `hint_ms` (0 when absent):
-/// the backoff's range over every jitter draw, floored at min_delay and raised to the hint, as
-/// decide() computes it before the deadline's check.
+/// The retry delays of `spec` waiting by `backoff` (the policy's or a rule's named one) after
+/// call `attempt` with Retry-After `hint_ms` (0 when absent): the backoff's range over every
+/// jitter draw, floored at min_delay and raised to the hint (and the hint's jitter), as decide()
+/// computes it before the deadline's check.
 struct DelayBounds {
   std::int64_t min_ms = 0, max_ms = 0;
   bool operator==(const DelayBounds& o) const { return min_ms == o.min_ms && max_ms == o.max_ms; }
   bool operator!=(const DelayBounds& o) const { return !(*this == o); }
 };
-DelayBounds delay_bounds(const PolicySpec& spec, std::int64_t attempt, std::int64_t hint_ms);
+DelayBounds delay_bounds(const PolicySpec& spec, const Backoff& backoff, std::int64_t attempt,
+                         std::int64_t hint_ms);
 
 /// Adds to `spec` (a view's) an assertion that cuts attempt at 1..`last` and retry_after at
 /// each bound of either version's delays there, so each cell of a view's table has one delay

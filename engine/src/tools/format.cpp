@@ -135,6 +135,17 @@ std::string setting(const ast::Setting& s) {
 std::string route(const ast::Route& r) {
   std::string out = r.kind;
   for (const auto& a : r.args) out += " " + value_text(a);
+  if (r.schedule || r.attempts) out += " with";
+  if (r.schedule) out += " backoff " + value_text(*r.schedule);
+  if (r.attempts) out += " attempts " + value_text(*r.attempts);
+  return out;
+}
+
+// A backoff line's kind and parameters, `KIND key value ...`.
+std::string backoff_text(const ast::Backoff& b) {
+  std::string out = b.kind;
+  for (const auto& s : b.params)
+    out += " " + s.key + " " + (s.values.empty() ? std::string() : value_text(s.values[0]));
   return out;
 }
 
@@ -280,12 +291,12 @@ class Builder {
         }
         break;
       }
-      case K::Backoff: {
-        const ast::Backoff& b = p.backoff.at(it.first);
-        n.text = "backoff " + b.kind;
-        for (const auto& s : b.params)
-          n.text +=
-              " " + s.key + " " + (s.values.empty() ? std::string() : value_text(s.values[0]));
+      case K::Backoff:
+        n.text = "backoff " + backoff_text(p.backoff.at(it.first));
+        break;
+      case K::Schedule: {
+        const ast::Backoff& b = p.schedules.at(it.first);
+        n.text = "backoff " + b.name + " { " + backoff_text(b) + " }";
         break;
       }
       case K::Rule: {
@@ -659,10 +670,11 @@ std::string describe(const ast::File& f) {
     settings("breaker", p.breaker);
     settings("throttle", p.throttle);
     out += "has " + std::to_string(p.has_breaker) + std::to_string(p.has_throttle) + "\n";
-    for (const auto& b : p.backoff) {
-      out += "backoff " + b.kind + "\n";
-      settings(" param", b.params);
-    }
+    for (const auto* lines : {&p.backoff, &p.schedules})
+      for (const auto& b : *lines) {
+        out += "backoff " + (b.name.empty() ? "" : b.name + " ") + b.kind + "\n";
+        settings(" param", b.params);
+      }
     out += "codes " + list_text(p.codes) + "\n";
     for (const auto* rules : {&p.rules, &p.defaults})
       for (const auto& r : *rules) {

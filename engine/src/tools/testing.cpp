@@ -2,6 +2,8 @@
 // decision with its expectation.
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "recourse/tooling.hpp"
 #include "table/compiled.hpp"
 #include "wire/context.hpp"
@@ -59,6 +61,11 @@ PolicyInfo info(const Policy& policy) {
   i.retry_after_max_ms = s.retry_after_max_ms;
   i.deadline_ms = s.deadline_ms;
   i.backoff_max_ms = s.backoff.max_ms;
+  i.hint_jitter = s.backoff.hint_jitter;
+  for (const detail::Schedule& named : s.schedules) {
+    i.backoff_max_ms = std::max(i.backoff_max_ms, named.backoff.max_ms);
+    i.hint_jitter = std::max(i.hint_jitter, named.backoff.hint_jitter);
+  }
   i.codes = s.codes;
   i.arguments = s.arguments;
   i.bounds = s.bounds;
