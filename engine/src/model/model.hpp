@@ -202,7 +202,7 @@ struct Action {
   Route route = Route::Stop;
   std::string target;
   std::string reason;
-  std::string schedule;                ///< the named backoff a retry waits by ("" the policy's)
+  std::string schedule{};              ///< the named backoff a retry waits by ("" the policy's)
   std::int32_t schedule_index = -1;    ///< its index in PolicySpec::schedules, -1 for none
   std::int64_t attempts = kUnlimited;  ///< `attempts N`: the rule's cap (kUnlimited: none)
 };
