@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <thread>
 
+#include "store/logic.hpp"
 #include "support.hpp"
 
 namespace test {
@@ -180,6 +181,13 @@ void hold(recourse::Store& s) {
   CHECK(probe("op-1") == CircuitState::HalfOpen);  // the hold is over: op-1 probes
   CHECK(s.outcome(tool, "op-1", false, spec, now_ms()) == CircuitState::Closed);
   CHECK(s.tool(tool, now_ms())->hold_until_ms == 0);  // a success clears it
+  // A wait of any size holds, bounded by kMaxHoldMs (an INT64_MAX hint overflowed now + wait).
+  // (The Redis store reads its own clock, so the end is checked within the test's.)
+  const std::int64_t before_hint = now_ms();
+  CHECK(s.hold(tool, INT64_MAX, before_hint) == CircuitState::Open);
+  const std::int64_t end = s.tool(tool, now_ms())->hold_until_ms;
+  CHECK(end >= before_hint - 1000 + recourse::detail::kMaxHoldMs);
+  CHECK(end <= now_ms() + 1000 + recourse::detail::kMaxHoldMs);
 }
 
 void one_probe(const Backend& backend, recourse::Store& s) {

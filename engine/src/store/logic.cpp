@@ -204,7 +204,8 @@ CircuitState apply_hold(ToolHealth& h, std::int64_t wait_ms, std::int64_t now_ms
     h.circuit = CircuitState::Open;
     h.opened_ms = now_ms;
   }
-  h.hold_until_ms = std::max(h.hold_until_ms, now_ms + wait_ms);
+  h.hold_until_ms =
+      std::max(h.hold_until_ms, now_ms + std::clamp<std::int64_t>(wait_ms, 0, kMaxHoldMs));
   return h.circuit;
 }
 

@@ -23,7 +23,12 @@ CircuitState apply_outcome(ToolHealth& h, std::string_view operation, bool faile
 /// The circuit as `operation` sees it, taking the half-open lease when it is free (Store::probe).
 CircuitState apply_probe(ToolHealth& h, std::string_view operation, const BreakerSpec& spec,
                          std::int64_t now_ms);
-/// Store::hold: opens `h`'s circuit (when closed) and holds it until now_ms + wait_ms at least.
+/// The longest wait Store::hold() records, in ms: 10^15 (about 31,700 years, the bound of the
+/// context's times), so that now + wait neither overflows nor leaves the integers a Redis
+/// script's doubles hold exactly. Every store holds a longer wait to it.
+constexpr std::int64_t kMaxHoldMs = 1'000'000'000'000'000;
+/// Store::hold: opens `h`'s circuit (when closed) and holds it until now_ms + wait_ms at least
+/// (wait_ms held to [0, kMaxHoldMs]).
 CircuitState apply_hold(ToolHealth& h, std::int64_t wait_ms, std::int64_t now_ms);
 /// Store::vote on one tool's votes (worker -> until ms): returns the live ones, dropping others.
 std::int64_t apply_vote(std::map<std::string, std::int64_t>& votes, std::string_view worker,

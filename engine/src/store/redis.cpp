@@ -575,7 +575,8 @@ class RedisStore final : public Store {
   }
   std::optional<CircuitState> hold(std::string_view tool, std::int64_t wait_ms,
                                    std::int64_t) noexcept override {
-    return call(kHold, key("tool", tool), {std::to_string(wait_ms), ttl()}, circuit);
+    return call(kHold, key("tool", tool),
+                {std::to_string(std::clamp<std::int64_t>(wait_ms, 0, kMaxHoldMs)), ttl()}, circuit);
   }
   std::optional<OperationState> count(std::string_view operation, const CountEvent& e,
                                       std::int64_t) noexcept override {
