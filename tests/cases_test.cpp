@@ -76,8 +76,7 @@ struct Pending {
   const char* reason;
 };
 
-const std::vector<Pending> kPending = {
-};
+const std::vector<Pending> kPending = {};
 
 // A case decided from its `raw` form through recourse's adapter: every case whose raw is not
 // null. `code` is what the adapter reads; the first three cases are tested this way only (their
