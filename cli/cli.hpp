@@ -44,6 +44,7 @@ struct Options {
   std::string state;                // --state memory|sqlite:PATH|redis://HOST:PORT (empty: none)
   std::size_t limit = 1000;         // ledger: entries listed at most
   std::string log;                  // --log FILE (decide, replay): the decision log, JSONL
+  std::vector<std::string> shadow;  // replay --shadow: the candidate policies' files or folders
   std::size_t max_trace_bytes = kMaxTraceBytes;     // replay --max-trace-bytes
   std::size_t max_line_bytes = kMaxTraceLineBytes;  // replay --max-line-bytes
   // fuzz
@@ -130,7 +131,9 @@ class DecisionLogFile {
  public:
   /// Opens `path` for appending (empty: no log); false, with the reason on stderr, on failure.
   bool open(const std::string& path);
-  void write(const Envelope& envelope, const Context& context, const Decision& decision);
+  /// Appends one record; `candidate` (with its ShadowDifference bits) when a candidate disagreed.
+  void write(const Envelope& envelope, const Context& context, const Decision& decision,
+             const Decision* candidate = nullptr, std::uint32_t differences = 0);
   /// Flushes; false, with the reason on stderr, when a write failed.
   bool close();
 

@@ -253,8 +253,10 @@ bool DecisionLogFile::open(const std::string& path) {
 }
 
 void DecisionLogFile::write(const Envelope& envelope, const Context& context,
-                            const Decision& decision) {
-  if (out_.is_open()) out_ << to_json(DecisionRecord{envelope, context, decision}) << '\n';
+                            const Decision& decision, const Decision* candidate,
+                            std::uint32_t differences) {
+  if (out_.is_open())
+    out_ << to_json(DecisionRecord{envelope, context, decision, candidate, differences}) << '\n';
 }
 
 bool DecisionLogFile::close() {

@@ -123,6 +123,11 @@ int main(int argc, char** argv) {
       ->type_name("auto");
   replay->add_option("--state", o.state, "shared state: memory, sqlite:PATH or redis://HOST:PORT")
       ->type_name("SPEC");
+  replay
+      ->add_option("--shadow", o.shadow,
+                   "candidate policies decided beside --policy, read-only: a table of where they "
+                   "disagree")
+      ->type_name("PATH");
   replay->add_option("trace", o.paths, "trace file, one {\"tool\",\"envelope\",\"context\"} a line")
       ->required();
   log(replay);

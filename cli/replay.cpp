@@ -7,11 +7,19 @@
 // replace the line's own, and the per-tool health (circuit breaker, retry tokens) is shared by
 // every workflow of the run. Time comes from each line ("now" or context.nowMs, in ms), never
 // from the clock, so a replay is deterministic. Lines without a workflowId decide as they are.
+// A line may also be a decision-log record (engine.hpp): its input is decided as it was logged.
+//
+// --shadow CANDIDATE decides every failure of a tool the candidate policies name with them too
+// (the tools they lack are not shadowed), with the context the
+// live decision saw and without touching the state (engine.hpp, "Shadow policies"), and prints
+// where they disagree: one row per policy and pair of rules, with its count, what differed and
+// the first line it happened on, whose envelope and context `recourse decide` reproduces.
 #include <fmt/format.h>
 
 #include <iostream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <tuple>
 
 #include "cli.hpp"
 #include "trace.hpp"
@@ -22,15 +30,76 @@ namespace {
 using json = nlohmann::ordered_json;
 
 struct Summary {
-  int decisions = 0, successes = 0, bad = 0, retries_avoided = 0;
+  int decisions = 0, successes = 0, bad = 0, retries_avoided = 0, records = 0, shadowed = 0;
   std::map<std::string, int> routes, warnings, exhausted;
 };
+
+// The disagreements of one policy and pair of rules, with the first as an example.
+struct Disagreement {
+  int count = 0;
+  std::uint32_t differences = 0;  // every ShadowDifference seen
+  int line = 0;
+  std::string envelope, context, live_route, candidate_route;
+};
+// (policy, live rule, candidate rule) -> disagreements
+using ShadowTable = std::map<std::tuple<std::string, std::string, std::string>, Disagreement>;
+
+std::string difference_names(std::uint32_t bits) {
+  std::string out;
+  for (const auto& [bit, name] : kShadowDifferenceNames)
+    if (bits & bit) out += (out.empty() ? "" : ",") + std::string(name);
+  return out;
+}
+
+json shadow_json(const ShadowTable& table, int decisions) {
+  int disagreements = 0;
+  json rows = json::array();
+  for (const auto& [key, d] : table) {
+    disagreements += d.count;
+    rows.push_back({{"policy", std::get<0>(key)},
+                    {"liveRule", std::get<1>(key)},
+                    {"candidateRule", std::get<2>(key)},
+                    {"count", d.count},
+                    {"differences", difference_names(d.differences)},
+                    {"example",
+                     {{"line", d.line},
+                      {"liveRoute", d.live_route},
+                      {"candidateRoute", d.candidate_route},
+                      {"envelope", json::parse(d.envelope)},
+                      {"context", json::parse(d.context)}}}});
+  }
+  return {{"decisions", decisions}, {"disagreements", disagreements}, {"rules", rows}};
+}
+
+void print_shadow(const ShadowTable& table, int decisions, const std::vector<std::string>& paths) {
+  int disagreements = 0;
+  for (const auto& [key, d] : table) disagreements += d.count;
+  std::string names;
+  for (const auto& p : paths) names += (names.empty() ? "" : " ") + p;
+  std::cout << fmt::format("\nshadow {}: {} of {} shadowed decisions disagree\n", names,
+                           disagreements, decisions);
+  if (table.empty()) return;
+  const char* row = "{:<20} {:<18} {:<18} {:>5}  {:<30} {}\n";
+  std::cout << fmt::format(row, "policy", "live rule", "candidate rule", "count", "differences",
+                           "example");
+  for (const auto& [key, d] : table)
+    std::cout << fmt::format(row, std::get<0>(key), std::get<1>(key), std::get<2>(key), d.count,
+                             difference_names(d.differences), fmt::format("line {}", d.line));
+  std::cout << "examples (recourse decide --policy CANDIDATE --envelope E --context C gives the "
+               "candidate's route):\n";
+  for (const auto& [key, d] : table)
+    std::cout << fmt::format("  line {}: {} -> {}\n    envelope {}\n    context  {}\n", d.line,
+                             d.live_route, d.candidate_route, d.envelope, d.context);
+}
 
 }  // namespace
 
 int run_replay(const Options& o) {
   auto bundle = load(o.policies, o, false);
   if (!bundle) return 1;
+  std::optional<Bundle> candidate;
+  if (!o.shadow.empty() && !(candidate = load(o.shadow, o, false))) return 1;
+  ShadowTable shadow;
   if (o.paths.empty()) return std::cerr << "error: replay needs a trace file (JSONL)\n", 1;
   LineReader reader(o.max_line_bytes, o.max_trace_bytes);
   if (!reader.open(o.paths.front())) return std::cerr << "error: " << reader.error() << "\n", 1;
@@ -85,7 +154,25 @@ int run_replay(const Options& o) {
     }
     const Decision& d = *decided;
     const Context& c = line->context;
-    log.write(line->envelope, c, d);
+    std::optional<Decision> other;
+    if (candidate && candidate->find(c.tool))
+      other = line->envelope_ok ? candidate->decide(line->envelope, c) : candidate->unreadable(c);
+    sum.shadowed += other.has_value();
+    const std::uint32_t differences = other ? shadow_differences(d, *other) : 0;
+    if (differences) {
+      Disagreement& row =
+          shadow[{std::string(d.policy), std::string(d.rule), std::string(other->rule)}];
+      if (row.count++ == 0) {
+        row.line = number;
+        row.envelope = to_json(line->envelope);
+        row.context = to_json(c);
+        row.live_route = to_string(d.route);
+        row.candidate_route = to_string(other->route);
+      }
+      row.differences |= differences;
+    }
+    log.write(line->envelope, c, d, differences ? &*other : nullptr, differences);
+    sum.records += line->record;
     ++sum.decisions;
     ++sum.routes[to_string(d.route)];
     // The warnings' kinds as the decision's JSON lists them: the envelope's, then the decision's.
@@ -121,6 +208,8 @@ int run_replay(const Options& o) {
                     {"retriesAvoided", sum.retries_avoided},
                     {"exhausted", sum.exhausted},
                     {"warnings", sum.warnings}};
+    if (sum.records) summary["logRecords"] = sum.records;
+    if (candidate) summary["shadow"] = shadow_json(shadow, sum.shadowed);
     std::cout << (first_row ? "]" : "\n  ]") << ",\n  \"summary\": " << indented(summary, "  ")
               << "\n}\n";
     return failed || sum.bad > 0 || !log.close() ? 1 : 0;
@@ -137,6 +226,10 @@ int run_replay(const Options& o) {
                            sum.retries_avoided)
             << "budgets exhausted:" << list(sum.exhausted) << "\n"
             << "warnings:" << list(sum.warnings) << "\n";
+  if (sum.records)
+    std::cout << fmt::format("{} of the lines were decision-log records, decided as logged\n",
+                             sum.records);
+  if (candidate) print_shadow(shadow, sum.shadowed, o.shadow);
   return failed || sum.bad > 0 || !log.close() ? 1 : 0;
 }
 

@@ -35,6 +35,14 @@ std::optional<TraceLine> parse_trace_line(const std::string& text, const std::st
   auto raw_text = [&](const RawMember* m) {
     return m ? std::string_view(text).substr(m->begin, m->end - m->begin) : std::string_view();
   };
+  // A decision-log record: its input is a trace line of its own, decided as it is.
+  if (const RawMember* input = find_member(members, "input");
+      input && find_member(members, "result") && !find_member(members, "envelope")) {
+    if (text[input->begin] != '{') return bad("a decision-log record's input is not an object");
+    auto line = parse_trace_line(std::string(raw_text(input)), where, bundle, from);
+    if (line) line->record = true;
+    return line;
+  }
   // The envelope (or a raw form, for its adapter) goes to its reader as written, and the context
   // to the context reader; the rest of the line is parsed here, each of the two cut out as {}.
   const RawMember* envelope = find_member(members, "envelope");
@@ -95,8 +103,8 @@ TraceState::TraceState(const Bundle& bundle, std::shared_ptr<Store> store)
 
 std::optional<Decision> TraceState::step(TraceLine& line) {
   Context& c = line.context;
-  const Policy* policy = bundle_.find(c.tool);
-  Workflow* wf = c.workflow_id.empty()
+  const Policy* policy = line.record ? nullptr : bundle_.find(c.tool);
+  Workflow* wf = c.workflow_id.empty() || line.record
                      ? nullptr
                      : &workflows_.try_emplace(c.workflow_id, store_, c.workflow_id).first->second;
   if (line.success) {

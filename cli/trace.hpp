@@ -18,11 +18,16 @@ struct TraceLine {
   bool envelope_ok = true;  ///< false: the envelope (or raw form) could not be read
   Context context;
   bool success = false;
+  /// A decision-log record (engine.hpp's to_json(DecisionRecord)) rather than a trace line: its
+  /// context is the one the engine decided with, state already filled in, so it is decided as
+  /// it is.
+  bool record = false;
   std::int64_t now_ms = 0;
 };
 
-/// Parses one trace line. A line that is not a trace line (or has an invalid context) is
-/// reported on stderr, prefixed with `where`, and gives nullopt. A line's "envelope" is read as
+/// Parses one trace line, or one decision-log record ({"input": {"envelope", "context"}, ...}).
+/// A line that is neither (or has an invalid context) is reported on stderr, prefixed with
+/// `where`, and gives nullopt. A line's "envelope" is read as
 /// `from` says (read_failure(): "" an envelope, "auto" a raw form when it looks like one).
 std::optional<TraceLine> parse_trace_line(const std::string& text, const std::string& where,
                                           const Bundle& bundle, const std::string& from = "");
@@ -34,8 +39,9 @@ class TraceState {
   /// memory).
   explicit TraceState(const Bundle& bundle, std::shared_ptr<Store> store = nullptr);
   /// Decides a failure line with the state filled in and records it (section 11's order); a
-  /// success line is recorded and gives nullopt. Lines without a workflowId neither read nor
-  /// change the state. The line's context is updated to what the decision saw.
+  /// success line is recorded and gives nullopt. Lines without a workflowId, and decision-log
+  /// records, neither read nor change the state. The line's context is updated to what the decision
+  /// saw.
   std::optional<Decision> step(TraceLine& line);
 
  private:

@@ -17,6 +17,7 @@
 //    of the text with that member deleted.
 #include <cmath>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "fuzz.hpp"
 
@@ -137,6 +138,49 @@ std::size_t warnings_on(const recourse::Envelope& e, std::string_view key) {
                                                 [&](const auto& w) { return w.field == key; }));
 }
 
+// The wait a JSON number with a fraction or an exponent (RFC 8259 grammar) stands for, worked
+// out from its digits rather than from the double nearest to it: absent for a negative value
+// (-0 is zero); else its ceiling in ms when below 2^53, and beyond, where every double is whole,
+// the least double not below it (docs/language.md section 13); INT64_MAX from there on.
+std::optional<std::int64_t> written_wait(std::string_view token) {
+  const bool negative = token.front() == '-';
+  std::string digits;  // without leading zeros
+  std::int64_t exponent = 0;
+  std::size_t i = negative ? 1 : 0;
+  for (bool fraction = false; i < token.size() && token[i] != 'e' && token[i] != 'E'; ++i) {
+    if (token[i] == '.') {
+      fraction = true;
+    } else {
+      if (!digits.empty() || token[i] != '0') digits += token[i];
+      exponent -= fraction;
+    }
+  }
+  if (i < token.size()) {
+    const bool down = token[i + 1] == '-';
+    std::int64_t e = 0;
+    for (++i; i < token.size(); ++i)
+      if (token[i] >= '0' && token[i] <= '9' && e < 100'000'000) e = e * 10 + (token[i] - '0');
+    exponent += down ? -e : e;
+  }
+  if (digits.empty()) return 0;  // zero, however written
+  if (negative) return std::nullopt;
+  const std::int64_t whole_digits = static_cast<std::int64_t>(digits.size()) + exponent;
+  if (whole_digits > 19) return INT64_MAX;
+  std::uint64_t whole = 0;
+  bool fraction = false;
+  for (std::int64_t k = 0; k < std::max<std::int64_t>(whole_digits, 0); ++k)
+    whole = whole * 10 + (k < static_cast<std::int64_t>(digits.size()) ? digits[k] - '0' : 0);
+  if (whole_digits < static_cast<std::int64_t>(digits.size()))
+    fraction =
+        digits.find_first_not_of('0', std::max<std::int64_t>(whole_digits, 0)) != std::string::npos;
+  const std::uint64_t ceiling = whole + fraction;
+  if (ceiling >= (std::uint64_t{1} << 63)) return INT64_MAX;
+  double up = static_cast<double>(ceiling);
+  if (up < 9223372036854775807.0 && static_cast<std::uint64_t>(up) < ceiling)
+    up = std::nextafter(up, INFINITY);
+  return up >= 9223372036854775807.0 ? INT64_MAX : static_cast<std::int64_t>(up);
+}
+
 // What the reader must make of one member sent once, by nlohmann's DOM: the value, or nullopt
 // (absent, with a warning).
 void oracle(std::string_view key, std::string_view text, const recourse::ReaderLimits& limits,
@@ -167,10 +211,8 @@ void oracle(std::string_view key, std::string_view text, const recourse::ReaderL
       n = static_cast<std::int64_t>(std::min<std::uint64_t>(v.get<std::uint64_t>(), INT64_MAX));
     else if (v.is_number_integer() && v.get<std::int64_t>() >= 0)
       n = v.get<std::int64_t>();
-    else if (v.is_number_float() && std::isfinite(v.get<double>()) && v.get<double>() >= 0) {
-      const double up = std::ceil(v.get<double>());
-      n = up >= 9223372036854775807.0 ? INT64_MAX : static_cast<std::int64_t>(up);
-    }
+    else if (v.is_number_float())
+      n = written_wait(text);
   }
   const bool valid = s || b || n;
   FUZZ_CHECK(present(e, key) == valid, where);

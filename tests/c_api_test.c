@@ -43,6 +43,14 @@ static void count_record(void* user, const char* record, size_t len) {
   if (len == strlen(record) && contains(record, "\"policyHash\":\"sha256:")) ++*(int*)user;
 }
 
+/* Keeps the last record, in a string the caller frees. */
+static void keep_record(void* user, const char* record, size_t len) {
+  char** kept = (char**)user;
+  free(*kept);
+  *kept = malloc(len + 1);
+  if (*kept) memcpy(*kept, record, len + 1);
+}
+
 static recourse_status load(recourse_engine* engine, const char* text, char** diagnostics) {
   recourse_source source = {"pay.recourse", text, strlen(text)};
   return recourse_engine_load_sources(engine, &source, 1, diagnostics);
@@ -284,6 +292,43 @@ int main(int argc, char** argv) {
   CHECK(recourse_engine_load_sources(engine, NULL, 1, NULL) == RECOURSE_INVALID_ARGUMENT);
   CHECK(recourse_engine_set_log(NULL, NULL, NULL) == RECOURSE_INVALID_ARGUMENT);
   CHECK(recourse_engine_counters_json(NULL) == NULL);
+
+  /* ABI 1.2: a candidate decides beside the live bundle; its disagreements are counted and
+   * logged, the live decision is unchanged, and a candidate that fails to compile or a drop
+   * leaves the live bundle as it was. */
+  CHECK(recourse_abi_minor() >= 2);
+  recourse_engine* shadowed = recourse_engine_new(NULL);
+  CHECK(load(shadowed, kRetry, NULL) == RECOURSE_OK);
+  recourse_source candidate = {"pay.recourse", kEscalate, strlen(kEscalate)};
+  CHECK(recourse_engine_load_candidate_sources(shadowed, &candidate, 1, NULL) == RECOURSE_OK);
+  recourse_source broken = {"pay.recourse", "policy \"pay\" {", 14};
+  diagnostics = NULL;
+  CHECK(recourse_engine_load_candidate_sources(shadowed, &broken, 1, &diagnostics) ==
+        RECOURSE_COMPILE_FAILED);
+  CHECK(contains(diagnostics, "\"severity\":\"error\""));
+  recourse_string_free(diagnostics);
+  char* record = NULL;
+  CHECK(recourse_engine_set_log(shadowed, keep_record, &record) == RECOURSE_OK);
+  CHECK(route_of(shadowed, &e, &c, "throttled") == RECOURSE_RETRY);
+  CHECK(contains(record, "\"shadow\":{\"differences\":[\"route\",\"delay\""));
+  CHECK(contains(record, "\"reason\":\"call the bank\""));
+  char* shadow = recourse_engine_shadow_json(shadowed);
+  CHECK(contains(shadow, "\"decisions\":1,\"disagreements\":1"));
+  CHECK(contains(shadow, "\"throttled -> throttled\":1"));
+  recourse_string_free(shadow);
+  CHECK(recourse_engine_drop_candidate(shadowed) == RECOURSE_OK);
+  CHECK(route_of(shadowed, &e, &c, "throttled") == RECOURSE_RETRY);
+  CHECK(!contains(record, "\"shadow\""));
+  const char* candidate_paths[] = {"/nonexistent/rules"};
+  CHECK(recourse_engine_load_candidate_paths(shadowed, candidate_paths, 1, NULL) ==
+        RECOURSE_COMPILE_FAILED);
+  CHECK(recourse_engine_drop_candidate(NULL) == RECOURSE_INVALID_ARGUMENT);
+  CHECK(recourse_engine_shadow_json(NULL) == NULL);
+  CHECK(recourse_engine_load_candidate_paths(NULL, candidate_paths, 1, NULL) ==
+        RECOURSE_INVALID_ARGUMENT);
+  recourse_engine_set_log(shadowed, NULL, NULL);
+  free(record);
+  recourse_engine_free(shadowed);
 
   recourse_engine_free(engine);
   recourse_engine_free(NULL);

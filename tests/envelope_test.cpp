@@ -122,6 +122,13 @@ TEST_CASE("envelope: a number is read by its written value, not its nearest doub
       {R"({"retryAfterMs":1000.0})", 1000},
       {R"({"retryAfterMs":10000e-1})", 1000},
       {R"({"retryAfterMs":0.0000000000000000001e19})", 1},
+      // Beyond 2^53 every double is whole: the least double not below the written value, never
+      // one below it (19999999999999002.5 is nearest 19999999999999004; the double before that,
+      // 19999999999999000, would shorten the server's wait).
+      {R"({"retryAfterMs":19999999999999000.2})", 19999999999999004},
+      {R"({"retryAfterMs":19999999999999002.5})", 19999999999999004},
+      {R"({"retryAfterMs":19999999999999004.0})", 19999999999999004},
+      {R"({"retryAfterMs":1.99999999999990025e16})", 19999999999999004},
   };
   for (const auto& [json, ms] : valid) {
     INFO(json);

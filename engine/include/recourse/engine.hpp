@@ -17,6 +17,20 @@
 // the choice: a thread keeps its last snapshot (and so the previous bundle) alive until it decides
 // again or exits, also after the Engine is gone.
 //
+// Shadow policies. A candidate bundle may sit beside the live one (set_candidate(),
+// reload_candidate(), drop_candidate()): every decision for a tool the candidate has a policy
+// for is then decided by the candidate too, with the same envelope and the same context, and the
+// live decision is what decide() returns. (So a candidate may hold just the policies that change;
+// the tools it lacks are not shadowed, and a removed policy is not either.)
+// The candidate only decides: Bundle::decide() is pure, and Workflow, Health and the stores are
+// filled and recorded by the host around Engine::decide() with the live decision alone, so the
+// candidate takes no tokens, probes, ledger claims or counts. Where the two disagree
+// (shadow_differences()), the decision log's record carries the candidate's decision too and
+// shadow_counters() counts the pair of rules. A candidate is swapped and dropped as a reload is:
+// atomically, and a candidate that fails to compile leaves both bundles as they were. The
+// pattern is Istio's authorization dry-run and Envoy's shadow rules; `recourse replay --shadow`
+// runs it over a trace or a decision log.
+//
 // Thread-safety: every member function may be called from any thread at any time.
 #pragma once
 
@@ -25,6 +39,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "recourse/policy.hpp"
@@ -37,13 +52,38 @@ struct DecisionRecord {
   const Envelope& envelope;  ///< as read (malformed fields dropped, their warnings kept)
   const Context& context;    ///< as decided (with whatever Workflow and Health filled in)
   const Decision& decision;  ///< what the engine decided
+  /// The candidate bundle's decision when it disagrees with `decision` (Engine::set_candidate),
+  /// else nullptr.
+  const Decision* candidate = nullptr;
+  std::uint32_t differences = 0;  ///< ShadowDifference bits, with `candidate`
 };
 
 /// The record as one line of JSON (no newline), the decision log's schema (docs/embedding.md):
 /// {"policy", "policyHash", "rule", "route", "traceId", "tool", "input": {"envelope", "context"},
-/// "result": <to_json(decision, envelope)>}. "input.context" uses read_context()'s keys, plus
-/// "idempotencyKeyPinned".
+/// "result": <to_json(decision, envelope)>}, and with a disagreeing candidate
+/// "shadow": {"differences": ["route", ...], "result": <the candidate's decision>}.
+/// "input.context" uses read_context()'s keys, plus "idempotencyKeyPinned".
 std::string to_json(const DecisionRecord& record);
+
+/// What a candidate's decision changes (bits of shadow_differences()).
+enum ShadowDifference : std::uint32_t {
+  kShadowRoute = 1u << 0,      ///< the route
+  kShadowTarget = 1u << 1,     ///< the replace or degrade target
+  kShadowRule = 1u << 2,       ///< the rule (or guard) that decided, or the policy
+  kShadowDelay = 1u << 3,      ///< delay_ms, retry_at_ms or timeout_ms
+  kShadowKey = 1u << 4,        ///< the idempotency-key directive
+  kShadowExhausted = 1u << 5,  ///< the budget that ran out
+};
+
+/// Each ShadowDifference bit with its name in the log and in `replay --shadow`.
+inline constexpr std::pair<std::uint32_t, const char*> kShadowDifferenceNames[] = {
+    {kShadowRoute, "route"},          {kShadowTarget, "target"}, {kShadowRule, "rule"},
+    {kShadowDelay, "delay"},          {kShadowKey, "idempotencyKey"},
+    {kShadowExhausted, "exhausted"}};
+
+/// The ShadowDifference bits between two decisions of the same inputs (0: they agree). Reasons,
+/// warnings and budgets left are not compared: they follow from the rule and the route.
+std::uint32_t shadow_differences(const Decision& live, const Decision& candidate) noexcept;
 
 /// Receives each decision on the thread that made it, before decide() returns. It must be
 /// thread-safe when the engine decides on several threads; an exception it throws is caught and
@@ -63,6 +103,19 @@ struct DecisionCounters {
 /// The counters as JSON: {"decisions", "routes": {route: n}, "rules": {policy: {rule: n}},
 /// "exhausted": {budget: n}}.
 std::string to_json(const DecisionCounters& counters);
+
+/// Counts of the candidate's decisions since the engine was made (all zero without a candidate).
+struct ShadowCounters {
+  std::uint64_t decisions = 0;      ///< decisions the candidate decided too (it had the tool)
+  std::uint64_t disagreements = 0;  ///< of them, those where shadow_differences() was not 0
+  /// policy -> "live rule -> candidate rule" -> disagreements
+  std::map<std::string, std::map<std::string, std::uint64_t>> rules;
+  std::map<std::string, std::uint64_t> differences;  ///< difference name -> disagreements
+};
+
+/// The counters as JSON: {"decisions", "disagreements", "rules": {policy: {"a -> b": n}},
+/// "differences": {name: n}}.
+std::string to_json(const ShadowCounters& counters);
 
 /// Options fixed for the engine's life.
 struct EngineOptions {
@@ -97,8 +150,27 @@ class Engine {
   /// counts as one in generation()). Returns the new generation.
   std::uint64_t set_log(DecisionLog log);
 
-  /// Decides with the current bundle (Bundle::decide), logs and counts. Never throws; no lock
-  /// and no shared write unless a swap happened since this thread's last call (or `count`).
+  /// Compiles `sources` and makes the result the candidate (shadow policies, above); a failure
+  /// (or sources without a policy, E004) keeps the bundles as they were. Returns the new
+  /// generation. Never throws.
+  Result<std::uint64_t> reload_candidate(const std::vector<Source>& sources,
+                                         const CompileOptions& options = {});
+  /// As reload_candidate(), from files and directories (compile_paths()).
+  Result<std::uint64_t> reload_candidate_paths(const std::vector<std::string>& paths,
+                                               const CompileOptions& options = {});
+  /// Makes `bundle` the candidate; returns the new generation.
+  std::uint64_t set_candidate(Bundle bundle);
+  /// Drops the candidate (nothing is shadowed any more); returns the new generation.
+  std::uint64_t drop_candidate();
+  /// The candidate, or nullptr without one.
+  std::shared_ptr<const Bundle> candidate() const;
+  /// A sum of every thread's shadow counts.
+  ShadowCounters shadow_counters() const;
+
+  /// Decides with the current bundle (Bundle::decide), logs and counts; with a candidate, decides
+  /// with it too (a second decision's time) and counts and logs a disagreement. Never throws; no
+  /// lock and no shared write unless a swap happened since this thread's last call (or `count`,
+  /// or a candidate).
   /// The decision's strings view the bundle of this thread's snapshot: valid until this thread's
   /// next decide() or unreadable() after a swap, or its exit; pinned() keeps them longer.
   Decision decide(const Envelope& envelope, const Context& context) const noexcept;
@@ -110,7 +182,8 @@ class Engine {
   /// The bundle this thread's last decide() or unreadable() used (the bundle in use if it has
   /// not decided yet): holding it keeps that decision's strings valid across reloads.
   std::shared_ptr<const Bundle> pinned() const;
-  /// Swaps so far (swap(), successful reloads, set_log()): 0 for the constructor's state.
+  /// Swaps so far (swap(), successful reloads, set_log(), candidate changes): 0 for the
+  /// constructor's state.
   std::uint64_t generation() const noexcept;
   /// A sum of every thread's counters (all zero unless EngineOptions::count).
   DecisionCounters counters() const;

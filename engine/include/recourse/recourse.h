@@ -39,9 +39,10 @@ extern "C" {
 /** The ABI version this header describes. */
 #define RECOURSE_ABI_VERSION 1
 /** The minor version of ABI 1 this header describes: 0, the first; 1 adds the adapters, the
- * stores, Workflow and Health handles, and the runner (the functions marked "ABI 1.1"). A caller
- * that uses a minor's functions checks recourse_abi_minor() at run time. */
-#define RECOURSE_ABI_MINOR 1
+ * stores, Workflow and Health handles, and the runner (the functions marked "ABI 1.1"); 2 adds
+ * shadow policies (marked "ABI 1.2"). A caller that uses a minor's functions checks
+ * recourse_abi_minor() at run time. */
+#define RECOURSE_ABI_MINOR 2
 
 /** Outcome of a call. */
 typedef enum recourse_status {
@@ -342,6 +343,27 @@ RECOURSE_API recourse_status recourse_runner_set_arguments(recourse_runner* runn
 /** Ends the operation: the next recourse_runner_next() is done ("cancelled"). Any thread; NULL
  * is ignored. */
 RECOURSE_API void recourse_runner_cancel(recourse_runner* runner);
+
+/* ---- ABI 1.2: shadow policies ----------------------------------------------------------- */
+
+/** Compiles `count` sources as the engine's candidate bundle (recourse/engine.hpp, "Shadow
+ * policies"): every decision is then also decided by the candidate, read-only, and a
+ * disagreement is counted and logged (the record's "shadow" member). `diagnostics` as in
+ * recourse_engine_load_sources; RECOURSE_COMPILE_FAILED keeps both bundles as they were. */
+RECOURSE_API recourse_status recourse_engine_load_candidate_sources(recourse_engine* engine,
+                                                                    const recourse_source* sources,
+                                                                    size_t count,
+                                                                    char** diagnostics);
+/** The same for files and directories. */
+RECOURSE_API recourse_status recourse_engine_load_candidate_paths(recourse_engine* engine,
+                                                                  const char* const* paths,
+                                                                  size_t count, char** diagnostics);
+/** Drops the candidate; RECOURSE_INVALID_ARGUMENT for a NULL engine. */
+RECOURSE_API recourse_status recourse_engine_drop_candidate(recourse_engine* engine);
+/** The shadow counters as JSON {"decisions", "disagreements", "rules": {policy: {"live ->
+ * candidate": n}}, "differences": {"route": n, ...}}, or NULL for a NULL engine or without
+ * memory. */
+RECOURSE_API char* recourse_engine_shadow_json(const recourse_engine* engine);
 
 #ifdef __cplusplus
 }

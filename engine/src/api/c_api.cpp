@@ -108,6 +108,37 @@ recourse_status loaded(const recourse::Result<std::uint64_t>& r, char** diagnost
   return r.ok() ? RECOURSE_OK : RECOURSE_COMPILE_FAILED;
 }
 
+// Compiles sources or paths into the engine's live bundle or its candidate.
+recourse_status load_sources(recourse_engine* engine, const recourse_source* sources, size_t count,
+                             char** diagnostics, bool candidate) {
+  return guarded(diagnostics, [&] {
+    if (!engine || (!sources && count > 0)) return RECOURSE_INVALID_ARGUMENT;
+    std::vector<recourse::Source> in;
+    for (size_t i = 0; i < count; ++i) {
+      if (!sources[i].text && sources[i].text_len > 0) return RECOURSE_INVALID_ARGUMENT;
+      in.push_back({sources[i].path ? sources[i].path : "",
+                    std::string(sources[i].text ? sources[i].text : "", sources[i].text_len)});
+    }
+    return loaded(candidate ? engine->engine.reload_candidate(in) : engine->engine.reload(in),
+                  diagnostics);
+  });
+}
+
+recourse_status load_paths(recourse_engine* engine, const char* const* paths, size_t count,
+                           char** diagnostics, bool candidate) {
+  return guarded(diagnostics, [&] {
+    if (!engine || (!paths && count > 0)) return RECOURSE_INVALID_ARGUMENT;
+    std::vector<std::string> in;
+    for (size_t i = 0; i < count; ++i) {
+      if (!paths[i]) return RECOURSE_INVALID_ARGUMENT;
+      in.emplace_back(paths[i]);
+    }
+    return loaded(
+        candidate ? engine->engine.reload_candidate_paths(in) : engine->engine.reload_paths(in),
+        diagnostics);
+  });
+}
+
 std::optional<std::string> text(const char* s) {
   return s ? std::optional<std::string>(s) : std::nullopt;
 }
@@ -277,29 +308,12 @@ void recourse_engine_free(recourse_engine* engine) {
 recourse_status recourse_engine_load_sources(recourse_engine* engine,
                                              const recourse_source* sources, size_t count,
                                              char** diagnostics) {
-  return guarded(diagnostics, [&] {
-    if (!engine || (!sources && count > 0)) return RECOURSE_INVALID_ARGUMENT;
-    std::vector<recourse::Source> in;
-    for (size_t i = 0; i < count; ++i) {
-      if (!sources[i].text && sources[i].text_len > 0) return RECOURSE_INVALID_ARGUMENT;
-      in.push_back({sources[i].path ? sources[i].path : "",
-                    std::string(sources[i].text ? sources[i].text : "", sources[i].text_len)});
-    }
-    return loaded(engine->engine.reload(in), diagnostics);
-  });
+  return load_sources(engine, sources, count, diagnostics, false);
 }
 
 recourse_status recourse_engine_load_paths(recourse_engine* engine, const char* const* paths,
                                            size_t count, char** diagnostics) {
-  return guarded(diagnostics, [&] {
-    if (!engine || (!paths && count > 0)) return RECOURSE_INVALID_ARGUMENT;
-    std::vector<std::string> in;
-    for (size_t i = 0; i < count; ++i) {
-      if (!paths[i]) return RECOURSE_INVALID_ARGUMENT;
-      in.emplace_back(paths[i]);
-    }
-    return loaded(engine->engine.reload_paths(in), diagnostics);
-  });
+  return load_paths(engine, paths, count, diagnostics, false);
 }
 
 uint64_t recourse_engine_generation(const recourse_engine* engine) {
@@ -689,6 +703,40 @@ recourse_status recourse_runner_set_arguments(recourse_runner* runner, const cha
 
 void recourse_runner_cancel(recourse_runner* runner) {
   if (runner) runner->runner->cancel();
+}
+
+}  // extern "C"
+
+// ABI 1.2: shadow policies.
+
+extern "C" {
+
+recourse_status recourse_engine_load_candidate_sources(recourse_engine* engine,
+                                                       const recourse_source* sources, size_t count,
+                                                       char** diagnostics) {
+  return load_sources(engine, sources, count, diagnostics, true);
+}
+
+recourse_status recourse_engine_load_candidate_paths(recourse_engine* engine,
+                                                     const char* const* paths, size_t count,
+                                                     char** diagnostics) {
+  return load_paths(engine, paths, count, diagnostics, true);
+}
+
+recourse_status recourse_engine_drop_candidate(recourse_engine* engine) {
+  return guarded(nullptr, [&] {
+    if (!engine) return RECOURSE_INVALID_ARGUMENT;
+    engine->engine.drop_candidate();
+    return RECOURSE_OK;
+  });
+}
+
+char* recourse_engine_shadow_json(const recourse_engine* engine) {
+  try {
+    return engine ? copy(recourse::to_json(engine->engine.shadow_counters())) : nullptr;
+  } catch (...) {
+    return nullptr;
+  }
 }
 
 }  // extern "C"

@@ -21,11 +21,13 @@ struct EngineShard {
   std::array<std::uint64_t, 7> routes{};  // by Route
   std::map<std::string, std::map<std::string, std::uint64_t, std::less<>>, std::less<>> rules;
   std::map<std::string, std::uint64_t, std::less<>> exhausted;
+  ShadowCounters shadow;
 };
 
 // One immutable snapshot: what a decision needs.
 struct EngineState {
   Bundle bundle;
+  std::shared_ptr<const Bundle> candidate;  // shadow policies (engine.hpp); null without one
   DecisionLog log;
   std::uint64_t generation = 0;
 };
@@ -60,6 +62,11 @@ typename Map::mapped_type& count_of(Map& map, std::string_view key) {
   return it->second;
 }
 
+// The candidate that shadows a decision for context.tool: one with a policy for the tool.
+const Bundle* shadowing(const State& s, const Context& context) noexcept {
+  return s.candidate && s.candidate->find(context.tool) ? s.candidate.get() : nullptr;
+}
+
 }  // namespace
 
 struct Engine::Impl {
@@ -85,7 +92,7 @@ struct Engine::Impl {
     std::shared_ptr<const State> old = std::move(slot->pin);  // released after the unlock
     std::lock_guard<std::mutex> lock(mutex);
     Shard* mine = nullptr;
-    if (options.count) try {
+    if (options.count || state->candidate) try {
         auto& owned = shards[std::this_thread::get_id()];
         if (!owned) owned = std::make_unique<Shard>();
         mine = owned.get();
@@ -98,11 +105,15 @@ struct Engine::Impl {
     return *slot;
   }
 
-  std::uint64_t publish(std::optional<Bundle> bundle, std::optional<DecisionLog> log) {
+  // A new state: each part given replaces the current one (`candidate` holding a null pointer
+  // drops it).
+  std::uint64_t publish(std::optional<Bundle> bundle, std::optional<DecisionLog> log,
+                        std::optional<std::shared_ptr<const Bundle>> candidate = std::nullopt) {
     std::shared_ptr<const State> old;  // released after the unlock
     std::lock_guard<std::mutex> lock(mutex);
     auto next = std::make_shared<State>();
     next->bundle = bundle ? std::move(*bundle) : state->bundle;
+    next->candidate = candidate ? std::move(*candidate) : state->candidate;
     next->log = log ? std::move(*log) : state->log;
     next->generation = state->generation + 1;
     old = std::exchange(state, std::move(next));
@@ -110,24 +121,40 @@ struct Engine::Impl {
     return state->generation;
   }
 
-  // Counts and logs one decision. Never throws.
+  // Counts and logs one decision, with the candidate's when it disagrees. Never throws.
   void after(const State& s, Shard* shard, const Envelope& envelope, const Context& context,
-             const Decision& d) noexcept {
+             const Decision& d, const Decision* candidate) noexcept {
+    const std::uint32_t differences = candidate ? shadow_differences(d, *candidate) : 0;
     if (shard) try {
         std::lock_guard<std::mutex> lock(shard->mutex);
-        ++shard->decisions;
-        ++shard->routes[static_cast<std::size_t>(d.route)];
-        ++count_of(count_of(shard->rules, d.policy), d.rule);
-        if (!d.exhausted.empty()) ++count_of(shard->exhausted, d.exhausted);
+        if (options.count) {
+          ++shard->decisions;
+          ++shard->routes[static_cast<std::size_t>(d.route)];
+          ++count_of(count_of(shard->rules, d.policy), d.rule);
+          if (!d.exhausted.empty()) ++count_of(shard->exhausted, d.exhausted);
+        }
+        if (candidate) count_shadow(shard->shadow, d, *candidate, differences);
       } catch (...) {
       }
     if (s.log) try {
-        s.log(DecisionRecord{envelope, context, d});
+        s.log(DecisionRecord{envelope, context, d, differences ? candidate : nullptr, differences});
       } catch (...) {
       }
   }
 
-  Result<std::uint64_t> install(Result<Bundle> compiled) {
+  static void count_shadow(ShadowCounters& c, const Decision& live, const Decision& candidate,
+                           std::uint32_t differences) {
+    ++c.decisions;
+    if (!differences) return;
+    ++c.disagreements;
+    ++c.rules[std::string(live.policy)]
+             [std::string(live.rule) + " -> " + std::string(candidate.rule)];
+    for (const auto& [bit, name] : kShadowDifferenceNames)
+      if (differences & bit) ++c.differences[name];
+  }
+
+  // Publishes a compiled bundle as the live one or as the candidate.
+  Result<std::uint64_t> install(Result<Bundle> compiled, bool as_candidate) {
     if (!compiled.ok()) return Result<std::uint64_t>::failure(std::move(compiled).diagnostics());
     Bundle bundle = std::move(*compiled);
     std::vector<Diagnostic> diagnostics = std::move(compiled).diagnostics();
@@ -138,7 +165,11 @@ struct Engine::Impl {
                                              "reload from the files that define the policies"));
       return Result<std::uint64_t>::failure(std::move(diagnostics));
     }
-    return {publish(std::move(bundle), std::nullopt), std::move(diagnostics)};
+    const std::uint64_t g =
+        as_candidate
+            ? publish(std::nullopt, std::nullopt, std::make_shared<const Bundle>(std::move(bundle)))
+            : publish(std::move(bundle), std::nullopt);
+    return {g, std::move(diagnostics)};
   }
 };
 
@@ -157,12 +188,11 @@ Result<std::uint64_t> internal_error(const char* what) {
       error_diagnostic("E099", std::string("internal error while reloading: ") + what));
 }
 
-}  // namespace
-
-Result<std::uint64_t> Engine::reload(const std::vector<Source>& sources,
-                                     const CompileOptions& options) {
+// A reload's result, with an exception (out of memory) turned into E099.
+template <typename F>
+Result<std::uint64_t> guarded(F&& reload) noexcept {
   try {
-    return impl_->install(compile(sources, options));
+    return reload();
   } catch (const std::exception& e) {
     return internal_error(e.what());
   } catch (...) {
@@ -170,15 +200,40 @@ Result<std::uint64_t> Engine::reload(const std::vector<Source>& sources,
   }
 }
 
+}  // namespace
+
+Result<std::uint64_t> Engine::reload(const std::vector<Source>& sources,
+                                     const CompileOptions& options) {
+  return guarded([&] { return impl_->install(compile(sources, options), false); });
+}
+
 Result<std::uint64_t> Engine::reload_paths(const std::vector<std::string>& paths,
                                            const CompileOptions& options) {
-  try {
-    return impl_->install(compile_paths(paths, options));
-  } catch (const std::exception& e) {
-    return internal_error(e.what());
-  } catch (...) {
-    return internal_error("unknown exception");
-  }
+  return guarded([&] { return impl_->install(compile_paths(paths, options), false); });
+}
+
+Result<std::uint64_t> Engine::reload_candidate(const std::vector<Source>& sources,
+                                               const CompileOptions& options) {
+  return guarded([&] { return impl_->install(compile(sources, options), true); });
+}
+
+Result<std::uint64_t> Engine::reload_candidate_paths(const std::vector<std::string>& paths,
+                                                     const CompileOptions& options) {
+  return guarded([&] { return impl_->install(compile_paths(paths, options), true); });
+}
+
+std::uint64_t Engine::set_candidate(Bundle bundle) {
+  return impl_->publish(std::nullopt, std::nullopt,
+                        std::make_shared<const Bundle>(std::move(bundle)));
+}
+
+std::uint64_t Engine::drop_candidate() {
+  return impl_->publish(std::nullopt, std::nullopt, std::shared_ptr<const Bundle>());
+}
+
+std::shared_ptr<const Bundle> Engine::candidate() const {
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  return impl_->state->candidate;
 }
 
 std::uint64_t Engine::swap(Bundle bundle) {
@@ -192,14 +247,24 @@ std::uint64_t Engine::set_log(DecisionLog log) {
 Decision Engine::decide(const Envelope& envelope, const Context& context) const noexcept {
   const Slot& slot = impl_->current();
   const Decision d = slot.pin->bundle.decide(envelope, context);
-  impl_->after(*slot.pin, slot.shard, envelope, context, d);
+  if (const Bundle* candidate = shadowing(*slot.pin, context)) {
+    const Decision shadow = candidate->decide(envelope, context);
+    impl_->after(*slot.pin, slot.shard, envelope, context, d, &shadow);
+  } else {
+    impl_->after(*slot.pin, slot.shard, envelope, context, d, nullptr);
+  }
   return d;
 }
 
 Decision Engine::unreadable(const Context& context) const noexcept {
   const Slot& slot = impl_->current();
   const Decision d = slot.pin->bundle.unreadable(context);
-  impl_->after(*slot.pin, slot.shard, Envelope{}, context, d);
+  if (const Bundle* candidate = shadowing(*slot.pin, context)) {
+    const Decision shadow = candidate->unreadable(context);
+    impl_->after(*slot.pin, slot.shard, Envelope{}, context, d, &shadow);
+  } else {
+    impl_->after(*slot.pin, slot.shard, Envelope{}, context, d, nullptr);
+  }
   return d;
 }
 
@@ -231,6 +296,34 @@ DecisionCounters Engine::counters() const {
     for (const auto& [budget, n] : shard->exhausted) out.exhausted[budget] += n;
   }
   return out;
+}
+
+ShadowCounters Engine::shadow_counters() const {
+  ShadowCounters out;
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  for (const auto& [thread, shard] : impl_->shards) {
+    std::lock_guard<std::mutex> shard_lock(shard->mutex);
+    const ShadowCounters& s = shard->shadow;
+    out.decisions += s.decisions;
+    out.disagreements += s.disagreements;
+    for (const auto& [policy, pairs] : s.rules)
+      for (const auto& [pair, n] : pairs) out.rules[policy][pair] += n;
+    for (const auto& [name, n] : s.differences) out.differences[name] += n;
+  }
+  return out;
+}
+
+std::uint32_t shadow_differences(const Decision& live, const Decision& candidate) noexcept {
+  std::uint32_t bits = 0;
+  if (live.route != candidate.route) bits |= kShadowRoute;
+  if (live.target != candidate.target) bits |= kShadowTarget;
+  if (live.rule != candidate.rule || live.policy != candidate.policy) bits |= kShadowRule;
+  if (live.delay_ms != candidate.delay_ms || live.retry_at_ms != candidate.retry_at_ms ||
+      live.timeout_ms != candidate.timeout_ms)
+    bits |= kShadowDelay;
+  if (live.idempotency_key != candidate.idempotency_key) bits |= kShadowKey;
+  if (live.exhausted != candidate.exhausted) bits |= kShadowExhausted;
+  return bits;
 }
 
 }  // namespace recourse

@@ -66,7 +66,11 @@ double written_double(double nearest, std::string_view token) {
   const double inf = std::numeric_limits<double>::infinity();
   if (order > 0 || (order == 0 && fraction))  // farther from zero than `nearest`
     return std::nextafter(nearest, negative ? -inf : inf);
-  if (order < 0) return std::nextafter(nearest, negative ? -0.0 : 0.0);
+  // Nearer zero than `nearest`: the next double towards zero keeps the ceiling below 2^53;
+  // beyond, where every double is whole, that double would be below the written value, and
+  // `nearest` is the least double above it.
+  if (order < 0 && std::fabs(nearest) < 9007199254740992.0)
+    return std::nextafter(nearest, negative ? -0.0 : 0.0);
   return nearest;
 }
 

@@ -11,8 +11,10 @@ namespace recourse::detail {
 /// The double to read for the JSON number `token` (valid RFC 8259 number grammar), given
 /// `nearest`, the double nearest to it: `nearest` itself, except when `nearest` is a whole
 /// number (zero included) that the written value is not; then the next double towards the
-/// written value. The result has the written value's sign (-1e-400 stays negative, -0 and -0.0
-/// are zero) and, below 2^53, its ceiling (1e-400 rounds up to 1). Infinities pass unchanged.
+/// written value (beyond 2^53, where every double is whole, only when the written value is
+/// farther from zero). The result has the written value's sign (-1e-400 stays negative, -0 and
+/// -0.0 are zero), below 2^53 its ceiling (1e-400 rounds up to 1), and beyond, a ceiling that is
+/// the least double not below the written value. Infinities pass unchanged.
 double written_double(double nearest, std::string_view token);
 
 }  // namespace recourse::detail

@@ -36,8 +36,16 @@ std::string to_json(const DecisionRecord& r) {
   j["tool"] = r.context.tool;
   std::string text = dump(j);
   text.pop_back();  // the closing brace: the inputs and the decision follow, as their own JSON
-  return text + ",\"input\":{\"envelope\":" + to_json(r.envelope) +
-         ",\"context\":" + to_json(r.context) + "},\"result\":" + to_json(d, r.envelope) + "}";
+  text += ",\"input\":{\"envelope\":" + to_json(r.envelope) + ",\"context\":" + to_json(r.context) +
+          "},\"result\":" + to_json(d, r.envelope);
+  if (r.candidate) {
+    json differences = json::array();
+    for (const auto& [bit, name] : kShadowDifferenceNames)
+      if (r.differences & bit) differences.push_back(name);
+    text += ",\"shadow\":{\"differences\":" + dump(differences) +
+            ",\"result\":" + to_json(*r.candidate, r.envelope) + "}";
+  }
+  return text + "}";
 }
 
 std::string to_json(const DecisionCounters& c) {
@@ -46,6 +54,15 @@ std::string to_json(const DecisionCounters& c) {
   j["routes"] = c.routes;
   j["rules"] = c.rules;
   j["exhausted"] = c.exhausted;
+  return dump(j);
+}
+
+std::string to_json(const ShadowCounters& c) {
+  json j;
+  j["decisions"] = c.decisions;
+  j["disagreements"] = c.disagreements;
+  j["rules"] = c.rules;
+  j["differences"] = c.differences;
   return dump(j);
 }
 
