@@ -244,21 +244,3 @@ TEST_CASE("cli: replay --shadow tabulates the disagreements by rule pair", "[sha
   CHECK(replayed["shadow"]["disagreements"] == 3);
   CHECK(replayed["shadow"]["rules"] == shadow["rules"]);
 }
-
-TEST_CASE("cli: the README's replay --shadow table is what the command prints", "[shadow][cli]") {
-  const std::string readme = test::read_file(test::source_dir() + "/README.md");
-  const std::string command =
-      "build/recourse replay --policy rules/examples --shadow examples/shadow "
-      "rules/traces/sample.jsonl";
-  const auto at = readme.find("$ " + command + "\n...\n");
-  REQUIRE(at != std::string::npos);
-  const auto table = readme.find("shadow examples/shadow:", at);
-  const auto examples = readme.find("\n  line ", table);  // the examples, abridged in the README
-  REQUIRE(examples != std::string::npos);
-  const auto r = test::run("cd '" + test::source_dir() + "' && " + test::cli() +
-                           " replay --policy rules/examples --shadow examples/shadow "
-                           "rules/traces/sample.jsonl 2>/dev/null");
-  REQUIRE(r.status == 0);
-  const std::string printed = r.out.substr(r.out.find("shadow examples/shadow:"));
-  CHECK(printed.substr(0, examples - table) == readme.substr(table, examples - table));
-}

@@ -167,12 +167,13 @@ TEST_CASE("every command in docs/tutorial.md prints what the tutorial shows", "[
 }
 
 TEST_CASE("every console run in README.md prints what the README shows", "[docs]") {
-  // Run from a directory holding the repository's rules/, build/recourse, and the older version
-  // of payments.create the README's diff compares (two attempts instead of three).
+  // Run from a directory holding the repository's rules/ and examples/, build/recourse, and the
+  // older version of payments.create the README's diff compares (two attempts instead of three).
   const Sandbox box;
   fs::create_directories(box.work / "build");
   fs::create_symlink(test::cli(), box.work / "build" / "recourse");
   fs::create_directory_symlink(fs::path(test::source_dir()) / "rules", box.work / "rules");
+  fs::create_directory_symlink(fs::path(test::source_dir()) / "examples", box.work / "examples");
   std::string before =
       test::read_file(test::source_dir() + "/rules/examples/payments.create.recourse");
   const auto at = before.find("attempts        = 3");  // aligned with retry_after_max
@@ -186,5 +187,6 @@ TEST_CASE("every console run in README.md prints what the README shows", "[docs]
     for (const std::string& command : run_console(step, box.work, box.bin))
       subcommands.insert(command.substr(0, command.find(' ', 15)));
   }
-  CHECK(subcommands == std::set<std::string>{"build/recourse diff", "build/recourse fuzz"});
+  CHECK(subcommands == std::set<std::string>{"build/recourse diff", "build/recourse fuzz",
+                                             "build/recourse replay"});
 }

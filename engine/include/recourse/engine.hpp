@@ -77,9 +77,8 @@ enum ShadowDifference : std::uint32_t {
 
 /// Each ShadowDifference bit with its name in the log and in `replay --shadow`.
 inline constexpr std::pair<std::uint32_t, const char*> kShadowDifferenceNames[] = {
-    {kShadowRoute, "route"},          {kShadowTarget, "target"}, {kShadowRule, "rule"},
-    {kShadowDelay, "delay"},          {kShadowKey, "idempotencyKey"},
-    {kShadowExhausted, "exhausted"}};
+    {kShadowRoute, "route"}, {kShadowTarget, "target"},      {kShadowRule, "rule"},
+    {kShadowDelay, "delay"}, {kShadowKey, "idempotencyKey"}, {kShadowExhausted, "exhausted"}};
 
 /// The ShadowDifference bits between two decisions of the same inputs (0: they agree). Reasons,
 /// warnings and budgets left are not compared: they follow from the rule and the route.
