@@ -144,6 +144,15 @@ class Health {
   /// could not answer (and counts the decision, with one Workflow::apply already set it); a context
   /// so flagged takes its retry tokens from the fallback bucket (HealthOptions).
   void prepare(const Policy& policy, Context& context, std::int64_t now_ms);
+  /// The breaker's admission of the next call of context.tool for context.operation_id, before
+  /// it is made: fills context.circuit as prepare() does (taking the half-open probe's lease
+  /// when the cooldown has passed and no live lease is out; the call's outcome, recorded with
+  /// record_success() or record_failure(), reports it) and returns it. Closed and HalfOpen let
+  /// the call through; Open refuses it: the host decides instead, with the circuit open, and
+  /// goes where the policy sends an open circuit (`on_open`). Closed for a policy without a
+  /// breaker. Sets context.store_unavailable when the store could not answer (this process's
+  /// breaker then decides); counts nothing (prepare() counts the decision).
+  CircuitState admit(const Policy& policy, Context& context, std::int64_t now_ms);
   /// Records the decision taken. Retry tokens were taken by record_failure(); a retry decided
   /// while the store could not answer takes one from the fallback bucket (HealthOptions).
   void record_decision(const Policy& policy, const Context& context, const Decision& decision);
