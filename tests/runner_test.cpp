@@ -392,6 +392,37 @@ TEST_CASE("runner: arguments are compared by value, not by bytes", "[runner]") {
   CHECK(form->next(kT0 + 200).idempotency_key == "key-2");
 }
 
+TEST_CASE("runner: an isolated tool is not called, not even probed, until it is reset",
+          "[runner]") {
+  Loop loop({kSearch});
+  const auto bundle = loop.engine.bundle();
+  const recourse::Policy& policy = *bundle->find("search.query");
+  const auto isolated =
+      loop.health.control(policy, "search.query", recourse::BreakerCommand::Isolate, kT0);
+  REQUIRE(isolated);
+  CHECK(isolated->isolated);
+  CHECK(isolated->circuit == recourse::CircuitState::Open);
+  auto runner = loop.runner("search.query", "{}");
+  Action a = runner->next(kT0 + 3'600'000);  // an hour on, long past the cooldown (30 s)
+  CHECK(a.tool == "search.cache");
+  CHECK(a.decision->rule == "circuit:open");
+  const auto reset =
+      loop.health.control(policy, "search.query", recourse::BreakerCommand::Reset, kT0 + 3'600'001);
+  REQUIRE(reset);
+  CHECK(reset->circuit == recourse::CircuitState::Closed);
+  recourse::RunnerSpec spec = loop.spec("search.query", "{}");
+  spec.operation_id = "op-2";
+  CHECK(loop.runner(std::move(spec))->next(kT0 + 3'600'002).tool == "search.query");
+  // Opened by hand for 10 minutes: no probe before they end, then the usual probe.
+  loop.health.control(policy, "search.query", recourse::BreakerCommand::Open, kT0, 600'000);
+  spec = loop.spec("search.query", "{}");
+  spec.operation_id = "op-3";
+  CHECK(loop.runner(std::move(spec))->next(kT0 + 599'999).tool == "search.cache");
+  spec = loop.spec("search.query", "{}");
+  spec.operation_id = "op-4";
+  CHECK(loop.runner(std::move(spec))->next(kT0 + 600'000).tool == "search.query");
+}
+
 TEST_CASE("runner: replacements are bounded", "[runner]") {
   const char* const loop_policy = R"(version 1
 policy "*" {

@@ -403,6 +403,15 @@ void Health::record_success(const Policy& policy, const Context& c, std::int64_t
   local_->outcome(c.tool, c.operation_id, false, b, now_ms);
 }
 
+std::optional<ToolHealth> Health::control(const Policy& policy, std::string_view tool,
+                                          BreakerCommand command, std::int64_t now_ms,
+                                          std::int64_t wait_ms) {
+  now_ms_ = std::max(now_ms_.load(), now_ms);
+  Store& store = breakers(policy);
+  auto local = local_->control(tool, command, wait_ms, now_ms);
+  return &store == local_.get() ? local : store.control(tool, command, wait_ms, now_ms);
+}
+
 ToolHealth Health::get(std::string_view tool) const {
   ToolHealth h = local_->tool(tool, now_ms_).value_or(ToolHealth{});
   if (store_ != local_)
