@@ -43,6 +43,8 @@ struct Options {
   std::string after;                // diff: the file after the change
   std::string state;                // --state memory|sqlite:PATH|redis://HOST:PORT (empty: none)
   std::size_t limit = 1000;         // ledger: entries listed at most
+  std::string breaker;              // breaker: show, isolate, open or reset
+  std::int64_t for_ms = 0;          // breaker open --for-ms: how long it is held open
   std::string log;                  // --log FILE (decide, replay): the decision log, JSONL
   std::vector<std::string> shadow;  // replay --shadow: the candidate policies' files or folders
   std::size_t max_trace_bytes = kMaxTraceBytes;     // replay --max-trace-bytes
@@ -134,6 +136,8 @@ class DecisionLogFile {
   /// Appends one record; `candidate` (with its ShadowDifference bits) when a candidate disagreed.
   void write(const Envelope& envelope, const Context& context, const Decision& decision,
              const Decision* candidate = nullptr, std::uint32_t differences = 0);
+  /// Appends one record already written as JSON (an operator's breaker command).
+  void write(const std::string& json_line);
   /// Flushes; false, with the reason on stderr, when a write failed.
   bool close();
 
@@ -183,6 +187,10 @@ void after_decision(Workflow* workflow, Health& health, const Policy& policy,
                     const Context& context, const Decision& decision);
 /// `recourse ledger --state SPEC [OPERATION...]`: the ledger's entries (all, or those named).
 int run_ledger(const Options& options);
+/// `recourse breaker --state SPEC COMMAND TOOL...`: shows, isolates, opens (held --for-ms) or
+/// resets tools' breakers in the store (the breakers of `scope = shared`), each command
+/// appended to the --log decision log.
+int run_breaker(const Options& options);
 
 // fuzz.cpp
 /// `recourse fuzz POLICY`: adversarial sequences of failures through the policies; exit 1 when

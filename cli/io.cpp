@@ -259,6 +259,10 @@ void DecisionLogFile::write(const Envelope& envelope, const Context& context,
     out_ << to_json(DecisionRecord{envelope, context, decision, candidate, differences}) << '\n';
 }
 
+void DecisionLogFile::write(const std::string& json_line) {
+  if (out_.is_open()) out_ << json_line << '\n';
+}
+
 bool DecisionLogFile::close() {
   if (!out_.is_open()) return true;
   out_.close();

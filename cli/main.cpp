@@ -146,6 +146,23 @@ int main(int argc, char** argv) {
   ledger->add_option("--limit", o.limit, "entries listed at most (default 1000)");
   ledger->add_option("operations", o.paths, "operations to show (default: list every entry)");
 
+  auto* breaker = app.add_subcommand(
+      "breaker", "show, isolate, open or reset tools' circuit breakers in a shared store");
+  common(breaker);
+  breaker->add_option("--state", o.state, "the store: memory, sqlite:PATH or redis://HOST:PORT")
+      ->required()
+      ->type_name("SPEC");
+  breaker
+      ->add_option("--for-ms", o.for_ms,
+                   "open: ms the circuit is held open before its half-open probe (default 0: "
+                   "the policy's cooldown alone)")
+      ->check(CLI::Range(std::int64_t{0}, std::int64_t{1'000'000'000'000'000}));
+  log(breaker);
+  breaker->add_option("command", o.breaker, "show, isolate, open or reset")
+      ->required()
+      ->check(CLI::IsMember({"show", "isolate", "open", "reset"}));
+  breaker->add_option("tools", o.paths, "the tools (breaker keys)")->required();
+
   auto* compile =
       app.add_subcommand("compile", "compile policies; --dump prints the decision tables");
   common(compile);
@@ -227,6 +244,7 @@ int main(int argc, char** argv) {
     if (*envelope) return recourse::cli::run_envelope(o);
     if (*replay) return recourse::cli::run_replay(o);
     if (*ledger) return recourse::cli::run_ledger(o);
+    if (*breaker) return recourse::cli::run_breaker(o);
     if (*compile) return recourse::cli::run_compile(o);
     if (*diff) return recourse::cli::run_diff(o);
     if (*format) return recourse::cli::run_fmt(o);

@@ -1,5 +1,5 @@
-// --state (replay, decide, simulate) and `recourse ledger`: the shared state store
-// (recourse/store.hpp; docs/state.md).
+// --state (replay, decide, simulate), `recourse ledger` and `recourse breaker`: the shared state
+// store (recourse/store.hpp; docs/state.md).
 #include <fmt/format.h>
 
 #include <chrono>
@@ -76,6 +76,47 @@ int run_ledger(const Options& o) {
     std::cout << fmt::format("{:<32} {:<10} {:<32} {:>15} {:>15}\n", e.operation,
                              to_string(e.state), e.idempotency_key, e.updated_ms, e.lease_until_ms);
   std::cout << fmt::format("{} entries in {}\n", entries.size(), store->name());
+  return 0;
+}
+
+int run_breaker(const Options& o) {
+  auto store = open_state(o.state);
+  if (!store) return 1;
+  DecisionLogFile log;
+  if (!log.open(o.log)) return 1;
+  const std::int64_t now = wall_ms();
+  const std::optional<BreakerCommand> command = breaker_command(o.breaker);  // nullopt: show
+  auto out = nlohmann::ordered_json::array();
+  for (const auto& tool : o.paths) {
+    const auto health =
+        command ? store->control(tool, *command, o.for_ms, now) : store->tool(tool, now);
+    if (!health) return std::cerr << "error: " << store->name() << " did not answer\n", 1;
+    auto record = nlohmann::ordered_json::parse(to_json(*health));
+    record.erase("format");
+    nlohmann::ordered_json line = {{"tool", tool}};
+    line.update(record);
+    if (command) {  // the decision log keeps who changed a circuit by hand, and to what
+      nlohmann::ordered_json entry = {
+          {"breaker", o.breaker}, {"tool", tool}, {"store", store->name()}, {"atMs", now}};
+      if (*command == BreakerCommand::Open) entry["forMs"] = o.for_ms;
+      entry["health"] = record;
+      log.write(entry.dump());
+    }
+    out.push_back(std::move(line));
+  }
+  if (!log.close()) return 1;
+  if (o.format == Format::Json) {
+    std::cout << out.dump(2) << "\n";
+    return 0;
+  }
+  std::cout << fmt::format("{:<32} {:<9} {:<8} {:>11} {:>15} {:>15}\n", "tool", "circuit",
+                           "isolated", "consecutive", "opened ms", "hold until ms");
+  for (const auto& t : out)
+    std::cout << fmt::format(
+        "{:<32} {:<9} {:<8} {:>11} {:>15} {:>15}\n", t["tool"].get<std::string>(),
+        t["circuit"].get<std::string>(), t["isolated"].get<bool>() ? "yes" : "no",
+        t["consecutiveFailures"].get<std::int64_t>(), t["openedMs"].get<std::int64_t>(),
+        t["holdUntilMs"].get<std::int64_t>());
   return 0;
 }
 

@@ -25,6 +25,17 @@ static const char* kOrders =
     "  default -> stop\n"
     "}\n";
 
+/* A read whose breaker opens on one failure, with a fallback. */
+static const char* kSearch =
+    "version 1\n"
+    "policy \"search.query\" {\n"
+    "  tool { idempotent = true  fallback = \"search.cache\" }\n"
+    "  breaker { failures = 1  cooldown = 30s }\n"
+    "  backoff constant base 100ms jitter none\n"
+    "  rule transient when code == TRANSIENT -> retry\n"
+    "  default -> stop\n"
+    "}\n";
+
 static const int64_t kT0 = 1700000000000;
 
 static int contains(const char* text, const char* part) {
@@ -144,16 +155,35 @@ static void test_state(void) {
   recourse_store_free(NULL);
 }
 
-static void test_runner(void) {
-  recourse_engine* engine = recourse_engine_new(NULL);
-  recourse_source source = {"orders.recourse", kOrders, strlen(kOrders)};
+/* An engine over one policy file, and a memory store with a Health and a Workflow on it. */
+typedef struct {
+  recourse_engine* engine;
+  recourse_store* store;
+  recourse_health* health;
+  recourse_workflow* workflow;
+} Loop;
+
+static Loop loop_of(const char* path, const char* policy) {
+  Loop loop = {recourse_engine_new(NULL), NULL, NULL, NULL};
+  recourse_source source = {path, policy, strlen(policy)};
   char* diagnostics = NULL;
-  CHECK(recourse_engine_load_sources(engine, &source, 1, &diagnostics) == RECOURSE_OK);
+  CHECK(recourse_engine_load_sources(loop.engine, &source, 1, &diagnostics) == RECOURSE_OK);
   recourse_string_free(diagnostics);
-  recourse_store* store = NULL;
-  CHECK(recourse_store_open("memory", &store, NULL) == RECOURSE_OK);
-  recourse_health* health = recourse_health_new(store);
-  recourse_workflow* workflow = recourse_workflow_new(store, NULL);
+  CHECK(recourse_store_open("memory", &loop.store, NULL) == RECOURSE_OK);
+  loop.health = recourse_health_new(loop.store);
+  loop.workflow = recourse_workflow_new(loop.store, NULL);
+  return loop;
+}
+
+static void loop_free(Loop* loop) {
+  recourse_workflow_free(loop->workflow);
+  recourse_health_free(loop->health);
+  recourse_store_free(loop->store);
+  recourse_engine_free(loop->engine);
+}
+
+static void test_runner(void) {
+  Loop loop = loop_of("orders.recourse", kOrders);
   const char* spec =
       "{\"tool\":\"orders.create\",\"operationId\":\"op-7\",\"arguments\":{\"amount\":-1}}";
   recourse_runner* runner = NULL;
@@ -161,19 +191,20 @@ static void test_runner(void) {
 
   /* Argument errors. */
   recourse_runner* none = (recourse_runner*)1;
-  CHECK(fails_with(
-      recourse_runner_new(NULL, workflow, health, store, spec, strlen(spec), &none, &error),
-      RECOURSE_INVALID_ARGUMENT, &error));
-  CHECK(fails_with(
-      recourse_runner_new(engine, NULL, health, store, spec, strlen(spec), &none, &error),
-      RECOURSE_INVALID_ARGUMENT, &error));
-  CHECK(fails_with(
-      recourse_runner_new(engine, workflow, NULL, store, spec, strlen(spec), &none, &error),
-      RECOURSE_INVALID_ARGUMENT, &error));
-  CHECK(fails_with(
-      recourse_runner_new(engine, workflow, health, store, spec, strlen(spec), NULL, &error),
-      RECOURSE_INVALID_ARGUMENT, &error));
-  CHECK(fails_with(recourse_runner_new(engine, workflow, health, store, NULL, 5, &none, &error),
+  CHECK(fails_with(recourse_runner_new(NULL, loop.workflow, loop.health, loop.store, spec,
+                                       strlen(spec), &none, &error),
+                   RECOURSE_INVALID_ARGUMENT, &error));
+  CHECK(fails_with(recourse_runner_new(loop.engine, NULL, loop.health, loop.store, spec,
+                                       strlen(spec), &none, &error),
+                   RECOURSE_INVALID_ARGUMENT, &error));
+  CHECK(fails_with(recourse_runner_new(loop.engine, loop.workflow, NULL, loop.store, spec,
+                                       strlen(spec), &none, &error),
+                   RECOURSE_INVALID_ARGUMENT, &error));
+  CHECK(fails_with(recourse_runner_new(loop.engine, loop.workflow, loop.health, loop.store, spec,
+                                       strlen(spec), NULL, &error),
+                   RECOURSE_INVALID_ARGUMENT, &error));
+  CHECK(fails_with(recourse_runner_new(loop.engine, loop.workflow, loop.health, loop.store, NULL, 5,
+                                       &none, &error),
                    RECOURSE_INVALID_ARGUMENT, &error));
   CHECK(none == NULL);
   const char* bad_specs[] = {"",
@@ -183,12 +214,12 @@ static void test_runner(void) {
                              "{\"tool\":\"t\"}",
                              "{\"tool\":\"t\",\"operationId\":\"x\",\"deadlineMs\":-1}"};
   for (size_t i = 0; i < sizeof bad_specs / sizeof *bad_specs; ++i)
-    CHECK(fails_with(recourse_runner_new(engine, workflow, health, store, bad_specs[i],
-                                         strlen(bad_specs[i]), &none, &error),
+    CHECK(fails_with(recourse_runner_new(loop.engine, loop.workflow, loop.health, loop.store,
+                                         bad_specs[i], strlen(bad_specs[i]), &none, &error),
                      RECOURSE_BAD_INPUT, &error));
 
-  CHECK(recourse_runner_new(engine, workflow, health, store, spec, strlen(spec), &runner, &error) ==
-        RECOURSE_OK);
+  CHECK(recourse_runner_new(loop.engine, loop.workflow, loop.health, loop.store, spec, strlen(spec),
+                            &runner, &error) == RECOURSE_OK);
   char first_key[80], key[80];
   char* action = next(runner, kT0);
   CHECK(contains(action, "\"step\":\"call\""));
@@ -231,9 +262,13 @@ static void test_runner(void) {
                    &error));
   CHECK(fails_with(recourse_runner_set_arguments(runner, NULL, 0, &error),
                    RECOURSE_INVALID_ARGUMENT, &error));
+  /* The same value spelt otherwise (spaces, -1.0): the same key, the arguments sent as given. */
+  const char* respelt = "{ \"amount\": -1.0 }";
+  CHECK(recourse_runner_set_arguments(runner, respelt, strlen(respelt), NULL) == RECOURSE_OK);
   action = next(runner, kT0 + 2010);
   CHECK(contains(action, "\"step\":\"call\""));
   CHECK(contains(action, "\"attempt\":2"));
+  CHECK(contains(action, "\"arguments\":{\"amount\":-1.0}"));
   key_of(action, key, sizeof key);
   CHECK(strcmp(key, first_key) == 0);
   recourse_string_free(action);
@@ -265,8 +300,8 @@ static void test_runner(void) {
 
   /* Cancellation. */
   const char* spec2 = "{\"tool\":\"orders.create\",\"operationId\":\"op-8\",\"deadlineMs\":60000}";
-  CHECK(recourse_runner_new(engine, workflow, health, NULL, spec2, strlen(spec2), &runner,
-                            &error) == RECOURSE_OK);
+  CHECK(recourse_runner_new(loop.engine, loop.workflow, loop.health, NULL, spec2, strlen(spec2),
+                            &runner, &error) == RECOURSE_OK);
   recourse_runner_cancel(runner);
   recourse_runner_cancel(NULL);
   action = next(runner, kT0);
@@ -275,10 +310,42 @@ static void test_runner(void) {
   recourse_runner_free(runner);
   recourse_runner_free(NULL);
 
-  recourse_workflow_free(workflow);
-  recourse_health_free(health);
-  recourse_store_free(store);
-  recourse_engine_free(engine);
+  loop_free(&loop);
+}
+
+/* A circuit opened by one operation refuses the next operation's call before it is made: its
+ * first action calls the fallback, with the circuit:open decision. */
+static void test_open_circuit(void) {
+  Loop loop = loop_of("search.recourse", kSearch);
+  const char* spec = "{\"tool\":\"search.query\",\"operationId\":\"op-1\",\"arguments\":{}}";
+  recourse_runner* runner = NULL;
+  CHECK(recourse_runner_new(loop.engine, loop.workflow, loop.health, loop.store, spec, strlen(spec),
+                            &runner, NULL) == RECOURSE_OK);
+  char* action = next(runner, kT0);
+  CHECK(contains(action, "\"step\":\"call\",\"tool\":\"search.query\""));
+  recourse_string_free(action);
+  CHECK(
+      report(runner, "{\"outcome\":\"failure\",\"envelope\":{\"code\":\"TRANSIENT\"}}", kT0 + 10));
+  recourse_runner_free(runner);
+  recourse_circuit circuit = RECOURSE_CIRCUIT_CLOSED;
+  CHECK(recourse_health_circuit(loop.health, "search.query", &circuit) == RECOURSE_OK);
+  CHECK(circuit == RECOURSE_CIRCUIT_OPEN);
+
+  const char* spec2 = "{\"tool\":\"search.query\",\"operationId\":\"op-2\",\"arguments\":{}}";
+  CHECK(recourse_runner_new(loop.engine, loop.workflow, loop.health, loop.store, spec2,
+                            strlen(spec2), &runner, NULL) == RECOURSE_OK);
+  action = next(runner, kT0 + 1000);
+  CHECK(contains(action, "\"step\":\"call\",\"tool\":\"search.cache\",\"attempt\":1"));
+  CHECK(contains(action, "\"rule\":\"circuit:open\""));
+  CHECK(contains(action, "\"route\":\"replace\""));
+  recourse_string_free(action);
+  CHECK(report(runner, "{\"outcome\":\"success\"}", kT0 + 1010));
+  action = next(runner, kT0 + 1010);
+  CHECK(contains(action, "\"ending\":\"success\""));
+  CHECK(contains(action, "\"tool\":\"search.cache\""));
+  recourse_string_free(action);
+  recourse_runner_free(runner);
+  loop_free(&loop);
 }
 
 int main(void) {
@@ -289,6 +356,7 @@ int main(void) {
   test_adapters();
   test_state();
   test_runner();
+  test_open_circuit();
   if (failures == 0) printf("c_api_runner_test: ok\n");
   return failures == 0 ? 0 : 1;
 }

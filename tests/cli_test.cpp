@@ -63,6 +63,7 @@ TEST_CASE("cli: a malformed --state spec is a usage error naming it", "[cli][sta
        R"(state store "redis+unix://": no PATH after redis+unix://)"},
       {decide, "mongo://x", R"(unknown state store "mongo://x": )" + unknown},
       {"ledger", "", R"(unknown state store "": )" + unknown},
+      {"breaker show search.query", "sqlite:", R"(state store "sqlite:": no PATH after sqlite:)"},
       // Empty is no spec, not the default store (which is leaving --state out).
       {decide, "", R"(unknown state store "": )" + unknown},
       {replay, "", R"(unknown state store "": )" + unknown},
@@ -605,6 +606,7 @@ TEST_CASE("cli: every option takes one value per flag, before or after the posit
       {"simulate", "--runs 2 --ops 20 --format json -p " + src + "/rules/bench/generic.recourse",
        src + "/rules/bench/code-only.recourse @retryable", 0},
       {"ledger", "--state sqlite:" + sqlite + " --limit 5", "op-1", 0},
+      {"breaker", "--state sqlite:" + sqlite + " --format json", "show search.query", 0},
   };
   for (const auto& c : documented) {
     const auto first = test::run(cmd(c.command + " " + c.options + " " + c.positionals + " 2>&1"));

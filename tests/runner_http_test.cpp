@@ -213,13 +213,17 @@ TEST_CASE("runner over HTTP: 503s open the breaker and the fallback is called", 
   CHECK(paths == std::vector<std::string>{"/search.query", "/search.query", "/search.cache"});
   CHECK(host.slept == std::vector<std::int64_t>{200});
   CHECK(loop.health.get("search.query").circuit == recourse::CircuitState::Open);
-  // The next operation finds the circuit open after its first failure and goes to the cache.
+  // The next operation finds the circuit open before its first call: search.query is not
+  // called again, the cache is.
   recourse::RunnerSpec next = loop.spec("search.query", R"({"q":"again"})");
   next.operation_id = "op-2";
   const Action again = loop.runner(std::move(next))->run(host.host);
   CHECK(again.ending == Ending::Success);
   CHECK(again.tool == "search.cache");
-  CHECK(server.requests().size() == 5);
+  CHECK(again.decision->rule == "circuit:open");
+  REQUIRE(server.requests().size() == 4);
+  CHECK(server.requests()[3].path == "/search.cache");
+  CHECK(server.requests()[3].body == R"({"q":"again"})");
 }
 
 TEST_CASE("runner over HTTP: the deadline ends the loop", "[runner][http]") {

@@ -217,6 +217,212 @@ TEST_CASE("runner: the breaker opens and the fallback is called", "[runner]") {
   CHECK(a.tool == "search.cache");
 }
 
+TEST_CASE("runner: an open circuit refuses the call before it is made", "[runner]") {
+  Loop loop({kSearch});
+  std::vector<std::string> logged;
+  loop.engine.set_log(
+      [&](const recourse::DecisionRecord& r) { logged.push_back(recourse::to_json(r)); });
+  // Two failures open the circuit (failures = 2, cooldown 30 s) at kT0 + 250.
+  auto first = loop.runner("search.query", R"({"q":"x"})");
+  first->next(kT0);
+  REQUIRE(first->report(failure(R"({"code":"TRANSIENT","retryable":true})"), kT0).ok());
+  first->next(kT0 + 200);
+  REQUIRE(first->report(failure(R"({"code":"TRANSIENT","retryable":true})"), kT0 + 250).ok());
+  REQUIRE(loop.health.get("search.query").circuit == recourse::CircuitState::Open);
+  logged.clear();
+
+  // A new operation: its first call goes to the fallback, search.query is never called.
+  recourse::RunnerSpec spec = loop.spec("search.query", R"({"q":"y"})");
+  spec.operation_id = "op-2";
+  auto second = loop.runner(std::move(spec));
+  Action a = second->next(kT0 + 1000);
+  REQUIRE(a.step == Step::Call);
+  CHECK(a.tool == "search.cache");
+  CHECK(a.attempt == 1);
+  CHECK(a.arguments == R"({"q":"y"})");
+  REQUIRE(a.decision);
+  CHECK(a.decision->rule == "circuit:open");
+  CHECK(a.decision->route == recourse::Route::Replace);
+  CHECK(a.decision->target == "search.cache");
+  CHECK(a.envelope.code == std::optional<std::string>("TRANSIENT"));  // the refusal
+  REQUIRE(logged.size() == 1);  // the refusal's decision is logged like any other
+  const auto record = nlohmann::json::parse(logged[0]);
+  CHECK(record["input"]["context"]["circuit"] == "open");
+  CHECK(record["input"]["context"]["operationId"] == "op-2");
+  CHECK(record["rule"] == "circuit:open");
+  CHECK_FALSE(loop.workflow.find("op-2", "search.query"));  // no call of it was counted
+  REQUIRE(second->report(of(Outcome::Kind::Success), kT0 + 1010).ok());
+  CHECK(second->next(kT0 + 1010).ending == Ending::Success);
+
+  // The retry of an operation whose tool failed before re-decides on that failure: the
+  // operation's own next call (a retry decided while the circuit was closed) is refused too.
+  Loop slow({kSearch});
+  auto retrying = slow.runner("search.query", "{}");
+  retrying->next(kT0);
+  REQUIRE(retrying->report(failure(R"({"code":"TIMEOUT"})"), kT0).ok());  // one failure: retry
+  CHECK(retrying->next(kT0).wait_ms == 200);
+  // Meanwhile another operation's failure opens the circuit.
+  recourse::RunnerSpec other = slow.spec("search.query", "{}");
+  other.operation_id = "op-9";
+  auto opener = slow.runner(std::move(other));
+  opener->next(kT0 + 10);
+  REQUIRE(opener->report(failure(R"({"code":"TRANSIENT","retryable":true})"), kT0 + 20).ok());
+  a = retrying->next(kT0 + 200);
+  REQUIRE(a.step == Step::Call);
+  CHECK(a.tool == "search.cache");
+  CHECK(a.decision->rule == "circuit:open");
+  CHECK(a.envelope.code == std::optional<std::string>("TIMEOUT"));  // its own failure
+}
+
+TEST_CASE("runner: after the cooldown one operation probes, the others go to the fallback",
+          "[runner]") {
+  Loop loop({kSearch});
+  auto opener = loop.runner("search.query", "{}");
+  opener->next(kT0);
+  REQUIRE(opener->report(failure(R"({"code":"TRANSIENT","retryable":true})"), kT0).ok());
+  opener->next(kT0 + 200);
+  REQUIRE(opener->report(failure(R"({"code":"TRANSIENT","retryable":true})"), kT0 + 200).ok());
+  const std::int64_t after = kT0 + 200 + 30000;  // the cooldown has passed
+  auto runner_for = [&](const std::string& operation) {
+    recourse::RunnerSpec spec = loop.spec("search.query", "{}");
+    spec.operation_id = operation;
+    return loop.runner(std::move(spec));
+  };
+  auto probe = runner_for("op-probe");
+  auto other = runner_for("op-other");
+  Action a = probe->next(after);
+  REQUIRE(a.step == Step::Call);
+  CHECK(a.tool == "search.query");  // the half-open probe, its lease taken before the call
+  CHECK_FALSE(a.decision);
+  CHECK(loop.health.get("search.query").probe_operation == "op-probe");
+  a = other->next(after + 5);
+  CHECK(a.tool == "search.cache");  // the probe is out: still open for everyone else
+  CHECK(a.decision->rule == "circuit:open");
+  SECTION("the probe succeeds: the circuit closes and the tool is called again") {
+    REQUIRE(probe->report(of(Outcome::Kind::Success), after + 50).ok());
+    CHECK(probe->next(after + 50).ending == Ending::Success);
+    CHECK(loop.health.get("search.query").circuit == recourse::CircuitState::Closed);
+    CHECK(runner_for("op-3")->next(after + 60).tool == "search.query");
+  }
+  SECTION(
+      "the probe fails: open for another cooldown, the probe's operation goes to the fallback") {
+    REQUIRE(probe->report(failure(R"({"code":"TRANSIENT","retryable":true})"), after + 50).ok());
+    a = probe->next(after + 50);
+    CHECK(a.tool == "search.cache");
+    CHECK(a.decision->rule == "circuit:open");
+    const recourse::ToolHealth h = loop.health.get("search.query");
+    CHECK(h.circuit == recourse::CircuitState::Open);
+    CHECK(h.opened_ms == after + 50);
+    CHECK(runner_for("op-3")->next(after + 60).tool == "search.cache");
+  }
+  SECTION("the probe never reports: its lease (the cooldown) ends and another operation probes") {
+    CHECK(runner_for("op-3")->next(after + 29999).tool == "search.cache");
+    CHECK(runner_for("op-4")->next(after + 30000).tool == "search.query");
+  }
+}
+
+TEST_CASE("runner: a degrade that names a target calls it", "[runner]") {
+  const char* const degrading = R"(version 1
+policy "quotes.live" {
+  tool { idempotent = true }
+  rule stale when code == TRANSIENT -> degrade "quotes.cached" "serve the cached quote"
+  rule plain when code == NOT_FOUND -> degrade "no quote"
+  default -> stop
+}
+)";
+  Loop loop({degrading});
+  auto runner = loop.runner("quotes.live", R"({"symbol":"ACME"})");
+  runner->next(kT0);
+  REQUIRE(runner->report(failure(R"({"code":"TRANSIENT"})"), kT0 + 10).ok());
+  Action a = runner->next(kT0 + 10);
+  REQUIRE(a.step == Step::Call);
+  CHECK(a.tool == "quotes.cached");
+  CHECK(a.attempt == 1);
+  CHECK(a.arguments == R"({"symbol":"ACME"})");
+  CHECK(a.decision->route == recourse::Route::Degrade);
+  CHECK(a.decision->rule == "stale");
+  REQUIRE(runner->report(of(Outcome::Kind::Success), kT0 + 20).ok());
+  a = runner->next(kT0 + 20);
+  CHECK(a.ending == Ending::Success);
+  CHECK(a.tool == "quotes.cached");
+  // A degrade without a target ends the operation: the host serves its degraded answer.
+  recourse::RunnerSpec spec = loop.spec("quotes.live", "{}");
+  spec.operation_id = "op-2";
+  auto plain = loop.runner(std::move(spec));
+  plain->next(kT0);
+  REQUIRE(plain->report(failure(R"({"code":"NOT_FOUND"})"), kT0 + 10).ok());
+  a = plain->next(kT0 + 10);
+  CHECK(a.ending == Ending::Decided);
+  CHECK(a.decision->route == recourse::Route::Degrade);
+  CHECK(a.decision->target.empty());
+}
+
+TEST_CASE("runner: arguments are compared by value, not by bytes", "[runner]") {
+  Loop loop({kOrders});
+  std::vector<std::string> logged;
+  loop.engine.set_log(
+      [&](const recourse::DecisionRecord& r) { logged.push_back(recourse::to_json(r)); });
+  auto runner = loop.runner("orders.create", R"({"amount":100,"currency":"EUR"})");
+  CHECK(runner->next(kT0).idempotency_key == "key-1");
+  REQUIRE(runner->report(failure(R"({"code":"RATE_LIMITED","retryable":true})"), kT0).ok());
+  // The same value spelt another way (members reordered, spaces, 100.0): the same key.
+  REQUIRE(runner->set_arguments(R"({ "currency": "EUR", "amount": 100.0 })").ok());
+  Action a = runner->next(kT0 + 100);
+  CHECK(a.arguments == R"({ "currency": "EUR", "amount": 100.0 })");  // sent as given
+  CHECK(a.idempotency_key == "key-1");
+  REQUIRE(runner->report(failure(R"({"code":"RATE_LIMITED","retryable":true})"), kT0 + 100).ok());
+  // The arguments' hash the decisions see is the value's too.
+  REQUIRE(logged.size() == 2);
+  CHECK(nlohmann::json::parse(logged[0])["input"]["context"]["argsHash"] ==
+        nlohmann::json::parse(logged[1])["input"]["context"]["argsHash"]);
+  // Another value: a new key; a string "100" is not the number 100.
+  REQUIRE(runner->set_arguments(R"({"amount":"100","currency":"EUR"})").ok());
+  CHECK(runner->next(kT0 + 200).idempotency_key == "key-2");
+  REQUIRE(runner->report(failure(R"({"code":"RATE_LIMITED","retryable":true})"), kT0 + 200).ok());
+  // Text that is not JSON is compared by its bytes.
+  recourse::RunnerSpec spec = loop.spec("orders.create", "amount=100");
+  spec.operation_id = "op-2";
+  auto form = loop.runner(std::move(spec));
+  CHECK(form->next(kT0).idempotency_key == "key-1");
+  REQUIRE(form->report(failure(R"({"code":"RATE_LIMITED","retryable":true})"), kT0).ok());
+  REQUIRE(form->set_arguments("amount=100").ok());
+  CHECK(form->next(kT0 + 100).idempotency_key == "key-1");
+  REQUIRE(form->report(failure(R"({"code":"RATE_LIMITED","retryable":true})"), kT0 + 100).ok());
+  REQUIRE(form->set_arguments("amount=100 ").ok());
+  CHECK(form->next(kT0 + 200).idempotency_key == "key-2");
+}
+
+TEST_CASE("runner: an isolated tool is not called, not even probed, until it is reset",
+          "[runner]") {
+  Loop loop({kSearch});
+  const auto bundle = loop.engine.bundle();
+  const recourse::Policy& policy = *bundle->find("search.query");
+  const auto isolated =
+      loop.health.control(policy, "search.query", recourse::BreakerCommand::Isolate, kT0);
+  REQUIRE(isolated);
+  CHECK(isolated->isolated);
+  CHECK(isolated->circuit == recourse::CircuitState::Open);
+  auto runner = loop.runner("search.query", "{}");
+  Action a = runner->next(kT0 + 3'600'000);  // an hour on, long past the cooldown (30 s)
+  CHECK(a.tool == "search.cache");
+  CHECK(a.decision->rule == "circuit:open");
+  const auto reset =
+      loop.health.control(policy, "search.query", recourse::BreakerCommand::Reset, kT0 + 3'600'001);
+  REQUIRE(reset);
+  CHECK(reset->circuit == recourse::CircuitState::Closed);
+  recourse::RunnerSpec spec = loop.spec("search.query", "{}");
+  spec.operation_id = "op-2";
+  CHECK(loop.runner(std::move(spec))->next(kT0 + 3'600'002).tool == "search.query");
+  // Opened by hand for 10 minutes: no probe before they end, then the usual probe.
+  loop.health.control(policy, "search.query", recourse::BreakerCommand::Open, kT0, 600'000);
+  spec = loop.spec("search.query", "{}");
+  spec.operation_id = "op-3";
+  CHECK(loop.runner(std::move(spec))->next(kT0 + 599'999).tool == "search.cache");
+  spec = loop.spec("search.query", "{}");
+  spec.operation_id = "op-4";
+  CHECK(loop.runner(std::move(spec))->next(kT0 + 600'000).tool == "search.query");
+}
+
 TEST_CASE("runner: replacements are bounded", "[runner]") {
   const char* const loop_policy = R"(version 1
 policy "*" {
@@ -367,11 +573,11 @@ TEST_CASE("runner: many runners share the Health and the store", "[runner]") {
   for (auto& t : threads) t.join();
   CHECK(successes == kThreads * kOperations);
   CHECK(fallback_calls == kThreads * kOperations);
-  // Once open (30 s cooldown, never reached on these clocks), each operation's first call fails
-  // and its decision sees the open circuit: one primary call each, plus the two that opened it
-  // and those already under way.
-  CHECK(primary_calls >= kThreads * kOperations);
-  CHECK(primary_calls <= kThreads * kOperations + 2 * kThreads);
+  // Once open (30 s cooldown, never reached on these clocks), the breaker refuses every call of
+  // the tool before it is made: the primary calls are the two failures that opened it and at
+  // most one under way in each other thread when it opened.
+  CHECK(primary_calls >= 2);
+  CHECK(primary_calls <= kThreads + 1);
   CHECK(loop.health.get("search.query").circuit == recourse::CircuitState::Open);
 }
 

@@ -75,4 +75,57 @@ TEST_CASE("cli: decide --state counts across processes and reads the ledger", "[
         std::string::npos);
   CHECK(show.out.find("pay-2                            absent") != std::string::npos);
 }
+TEST_CASE("cli: breaker isolates, opens, shows and resets tools in a shared store",
+          "[cli][state]") {
+  Files f;
+  const std::string db = f.dir + "/state.db", log = f.dir + "/decisions.jsonl";
+  const std::string state = " --state sqlite:" + db + " --log " + log + " ";
+  auto isolate = test::run(recourse_cmd("breaker" + state + "isolate search.query search.rank"));
+  REQUIRE(isolate.status == 0);
+  CHECK(isolate.out.find("search.query                     open      yes") != std::string::npos);
+  CHECK(isolate.out.find("search.rank                      open      yes") != std::string::npos);
+  // Another process (this test) sees the isolation: no probe, however long after.
+  auto store = recourse::open_store("sqlite:" + db).value();
+  const recourse::BreakerSpec spec{5, 0, 20, 10, 1000, 1000};
+  CHECK(store->probe("search.query", "op-1", spec, test::now_ms() + 86'000'000) ==
+        recourse::CircuitState::Open);
+  auto show = test::run(
+      recourse_cmd("breaker --format json --state sqlite:" + db + " show search.query other.tool"));
+  REQUIRE(show.status == 0);
+  const auto shown = nlohmann::json::parse(show.out);
+  REQUIRE(shown.size() == 2);
+  CHECK(shown[0]["tool"] == "search.query");
+  CHECK(shown[0]["circuit"] == "open");
+  CHECK(shown[0]["isolated"] == true);
+  CHECK(shown[1]["circuit"] == "closed");  // never recorded
+  const std::int64_t before = test::now_ms();
+  auto open =
+      test::run(recourse_cmd("breaker --format json" + state + "--for-ms 60000 open search.query"));
+  REQUIRE(open.status == 0);
+  const auto opened = nlohmann::json::parse(open.out)[0];
+  CHECK(opened["isolated"] == false);
+  CHECK(opened["holdUntilMs"].get<std::int64_t>() >= before + 60000);
+  auto reset = test::run(recourse_cmd("breaker --format json" + state + "reset search.query"));
+  REQUIRE(reset.status == 0);
+  CHECK(nlohmann::json::parse(reset.out)[0]["circuit"] == "closed");
+  CHECK(store->tool("search.query", test::now_ms())->circuit == recourse::CircuitState::Closed);
+  CHECK(store->tool("search.rank", test::now_ms())->isolated);
+  // Each command is in the decision log: who changed which circuit, to what.
+  std::ifstream in(log);
+  std::vector<nlohmann::json> lines;
+  for (std::string line; std::getline(in, line);) lines.push_back(nlohmann::json::parse(line));
+  REQUIRE(lines.size() == 4);  // two isolations, an open, a reset; `show` changes nothing
+  CHECK(lines[0]["breaker"] == "isolate");
+  CHECK(lines[0]["tool"] == "search.query");
+  CHECK(lines[0]["store"] == "sqlite:" + db);
+  CHECK(lines[0]["health"]["isolated"] == true);
+  CHECK(lines[2]["breaker"] == "open");
+  CHECK(lines[2]["forMs"] == 60000);
+  CHECK(lines[3]["breaker"] == "reset");
+  CHECK(lines[3]["health"]["circuit"] == "closed");
+  auto bad = test::run(recourse_cmd("breaker --state sqlite:" + db + " flip search.query 2>&1"));
+  CHECK(bad.status == 2);
+  auto none = test::run(recourse_cmd("breaker isolate search.query 2>&1"));  // no --state
+  CHECK(none.status == 2);
+}
 #endif

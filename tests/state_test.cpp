@@ -592,6 +592,10 @@ struct DownStore final : recourse::Store {
   std::optional<CircuitState> hold(std::string_view, std::int64_t, std::int64_t) noexcept override {
     return std::nullopt;
   }
+  std::optional<recourse::ToolHealth> control(std::string_view, recourse::BreakerCommand,
+                                              std::int64_t, std::int64_t) noexcept override {
+    return std::nullopt;
+  }
   std::optional<std::int64_t> vote(std::string_view, std::string_view, bool, std::int64_t,
                                    std::int64_t) noexcept override {
     return std::nullopt;

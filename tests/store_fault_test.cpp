@@ -124,7 +124,7 @@ TEST_CASE("faults: the record reader takes only a record of its shape and format
        {std::string("null"), std::string("{}"), std::string("[3]"), std::string("{not json"), deep,
         "{" + full.substr(13) + "}",                          // no attempts
         "{\"attempts\":4," + full + "}",                      // attempts twice
-        "{\"format\":3," + full + ",\"pushbackAttempt\":0}",  // a newer format
+        "{\"format\":4," + full + ",\"pushbackAttempt\":0}",  // a newer format
         "{\"format\":1,\"extra\":0," + full + "}", "{\"format\":\"1\"," + full + "}",
         "{\"format\":1," + full + ",\"pushbackAttempt\":2}",  // a field format 1 has not
         "{\"format\":2," + full + "}",                        // format 2 without it
@@ -140,11 +140,11 @@ TEST_CASE("faults: the record reader takes only a record of its shape and format
   CHECK(read("{\"format\":2," + full + ",\"pushbackAttempt\":2}").pushback_attempt == 2);
   const recourse::OperationState op = read("{" + full + "}");
   CHECK(recourse::detail::operation_to_json(op) ==
-        R"({"attempts":3,"cost":3,"format":2,"lastFailure":7,"pushbackAttempt":0,)"
+        R"({"attempts":3,"cost":3,"format":3,"lastFailure":7,"pushbackAttempt":0,)"
         R"("repairPending":false,"repairs":0,"repeats":3,"startedMs":5})");
 }
 
-TEST_CASE("faults: a tool record of format 1 reads without the fields format 2 added",
+TEST_CASE("faults: a tool record reads without the fields added after its format",
           "[faults][store]") {
   using recourse::detail::BadRecord;
   using recourse::detail::parse_record;
@@ -159,6 +159,14 @@ TEST_CASE("faults: a tool record of format 1 reads without the fields format 2 a
   CHECK_THROWS_AS(read("{\"format\":2," + fields + "}"), BadRecord);  // format 2 has it
   CHECK_THROWS_AS(read("{\"format\":2," + fields + ",\"holdUntilMs\":\"soon\"}"), BadRecord);
   CHECK_THROWS_AS(read("{\"format\":1," + fields + ",\"holdUntilMs\":9,\"extra\":1}"), BadRecord);
+  // Format 3 added `isolated`: absent before (not isolated), required from 3 on.
+  CHECK_FALSE(read("{\"format\":2," + fields + ",\"holdUntilMs\":900}").isolated);
+  CHECK(read("{\"format\":3," + fields + ",\"holdUntilMs\":0,\"isolated\":true}").isolated);
+  CHECK_THROWS_AS(read("{\"format\":3," + fields + ",\"holdUntilMs\":0}"), BadRecord);
+  CHECK_THROWS_AS(read("{\"format\":2," + fields + ",\"holdUntilMs\":0,\"isolated\":true}"),
+                  BadRecord);
+  CHECK_THROWS_AS(read("{\"format\":3," + fields + ",\"holdUntilMs\":0,\"isolated\":1}"),
+                  BadRecord);
 }
 
 TEST_CASE("faults: Health and Workflow restore only records of their shape", "[faults][state]") {
@@ -325,7 +333,9 @@ TEST_CASE("faults: tampered redis hashes are store_unavailable, format-0 ones ar
       {"attempts negative", "op", with(op, {"attempts", "-5"})},
       {"attempts not whole", "op", with(op, {"attempts", "1.5"})},
       {"attempts missing (format 1)", "op", with(without(op, "attempts"), {"format", "1"})},
-      {"a newer format", "op", with(op, {"format", "3", "pushback", "0"})},
+      {"a newer format", "op", with(op, {"format", "4", "pushback", "0"})},
+      {"isolated not 0 or 1", "tool", {"format", "3", "isolated", "yes"}},
+      {"a field format 2 has not", "tool", {"format", "2", "isolated", "1"}},
       {"a format not a number", "op", with(op, {"format", "two"})},
       {"a hold not a time", "tool", {"format", "2", "hold_until", "soon"}},
       {"an unknown field", "op", with(op, {"format", "1", "extra", "0"})},
@@ -383,13 +393,14 @@ TEST_CASE("faults: tampered redis hashes are store_unavailable, format-0 ones ar
   const Outcome d = host.decide("old");
   CHECK_FALSE(d.flagged());
   CHECK(d.attempt == 4);
-  // Written back as format 2, every field present.
+  // Written back as format 3, every field present.
   const std::string old = fields(raw, "recourse:{old/t}:op");
   INFO(old);
-  CHECK(old.find("attempts=4 cost=1 format=2 last=") == 0);
+  CHECK(old.find("attempts=4 cost=1 format=3 last=") == 0);
   CHECK(old.find(" pending=0 pushback=0 repairs=0 repeats=1 started=" + ms) != std::string::npos);
-  CHECK(fields(raw, "recourse:{t}:quorum").find("format=2 w:a=") == 0);
-  CHECK(fields(raw, "recourse:{t}:tool").find("format=2") != std::string::npos);
+  CHECK(fields(raw, "recourse:{t}:quorum").find("format=3 w:a=") == 0);
+  CHECK(fields(raw, "recourse:{t}:tool").find("format=3") != std::string::npos);
+  CHECK(fields(raw, "recourse:{t}:tool").find("isolated=0") != std::string::npos);
   CHECK(fields(raw, "recourse:{t}:tool").find("hold_until=0") != std::string::npos);
 
   // Format 1: every field of its format, none of format 2's (hold_until reads as 0); a format-1
@@ -408,7 +419,7 @@ TEST_CASE("faults: tampered redis hashes are store_unavailable, format-0 ones ar
   redis(raw, with({"HSET", "recourse:{one/t}:op"}, with(op, {"format", "1"})));
   CHECK(store->count("one/t", {}, now)->pushback_attempt == 0);
   CHECK(host.decide("one").attempt == 4);
-  CHECK(fields(raw, "recourse:{one/t}:op").find(" format=2 ") != std::string::npos);
+  CHECK(fields(raw, "recourse:{one/t}:op").find(" format=3 ") != std::string::npos);
 }
 #endif
 
@@ -493,9 +504,10 @@ TEST_CASE("faults: tampered sqlite records are store_unavailable, format-0 ones 
       {"a 100k-deep array", "operation", std::string(100000, '[') + std::string(100000, ']')},
       {"attempts missing", "operation", "{" + op.substr(13) + "}"},
       {"attempts twice", "operation", "{\"attempts\":9," + op + "}"},
-      {"a newer format", "operation", "{\"format\":3," + op + ",\"pushbackAttempt\":0}"},
+      {"a newer format", "operation", "{\"format\":4," + op + ",\"pushbackAttempt\":0}"},
       {"format 2 without pushbackAttempt", "operation", "{\"format\":2," + op + "}"},
       {"format 2 without holdUntilMs", "tool", "{\"format\":2," + tool + "}"},
+      {"format 3 without isolated", "tool", "{\"format\":3," + tool + ",\"holdUntilMs\":0}"},
       {"attempts a string", "operation", R"({"attempts":"3")" + op.substr(12) + "}"},
       {"an unknown field", "operation", "{\"format\":1,\"extra\":1," + op + "}"},
       {"a circuit unknown", "tool", "{" + std::string(tool).replace(11, 6, "ajar") + "}"},
@@ -540,8 +552,8 @@ TEST_CASE("faults: tampered sqlite records are store_unavailable, format-0 ones 
   const Outcome d = host.decide("old");
   CHECK_FALSE(d.flagged());
   CHECK(d.attempt == 4);
-  CHECK(raw.value("operation", "old/t").find(R"({"attempts":4,"cost":4,"format":2,)") == 0);
-  CHECK(raw.value("quorum", "t").find("{\"format\":2,\"votes\":{\"a\":") == 0);
+  CHECK(raw.value("operation", "old/t").find(R"({"attempts":4,"cost":4,"format":3,)") == 0);
+  CHECK(raw.value("quorum", "t").find("{\"format\":3,\"votes\":{\"a\":") == 0);
   // Format 1: a tool record without holdUntilMs (format 2 added it) is migrated, not tampered.
   raw.state("tool", "t1", "{\"format\":1," + tool + "}");
   CHECK(store->bucket("t1", recourse::BucketEvent::Read, {}, now) == 4000);
@@ -550,7 +562,7 @@ TEST_CASE("faults: tampered sqlite records are store_unavailable, format-0 ones 
   raw.state("operation", "one/t", "{\"format\":1," + op + "}");
   CHECK(store->count("one/t", {}, now)->pushback_attempt == 0);
   CHECK(host.decide("one").attempt == 4);
-  CHECK(raw.value("operation", "one/t").find(R"("format":2,)") != std::string::npos);
+  CHECK(raw.value("operation", "one/t").find(R"("format":3,)") != std::string::npos);
 }
 
 TEST_CASE("faults: a tampered sqlite record read by decide is flagged and not retried",

@@ -190,6 +190,58 @@ void hold(recourse::Store& s) {
   CHECK(end <= now_ms() + 1000 + recourse::detail::kMaxHoldMs);
 }
 
+void control(recourse::Store& s) {
+  INFO("an operator's isolate, open and reset");
+  using recourse::BreakerCommand;
+  const std::string tool = key("control");
+  const BreakerSpec spec{2, 0, 20, 10, 100, 100};
+  auto probe = [&](const char* op) { return s.probe(tool, op, spec, now_ms()); };
+  auto outcome = [&](const char* op, bool failed) {
+    return s.outcome(tool, op, failed, spec, now_ms());
+  };
+  s.bucket(tool, BucketEvent::Retry, {10000, 100}, now_ms());  // 9000 milli-tokens
+  const auto isolated = s.control(tool, BreakerCommand::Isolate, 0, now_ms());
+  REQUIRE(isolated);
+  CHECK(isolated->circuit == CircuitState::Open);
+  CHECK(isolated->isolated);
+  CHECK(outcome("op-1", false) == CircuitState::Open);  // a success does not close it
+  CHECK(outcome("op-1", true) == CircuitState::Open);
+  sleep_ms(150);  // past the cooldown: still no probe
+  CHECK(probe("op-2") == CircuitState::Open);
+  CHECK(s.tool(tool, now_ms())->isolated);
+  CHECK(s.tool(tool, now_ms())->probe_operation.empty());
+  const auto reset = s.control(tool, BreakerCommand::Reset, 0, now_ms());
+  REQUIRE(reset);
+  CHECK(reset->circuit == CircuitState::Closed);
+  CHECK_FALSE(reset->isolated);
+  CHECK(reset->consecutive_failures == 0);
+  CHECK(reset->window_calls == 0);
+  CHECK(reset->milli_tokens == 9000);  // the retry tokens are kept
+  CHECK(probe("op-2") == CircuitState::Closed);
+  CHECK(outcome("op-3", true) == CircuitState::Closed);  // counting again from 0: one of two
+  // Open: as if tripped now, held for the wait given, then probed as usual.
+  const std::int64_t before = now_ms();
+  const auto opened = s.control(tool, BreakerCommand::Open, 400, now_ms());
+  REQUIRE(opened);
+  CHECK(opened->circuit == CircuitState::Open);
+  CHECK_FALSE(opened->isolated);
+  CHECK(opened->hold_until_ms >= before + 400);
+  CHECK(opened->hold_until_ms <= now_ms() + 400);
+  sleep_ms(150);  // past the cooldown (100 ms), within the hold
+  CHECK(probe("op-4") == CircuitState::Open);
+  sleep_ms(300);
+  CHECK(probe("op-4") == CircuitState::HalfOpen);
+  CHECK(outcome("op-4", false) == CircuitState::Closed);
+  // Isolating a closed circuit, then opening it by hand, lifts the isolation.
+  s.control(tool, BreakerCommand::Isolate, 0, now_ms());
+  CHECK_FALSE(s.control(tool, BreakerCommand::Open, 0, now_ms())->isolated);
+  sleep_ms(150);
+  CHECK(probe("op-5") == CircuitState::HalfOpen);
+  // A tool never recorded: a reset leaves it closed.
+  CHECK(s.control(key("never"), BreakerCommand::Reset, 0, now_ms())->circuit ==
+        CircuitState::Closed);
+}
+
 void one_probe(const Backend& backend, recourse::Store& s) {
   INFO("exactly one probe among concurrent clients");
   const std::string tool = key("probe");
@@ -359,6 +411,7 @@ void conformance(const Backend& backend) {
   breaker(*s);
   probe_lease(*s);
   hold(*s);
+  control(*s);
   one_probe(backend, *s);
   no_lost_update(backend, *s);
   votes(*s);

@@ -75,11 +75,13 @@ struct Action {
   /// the tool the last call went to.
   std::string tool;
   /// Call: the arguments to send, as the host gave them (JSON text by convention; the runner
-  /// only compares and hashes the bytes). Repair: the arguments to change.
+  /// compares and hashes their canonical JSON, sorted members and integral numbers as integers,
+  /// or the bytes of a text that is not JSON). Repair: the arguments to change.
   std::string arguments;
   /// Call: the idempotency key to send (an Idempotency-Key header, Stripe's, Square's field):
   /// the previous call's on a retry, a new one after a repair, a replacement or a change of
-  /// the arguments. Empty when the tool's policy does not say `idempotency_keys = true`.
+  /// the arguments' value (not of their spelling: {"a":1,"b":2} and { "b": 2.0, "a": 1 } are
+  /// one value). Empty when the tool's policy does not say `idempotency_keys = true`.
   std::string idempotency_key;
   std::optional<std::int64_t> timeout_ms;  ///< Call: per-try timeout, ms (policy, deadline)
   std::int64_t wait_ms = 0;                ///< Wait: ms to wait from the now_ms given to next()
@@ -169,18 +171,23 @@ class Runner {
   Runner(const Runner&) = delete;
   Runner& operator=(const Runner&) = delete;
 
-  /// The next action at now_ms. Asked again without a report, it gives the same step (a Wait
-  /// with the time left). After a Call or an ask the runner waits for report(): next() repeats
-  /// that action. Once Done, always Done. Never throws.
+  /// The next action at now_ms. Before each call the tool's breaker admits it
+  /// (Health::admit(), which takes a half-open probe's lease; the report records the probe's
+  /// outcome): a call whose circuit is open is not made, the Engine decides with the circuit open
+  /// and the runner follows where the policy sends an open circuit (`on_open`: the fallback, a
+  /// stop). A `replace` decision, and a `degrade` that names a target, call that tool next.
+  /// Asked again without a report, it gives the same step (a Wait with the time left). After a Call
+  /// or an ask the runner waits for report(): next() repeats that action. Once Done, always Done.
+  /// Never throws.
   Action next(std::int64_t now_ms);
   /// Reports the outcome of the action next() gave: Success or Failure after a Call, Resume or
   /// Abandon after an ask. Fails with R003 (and changes nothing) for an outcome that does not
   /// answer the pending action, or when no action is pending. Never throws.
   Status report(const Outcome& outcome, std::int64_t now_ms);
   /// Changes the arguments of the next call (a body that changed between attempts: resolved
-  /// placeholders, a refreshed token): that call takes a new idempotency key unless the bytes
-  /// are the same. Only while no call or question is out (before a call, during a wait); R003
-  /// otherwise. Never throws.
+  /// placeholders, a refreshed token): that call takes a new idempotency key unless the value
+  /// is the same (canonical JSON; the bytes of a text that is not JSON). Only while no call or
+  /// question is out (before a call, during a wait); R003 otherwise. Never throws.
   Status set_arguments(std::string arguments);
   /// Ends the operation: the next next() is Done (Cancelled), and a wait in run() ends now.
   /// Thread-safe; may be called at any time, also before run() starts.

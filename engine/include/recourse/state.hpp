@@ -144,11 +144,29 @@ class Health {
   /// could not answer (and counts the decision, with one Workflow::apply already set it); a context
   /// so flagged takes its retry tokens from the fallback bucket (HealthOptions).
   void prepare(const Policy& policy, Context& context, std::int64_t now_ms);
+  /// The breaker's admission of the next call of context.tool for context.operation_id, before
+  /// it is made: fills context.circuit as prepare() does (taking the half-open probe's lease
+  /// when the cooldown has passed and no live lease is out; the call's outcome, recorded with
+  /// record_success() or record_failure(), reports it) and returns it. Closed and HalfOpen let
+  /// the call through; Open refuses it: the host decides instead, with the circuit open, and
+  /// goes where the policy sends an open circuit (`on_open`). Closed for a policy without a
+  /// breaker. Sets context.store_unavailable when the store could not answer (this process's
+  /// breaker then decides); counts nothing (prepare() counts the decision).
+  CircuitState admit(const Policy& policy, Context& context, std::int64_t now_ms);
   /// Records the decision taken. Retry tokens were taken by record_failure(); a retry decided
   /// while the store could not answer takes one from the fallback bucket (HealthOptions).
   void record_decision(const Policy& policy, const Context& context, const Decision& decision);
   /// Records a success: gives token_ratio tokens back (up to max_tokens) and closes the circuit.
   void record_success(const Policy& policy, const Context& context, std::int64_t now_ms);
+  /// An operator's command on `tool`'s breaker (BreakerCommand: isolate; open, held for wait_ms;
+  /// reset) where `policy` keeps it: in the store with `scope = shared`, so every process
+  /// sharing it follows (as `recourse breaker --state` does), else this process's breaker
+  /// (`local`, and the vote of `quorum`). Returns the tool's health after it; nullopt when the
+  /// store could not answer (this process's breaker takes the command all the same, as it takes
+  /// every outcome, for the outages it decides through). Thread-safe.
+  std::optional<ToolHealth> control(const Policy& policy, std::string_view tool,
+                                    BreakerCommand command, std::int64_t now_ms,
+                                    std::int64_t wait_ms = 0);
   /// One tool's health: its breaker from where the policy keeps it, its tokens from the store
   /// (default when never recorded or when the store cannot answer).
   ToolHealth get(std::string_view tool) const;
@@ -157,9 +175,9 @@ class Health {
 
   /// The local state: {"tools": {name: {format, circuit, consecutiveFailures, window,
   /// windowCalls, openedMs, probeTaken, probeOperation, probeUntilMs, milliTokens,
-  /// holdUntilMs}}, "operations": {}} (format: the record format, 2).
+  /// holdUntilMs, isolated}}, "operations": {}} (format: the record format, 3).
   std::string to_json() const;
-  /// Restores the local state from to_json()'s form (records of formats 0 and 1 too). Fails with
+  /// Restores the local state from to_json()'s form (records of formats 0 to 2 too). Fails with
   /// S004 (naming the record) on malformed input or a record that does not read as its shape,
   /// leaving *this as is. Never throws.
   Status from_json(std::string_view json) noexcept;

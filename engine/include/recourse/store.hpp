@@ -5,6 +5,7 @@
 //  - bucket:     a gRFC A6 retry-token event on a tool (integer milli-tokens);
 //  - outcome:    a call's success or failure on a tool's circuit breaker;
 //  - hold:       a server's wait beyond what the policy waits: the circuit open until then;
+//  - control:    an operator's command on a tool's breaker: isolate, open, reset;
 //  - vote:       one worker's view of its own breaker, for breakers of scope quorum(N);
 //  - probe:      the circuit as one operation sees it, taking the half-open probe (a lease that
 //                expires after probe_lease_ms, so only one worker probes and a lost probe is
@@ -74,7 +75,37 @@ struct ToolHealth {
   /// retry_after_max (Store::hold); 0: none.
   std::int64_t hold_until_ms = 0;
   std::int64_t milli_tokens = -1;  ///< retry tokens x 1000; -1: full (never spent)
+  /// An operator isolated the circuit (BreakerCommand::Isolate): open, with no half-open probe
+  /// and no outcome closing it, until a Reset.
+  bool isolated = false;
 };
+
+/// An operator's command on one tool's circuit breaker (Store::control, Health::control, the
+/// `recourse breaker` command), the manual controls of Polly (ManualControl), resilience4j and
+/// cockatiel.
+enum class BreakerCommand : std::uint8_t {
+  /// Open until a Reset: no half-open probe is taken and no recorded outcome closes it (Polly's
+  /// IsolateAsync, resilience4j's FORCED_OPEN, cockatiel's isolate()).
+  Isolate,
+  /// Open now, as if it had just tripped (openedMs = now), and held open for the command's
+  /// wait_ms (as Store::hold: no probe before the hold and the cooldown both end); then the
+  /// usual half-open probe, and a success closes it (resilience4j's transitionToOpenState).
+  Open,
+  /// Closed, with its consecutive failures and window cleared and its probe, hold and isolation
+  /// dropped (Polly's CloseAsync, resilience4j's reset()); the retry tokens are kept.
+  Reset
+};
+
+/// "isolate", "open", "reset".
+const char* to_string(BreakerCommand command) noexcept;
+
+/// One tool's health as its stored JSON record (docs/state.md, "Records"): {"format", "circuit",
+/// "consecutiveFailures", "window", "windowCalls", "openedMs", "probeTaken", "probeOperation",
+/// "probeUntilMs", "milliTokens", "holdUntilMs", "isolated"}.
+std::string to_json(const ToolHealth& health);
+
+/// The command named `name` ("isolate", "open", "reset"), or nullopt.
+std::optional<BreakerCommand> breaker_command(std::string_view name) noexcept;
 
 /// Counters of one operation (a logical call, retried or repaired until it ends).
 struct OperationState {
@@ -162,6 +193,10 @@ class Store {
   /// nothing. A success clears it. Returns the circuit after (open).
   virtual std::optional<CircuitState> hold(std::string_view tool, std::int64_t wait_ms,
                                            std::int64_t now_ms) noexcept = 0;
+  /// Applies an operator's `command` to `tool`'s breaker (wait_ms: how long Open holds it, held
+  /// to [0, 10^15]; ignored by the others). Returns the tool's health after it.
+  virtual std::optional<ToolHealth> control(std::string_view tool, BreakerCommand command,
+                                            std::int64_t wait_ms, std::int64_t now_ms) noexcept = 0;
   /// Records whether `worker`'s own breaker for `tool` is open (a vote that lasts vote_ms, or
   /// withdrawn) and returns how many workers' votes are live: open and not expired.
   virtual std::optional<std::int64_t> vote(std::string_view tool, std::string_view worker,
@@ -206,6 +241,8 @@ class MemoryStore final : public Store {
                                     const BreakerSpec& spec, std::int64_t now_ms) noexcept override;
   std::optional<CircuitState> hold(std::string_view tool, std::int64_t wait_ms,
                                    std::int64_t now_ms) noexcept override;
+  std::optional<ToolHealth> control(std::string_view tool, BreakerCommand command,
+                                    std::int64_t wait_ms, std::int64_t now_ms) noexcept override;
   std::optional<std::int64_t> vote(std::string_view tool, std::string_view worker, bool open,
                                    std::int64_t vote_ms, std::int64_t now_ms) noexcept override;
   std::optional<ToolHealth> tool(std::string_view tool, std::int64_t now_ms) noexcept override;
@@ -221,10 +258,10 @@ class MemoryStore final : public Store {
                                                   std::int64_t now_ms) noexcept override;
   std::string name() const override { return "memory"; }
 
-  /// {"tools": {name: {...}}, "operations": {id: {...}}}, each record with "format": 2 (the
+  /// {"tools": {name: {...}}, "operations": {id: {...}}}, each record with "format": 3 (the
   /// ledger is not included).
   std::string to_json() const;
-  /// Restores to_json()'s form (either member may be absent; records of formats 0 and 1 are
+  /// Restores to_json()'s form (either member may be absent; records of formats 0 to 2 are
   /// migrated). Fails with S004, naming the record, on malformed input or a record that does not
   /// read as its shape (docs/state.md, "Records"), leaving the store as it was. Never throws.
   Status from_json(std::string_view json) noexcept;

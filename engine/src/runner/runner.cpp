@@ -20,6 +20,7 @@
 #include "eval/backoff.hpp"
 #include "recourse/adapters.hpp"
 #include "recourse/runner.hpp"
+#include "runner/wire.hpp"
 #include "table/compiled.hpp"
 
 namespace recourse {
@@ -67,6 +68,7 @@ struct Runner::State {
       : engine(e), workflow(w), health(h), store(std::move(s)), spec(std::move(sp)) {
     tool = spec.tool;
     arguments = spec.arguments;
+    canonical = detail::canonical_json(arguments);
     if (!spec.new_key) {
       spec.new_key = [rng = std::mt19937_64(std::random_device{}())]() mutable {
         char key[33];
@@ -87,7 +89,8 @@ struct Runner::State {
   std::int64_t started_ms = 0;
   std::int64_t due_ms = 0;  // Ready: when the next call may start
   std::string tool, arguments;
-  std::string key, key_arguments;  // the key, and the arguments it was minted for
+  std::string canonical;           // `arguments` as canonical JSON (their bytes if not JSON)
+  std::string key, key_arguments;  // the key, and the canonical arguments it was minted for
   bool fresh_key = false;          // the next call takes a new key (repair, replacement)
   bool claimed = false;            // the call out has a ledger entry to settle
   std::int64_t attempt = 0;        // calls of `tool`
@@ -95,6 +98,7 @@ struct Runner::State {
   std::int64_t replacements = 0;
   std::optional<Decision> decision;
   Envelope envelope;
+  std::string envelope_tool;          // the tool whose failure `envelope` is
   std::shared_ptr<const Bundle> pin;  // keeps `decision`'s strings and the policy alive
   Action out;                         // the Call or the ask handed out, or the Done action
 
@@ -141,18 +145,32 @@ struct Runner::State {
     c.idempotency_key = key;
     c.idempotency_key_pinned = !key.empty();  // a retry resends it
     char hash[17];
-    std::snprintf(hash, sizeof hash, "%016" PRIx64, detail::fnv1a(arguments));
+    std::snprintf(hash, sizeof hash, "%016" PRIx64, detail::fnv1a(canonical));
     c.args_hash = hash;
     return c;
+  }
+
+  // Ready: the call when it is due (and `call_now`), else a wait (Done when the wait would reach
+  // the deadline).
+  Action ready(std::int64_t now_ms, bool call_now = true) {
+    if (now_ms >= due_ms && call_now) return call(now_ms);
+    if (due_ms >= deadline_at()) return finish(Ending::Deadline, now_ms);
+    Action wait = base(Step::Wait, now_ms);
+    wait.wait_ms = std::max<std::int64_t>(due_ms - now_ms, 0);
+    return wait;
   }
 
   Action call(std::int64_t now_ms) {
     const Policy* p = policy();
     const detail::PolicySpec* ps = p ? &detail::compiled(*p).spec : nullptr;
+    if (p) {  // the breaker admits the call first (a half-open probe takes its lease here)
+      Context c = context(now_ms);
+      if (health.admit(*p, c, now_ms) == CircuitState::Open) return refused(*p, now_ms);
+    }
     if (ps && ps->honours_keys) {
-      if (key.empty() || fresh_key || arguments != key_arguments) {
+      if (key.empty() || fresh_key || canonical != key_arguments) {
         key = spec.new_key();
-        key_arguments = arguments;
+        key_arguments = canonical;
       }
     } else {
       key.clear();
@@ -216,15 +234,49 @@ struct Runner::State {
       health.prepare(*p, c, now_ms);
     }
     const Decision d = read ? engine.decide(*read, c) : engine.unreadable(c);
+    decided(p, c, d, read ? std::move(*read) : Envelope{});
+    route(d, now_ms);
+    return {};
+  }
+
+  // Keeps decision `d`, taken on `e` in context `c`, and records it.
+  void decided(const Policy* p, const Context& c, const Decision& d, Envelope e) {
     pin = engine.pinned();  // the bundle `d` came from (p's, unless a reload came between)
     if (p) {
       workflow.record_decision(c, d);
       health.record_decision(*p, c, d);
     }
     decision = d;
-    envelope = read ? std::move(*read) : Envelope{};
+    envelope = std::move(e);
+    envelope_tool = tool;
+  }
+
+  // The breaker refused the call of `tool` (its circuit is open): nothing is called, nothing is
+  // recorded on the breaker, and the Engine decides with the circuit open on the failure this
+  // tool last had in this operation, else on what the refusal is (a TRANSIENT failure, as
+  // Envoy's overflow 503: docs/embedding.md); a rule that would retry or repair meets the
+  // policy's `circuit:open` guard and goes to `on_open`. Then the route is followed.
+  Action refused(const Policy& p, std::int64_t now_ms) {
+    Envelope e;
+    if (decision && envelope_tool == tool) {
+      e = envelope;
+    } else {
+      e.code = "TRANSIENT";
+      e.retryable = true;
+      e.message = "the circuit of this tool is open: the call was not made";
+    }
+    Context c = context(now_ms);
+    workflow.apply(c, now_ms);
+    health.prepare(p, c, now_ms);
+    const Decision d = engine.decide(e, c);
+    decided(&p, c, d, std::move(e));
+    const std::string refused_tool = tool;
     route(d, now_ms);
-    return {};
+    // A replacement is called now (bounded by max_replacements). A retry of the same tool (the
+    // circuit closed meanwhile: another runner's probe succeeded) is a wait, so a circuit that
+    // flaps under other threads cannot loop here.
+    if (phase == Phase::Ready) return ready(now_ms, tool != refused_tool);
+    return out;
   }
 
   void route(const Decision& d, std::int64_t now_ms) {
@@ -244,6 +296,7 @@ struct Runner::State {
         out.arguments = arguments;
         return;
       case Route::Replace:
+      case Route::Degrade:  // with a target: the degraded tool is called, as a replacement
         if (d.target.empty() || replacements >= spec.max_replacements) break;
         ++replacements;
         tool = std::string(d.target);
@@ -252,7 +305,6 @@ struct Runner::State {
         phase = Phase::Ready;
         due_ms = now_ms + d.delay_ms;
         return;
-      case Route::Degrade:
       case Route::Stop:
         break;
     }
@@ -306,13 +358,7 @@ Action Runner::next(std::int64_t now_ms) {
       s.out.elapsed_ms = now_ms - s.started_ms;
       return s.out;
     }
-    if (now_ms < s.due_ms) {
-      if (s.due_ms >= s.deadline_at()) return s.finish(Ending::Deadline, now_ms);
-      Action wait = s.base(Step::Wait, now_ms);
-      wait.wait_ms = s.due_ms - now_ms;
-      return wait;
-    }
-    return s.call(now_ms);
+    return s.ready(now_ms);
   } catch (...) {  // out of memory, or a key source that threw: end rather than loop
     s.phase = State::Phase::Done;
     s.out = Action{};
@@ -340,7 +386,10 @@ Status Runner::report(const Outcome& o, std::int64_t now_ms) {
         if (o.kind != K::Resume)
           return refuse(std::string("the answer to ") + to_string(s.out.step) +
                         " is resume or abandon");
-        if (o.arguments) s.arguments = *o.arguments;
+        if (o.arguments) {
+          s.arguments = *o.arguments;
+          s.canonical = detail::canonical_json(s.arguments);
+        }
         if (s.out.step == Step::Repair) {
           ++s.repairs;
           s.fresh_key = true;
@@ -364,6 +413,7 @@ Status Runner::set_arguments(std::string arguments) {
     return Status::failure(
         error_diagnostic("R003", "the arguments change only while no call or question is out"));
   state_->arguments = std::move(arguments);
+  state_->canonical = detail::canonical_json(state_->arguments);
   return {};
 }
 

@@ -1,10 +1,13 @@
 // The runner's JSON forms (recourse/runner.hpp): an Action written, an Outcome read. Other
 // languages drive the step machine through them (the C API's recourse_runner_next and
 // recourse_runner_report).
+#include <cmath>
+
 #include <nlohmann/json.hpp>
 
 #include "recourse/adapters.hpp"
 #include "recourse/runner.hpp"
+#include "runner/wire.hpp"
 
 namespace recourse {
 
@@ -25,7 +28,28 @@ std::optional<SideEffect> side_effect_named(std::string_view name) {
   return std::nullopt;
 }
 
+// A float without a fractional part, within int64, as that integer; members and elements too.
+void integral_numbers(nlohmann::json& j) {
+  if (j.is_number_float()) {
+    const double d = j.get<double>();
+    if (d >= -9.2e18 && d <= 9.2e18 && d == std::trunc(d)) j = static_cast<std::int64_t>(d);
+  } else if (j.is_structured()) {
+    for (auto& child : j) integral_numbers(child);
+  }
+}
+
 }  // namespace
+
+std::string detail::canonical_json(std::string_view text) noexcept {
+  try {
+    nlohmann::json j = nlohmann::json::parse(text.begin(), text.end(), nullptr, false);
+    if (j.is_discarded()) return std::string(text);
+    integral_numbers(j);
+    return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  } catch (...) {
+    return std::string(text);
+  }
+}
 
 std::string to_json(const Action& a) {
   json j = json::object();

@@ -330,30 +330,38 @@ void Health::record_failure(const Policy& policy, const Context& c, std::int64_t
   }
 }
 
-void Health::prepare(const Policy& policy, Context& c, std::int64_t now_ms) {
+CircuitState Health::admit(const Policy& policy, Context& c, std::int64_t now_ms) {
   const detail::PolicySpec& spec = detail::compiled(policy).spec;
   now_ms_ = std::max(now_ms_.load(), now_ms);
   c.circuit = CircuitState::Closed;
-  c.retry_throttled = false;
-  bool down = false;
-  if (spec.breaker.enabled) {
-    const BreakerSpec b = breaker_spec(spec.breaker);
-    auto circuit = breakers(policy).probe(c.tool, c.operation_id, b, now_ms);
-    if (!circuit) {
-      down = true;
-      circuit = local_->probe(c.tool, c.operation_id, b, now_ms);
-    }
-    c.circuit = circuit.value_or(CircuitState::Closed);
-    if (spec.breaker.by_quorum) {  // this process's breaker votes; the votes decide
-      const bool open = c.circuit != CircuitState::Closed;
-      if (auto live = store_->vote(c.tool, options_.worker, open, b.cooldown_ms, now_ms))
-        c.circuit = *live < spec.breaker.quorum ? CircuitState::Closed
-                    : open                      ? c.circuit
-                                                : CircuitState::Open;
-      else
-        down = true;  // the process's own breaker decides
-    }
+  if (!spec.breaker.enabled) return c.circuit;
+  const BreakerSpec b = breaker_spec(spec.breaker);
+  auto circuit = breakers(policy).probe(c.tool, c.operation_id, b, now_ms);
+  if (!circuit) {
+    c.store_unavailable = true;
+    circuit = local_->probe(c.tool, c.operation_id, b, now_ms);
   }
+  c.circuit = circuit.value_or(CircuitState::Closed);
+  if (spec.breaker.by_quorum) {  // this process's breaker votes; the votes decide
+    const bool open = c.circuit != CircuitState::Closed;
+    if (auto live = store_->vote(c.tool, options_.worker, open, b.cooldown_ms, now_ms))
+      c.circuit = *live < spec.breaker.quorum ? CircuitState::Closed
+                  : open                      ? c.circuit
+                                              : CircuitState::Open;
+    else
+      c.store_unavailable = true;  // the process's own breaker decides
+  }
+  return c.circuit;
+}
+
+void Health::prepare(const Policy& policy, Context& c, std::int64_t now_ms) {
+  const detail::PolicySpec& spec = detail::compiled(policy).spec;
+  c.retry_throttled = false;
+  const bool was_unavailable = c.store_unavailable;
+  c.store_unavailable = false;
+  admit(policy, c, now_ms);
+  bool down = c.store_unavailable;
+  c.store_unavailable = was_unavailable;
   if (!c.side_effect && !c.operation_id.empty()) {
     if (auto entry = store_->read(c.operation_id, now_ms)) {
       c.side_effect = side_effect_of(entry->state);
@@ -393,6 +401,15 @@ void Health::record_success(const Policy& policy, const Context& c, std::int64_t
   Store& store = breakers(policy);
   if (&store != local_.get()) store.outcome(c.tool, c.operation_id, false, b, now_ms);
   local_->outcome(c.tool, c.operation_id, false, b, now_ms);
+}
+
+std::optional<ToolHealth> Health::control(const Policy& policy, std::string_view tool,
+                                          BreakerCommand command, std::int64_t now_ms,
+                                          std::int64_t wait_ms) {
+  now_ms_ = std::max(now_ms_.load(), now_ms);
+  Store& store = breakers(policy);
+  auto local = local_->control(tool, command, wait_ms, now_ms);
+  return &store == local_.get() ? local : store.control(tool, command, wait_ms, now_ms);
 }
 
 ToolHealth Health::get(std::string_view tool) const {

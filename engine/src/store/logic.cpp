@@ -15,6 +15,21 @@
 
 namespace recourse {
 
+const char* to_string(BreakerCommand command) noexcept {
+  static constexpr const char* names[] = {"isolate", "open", "reset"};
+  return names[static_cast<std::size_t>(command)];
+}
+
+std::string to_json(const ToolHealth& health) {
+  return detail::tool_to_json(health);
+}
+
+std::optional<BreakerCommand> breaker_command(std::string_view name) noexcept {
+  for (auto c : {BreakerCommand::Isolate, BreakerCommand::Open, BreakerCommand::Reset})
+    if (name == to_string(c)) return c;
+  return std::nullopt;
+}
+
 const char* to_string(LedgerState state) noexcept {
   static constexpr const char* names[] = {"absent", "pending", "committed", "released", "unknown"};
   return names[static_cast<std::size_t>(state)];
@@ -158,6 +173,7 @@ std::int64_t apply_bucket(ToolHealth& h, BucketEvent event, const BucketSpec& sp
 
 CircuitState apply_outcome(ToolHealth& h, std::string_view operation, bool failed,
                            const BreakerSpec& b, std::int64_t now_ms) {
+  if (h.isolated) return h.circuit;  // the operator's until a reset
   if (!failed) {
     h.consecutive_failures = 0;
     push(h, b, false);
@@ -188,6 +204,7 @@ CircuitState apply_outcome(ToolHealth& h, std::string_view operation, bool faile
 CircuitState apply_probe(ToolHealth& h, std::string_view operation, const BreakerSpec& b,
                          std::int64_t now_ms) {
   if (h.circuit == CircuitState::Closed) return CircuitState::Closed;
+  if (h.isolated) return CircuitState::Open;
   const bool live = h.probe_taken && now_ms < h.probe_until_ms;
   if (live && h.probe_operation == operation) return CircuitState::HalfOpen;  // asks again
   if (!live && now_ms - h.opened_ms >= b.cooldown_ms && now_ms >= h.hold_until_ms) {
@@ -207,6 +224,31 @@ CircuitState apply_hold(ToolHealth& h, std::int64_t wait_ms, std::int64_t now_ms
   h.hold_until_ms =
       std::max(h.hold_until_ms, now_ms + std::clamp<std::int64_t>(wait_ms, 0, kMaxHoldMs));
   return h.circuit;
+}
+
+void apply_control(ToolHealth& h, BreakerCommand command, std::int64_t wait_ms,
+                   std::int64_t now_ms) {
+  switch (command) {
+    case BreakerCommand::Isolate:
+      h.isolated = true;
+      if (h.circuit == CircuitState::Closed) h.opened_ms = now_ms;
+      h.circuit = CircuitState::Open;
+      release_probe(h);
+      return;
+    case BreakerCommand::Open:
+      h.isolated = false;
+      h.circuit = CircuitState::Open;
+      h.opened_ms = now_ms;
+      h.hold_until_ms = now_ms + std::clamp<std::int64_t>(wait_ms, 0, kMaxHoldMs);
+      release_probe(h);
+      return;
+    case BreakerCommand::Reset: {
+      const std::int64_t tokens = h.milli_tokens;
+      h = ToolHealth{};
+      h.milli_tokens = tokens;
+      return;
+    }
+  }
 }
 
 std::int64_t apply_vote(std::map<std::string, std::int64_t>& votes, std::string_view worker,
@@ -281,7 +323,8 @@ const std::vector<RecordField>& record_fields(RecordKind kind) {
       {"window", "window", T::Window},         {"windowCalls", "calls", T::Calls},
       {"openedMs", "opened", T::Time},         {"probeTaken", nullptr, T::Flag},
       {"probeOperation", "probe_op", T::Text}, {"probeUntilMs", "probe_until", T::Time},
-      {"milliTokens", "milli", T::Tokens},     {"holdUntilMs", "hold_until", T::Time, 2}};
+      {"milliTokens", "milli", T::Tokens},     {"holdUntilMs", "hold_until", T::Time, 2},
+      {"isolated", "isolated", T::Flag, 3}};
   static const std::vector<RecordField> operation = {
       {"attempts", "attempts", T::Count},    {"repairs", "repairs", T::Count},
       {"repeats", "repeats", T::Count},      {"cost", "cost", T::Count},
@@ -328,7 +371,8 @@ std::string tool_to_json(const ToolHealth& h) {
               {"probeOperation", h.probe_operation},
               {"probeUntilMs", h.probe_until_ms},
               {"milliTokens", h.milli_tokens},
-              {"holdUntilMs", h.hold_until_ms}}
+              {"holdUntilMs", h.hold_until_ms},
+              {"isolated", h.isolated}}
       .dump();
 }
 
@@ -347,6 +391,7 @@ ToolHealth tool_from_json(const json& record) {
   h.probe_until_ms = t["probeUntilMs"];
   h.milli_tokens = t["milliTokens"];
   h.hold_until_ms = t.value("holdUntilMs", std::int64_t{0});  // format 2
+  h.isolated = t.value("isolated", false);                    // format 3
   return h;
 }
 

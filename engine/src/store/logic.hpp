@@ -30,6 +30,9 @@ constexpr std::int64_t kMaxHoldMs = 1'000'000'000'000'000;
 /// Store::hold: opens `h`'s circuit (when closed) and holds it until now_ms + wait_ms at least
 /// (wait_ms held to [0, kMaxHoldMs]).
 CircuitState apply_hold(ToolHealth& h, std::int64_t wait_ms, std::int64_t now_ms);
+/// Store::control: an operator's command on `h`'s breaker.
+void apply_control(ToolHealth& h, BreakerCommand command, std::int64_t wait_ms,
+                   std::int64_t now_ms);
 /// Store::vote on one tool's votes (worker -> until ms): returns the live ones, dropping others.
 std::int64_t apply_vote(std::map<std::string, std::int64_t>& votes, std::string_view worker,
                         bool open, std::int64_t vote_ms, std::int64_t now_ms);
@@ -42,13 +45,14 @@ bool apply_transition(LedgerEntry& e, LedgerState to, std::int64_t now_ms);
 /// How a stored entry reads at now_ms (an expired pending lease reads as Unknown).
 LedgerEntry view(LedgerEntry e, std::int64_t now_ms);
 
-/// The format of the records today's stores write: "format": 2 in a JSON record (the SQLite
-/// store's rows, MemoryStore::to_json()), a field `format` of "2" in a Redis hash. A record of
+/// The format of the records today's stores write: "format": 3 in a JSON record (the SQLite
+/// store's rows, MemoryStore::to_json()), a field `format` of "3" in a Redis hash. A record of
 /// an older format is read (migrated) as it was written: without `format` it is of format 0,
-/// written before records had formats; format 1 lacks the fields format 2 added (the tool's
-/// holdUntilMs, the operation's pushbackAttempt; RecordField::since), which read as their
-/// defaults. It is written back as this format on its next change. docs/state.md, "Records".
-constexpr std::int64_t kRecordFormat = 2;
+/// written before records had formats; formats 1 and 2 lack the fields added since (format 2:
+/// the tool's holdUntilMs, the operation's pushbackAttempt; format 3: the tool's isolated;
+/// RecordField::since), which read as their defaults. It is written back as this format on its
+/// next change. docs/state.md, "Records".
+constexpr std::int64_t kRecordFormat = 3;
 
 /// A stored record that does not read as its documented shape (a field missing, twice, of the
 /// wrong type or unknown; not a JSON object), or of a format newer than kRecordFormat. The stores

@@ -66,6 +66,15 @@ std::optional<CircuitState> MemoryStore::hold(std::string_view tool, std::int64_
   });
 }
 
+std::optional<ToolHealth> MemoryStore::control(std::string_view tool, BreakerCommand command,
+                                               std::int64_t wait_ms, std::int64_t now_ms) noexcept {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return update(tools_, tool, now_ms, options_.state_ttl_ms, [&](ToolHealth& h) {
+    detail::apply_control(h, command, wait_ms, now_ms);
+    return std::pair(true, h);
+  });
+}
+
 std::optional<std::int64_t> MemoryStore::vote(std::string_view tool, std::string_view worker,
                                               bool open, std::int64_t vote_ms,
                                               std::int64_t now_ms) noexcept {

@@ -112,6 +112,12 @@ local function save(key, kind, h, ttl)
   redis.call('HSET', key, unpack(args))
   redis.call('PEXPIRE', key, ttl)
 end
+-- A tool's record as the tool and control scripts return it.
+local function health(h)
+  return {num(h, 'circuit', 0), num(h, 'consecutive', 0), h.window or '', num(h, 'calls', 0),
+          num(h, 'opened', 0), h.probe_op or '', num(h, 'probe_until', 0), num(h, 'milli', -1),
+          num(h, 'hold_until', 0), num(h, 'isolated', 0)}
+end
 local function view(h, now, claimed)
   local state = h.state or 'absent'
   if state == 'pending' and now >= num(h, 'lease', 0) then state = 'unknown' end
@@ -126,6 +132,7 @@ enum Script {
   kVote,
   kTool,
   kHold,
+  kControl,
   kCount,
   kClaim,
   kTransition,
@@ -136,7 +143,8 @@ enum Script {
 // ARGV per script: bucket (event 0 read|1 retry|2 success, max, ratio, ttl); outcome (operation,
 // ARGV per script: bucket (event 0 read|1 retry|2 success, max, ratio, ttl); outcome (operation,
 // failed 0|1, failures, ratio, window, min_calls, ttl); probe (operation, cooldown, lease, ttl);
-// vote (worker, open 0|1, vote_ms, ttl); tool (); hold (wait_ms, ttl); count (kind 0 read|1
+// vote (worker, open 0|1, vote_ms, ttl); tool (); hold (wait_ms, ttl); control (command 0
+// isolate|1 open|2 reset, wait_ms, ttl); count (kind 0 read|1
 // attempt|2 failure|3 decision|4 success, cost, failure hash, repair 0|1, ttl, pushback attempt
 // or 0); claim (key, lease, ttl); transition (to, ttl).
 constexpr const char* kBodies[kScripts] = {
@@ -153,6 +161,7 @@ return m
 )lua",
     R"lua(
 local now, h = now_ms(), load(KEYS[1], 'tool')
+if h.isolated == '1' then return 1 end
 local width = math.min(tonumber(ARGV[5]), 64)
 local function push(bit)
   h.window = string.sub(bit .. (h.window or ''), 1, width)
@@ -177,6 +186,7 @@ return num(h, 'circuit', 0)
     R"lua(
 local now, h = now_ms(), load(KEYS[1], 'tool')
 if num(h, 'circuit', 0) == 0 then return 0 end
+if h.isolated == '1' then return 1 end
 local lease = num(h, 'probe_until', 0)
 local live = lease > 0 and now < lease
 if live and h.probe_op == ARGV[1] then return 2 end
@@ -210,10 +220,7 @@ redis.call('PEXPIRE', KEYS[1], ARGV[4])
 return live
 )lua",
     R"lua(
-local h = load(KEYS[1], 'tool')
-return {num(h, 'circuit', 0), num(h, 'consecutive', 0), h.window or '', num(h, 'calls', 0),
-        num(h, 'opened', 0), h.probe_op or '', num(h, 'probe_until', 0), num(h, 'milli', -1),
-        num(h, 'hold_until', 0)}
+return health(load(KEYS[1], 'tool'))
 )lua",
     R"lua(
 local now, h = now_ms(), load(KEYS[1], 'tool')
@@ -221,6 +228,22 @@ if num(h, 'circuit', 0) == 0 then h.circuit = 1; h.opened = now end
 h.hold_until = math.max(num(h, 'hold_until', 0), now + tonumber(ARGV[1]))
 save(KEYS[1], 'tool', h, ARGV[2])
 return 1
+)lua",
+    R"lua(
+local now, h = now_ms(), load(KEYS[1], 'tool')
+if ARGV[1] == '2' then
+  h = {milli = h.milli}
+else
+  if ARGV[1] == '0' then
+    if num(h, 'circuit', 0) == 0 then h.opened = now end
+    h.isolated = 1
+  else
+    h.isolated = 0; h.opened = now; h.hold_until = now + tonumber(ARGV[2])
+  end
+  h.circuit = 1; h.probe_op = ''; h.probe_until = 0
+end
+save(KEYS[1], 'tool', h, ARGV[3])
+return health(h)
 )lua",
     R"lua(
 local now, k = now_ms(), ARGV[1]
@@ -353,6 +376,24 @@ class RedisStore final : public Store {
     const std::int64_t c = integer(r);
     if (c < 0 || c > 2) throw std::runtime_error("bad circuit");
     return static_cast<CircuitState>(c);
+  }
+  // A tool's health from the tool and control scripts' reply (Lua's health()).
+  static ToolHealth tool_health(const redisReply* r) {
+    ToolHealth h;
+    h.circuit = circuit(element(r, 0));
+    h.consecutive_failures = integer(element(r, 1));
+    const std::string window = text(element(r, 2));
+    for (std::size_t i = 0; i < window.size() && i < 64; ++i)
+      if (window[i] == '1') h.window |= std::uint64_t{1} << i;
+    h.window_calls = integer(element(r, 3));
+    h.opened_ms = integer(element(r, 4));
+    h.probe_operation = text(element(r, 5));
+    h.probe_until_ms = integer(element(r, 6));
+    h.probe_taken = h.probe_until_ms > 0;
+    h.milli_tokens = integer(element(r, 7));
+    h.hold_until_ms = integer(element(r, 8));
+    h.isolated = integer(element(r, 9)) != 0;
+    return h;
   }
   static std::string key(const char* kind, std::string_view name) {
     return "recourse:{" + std::string(name) + "}:" + kind;
@@ -556,22 +597,14 @@ class RedisStore final : public Store {
                 {std::string(worker), open ? "1" : "0", std::to_string(vote_ms), ttl()}, integer);
   }
   std::optional<ToolHealth> tool(std::string_view tool, std::int64_t) noexcept override {
-    return call(kTool, key("tool", tool), {}, [](const redisReply* r) {
-      ToolHealth h;
-      h.circuit = circuit(element(r, 0));
-      h.consecutive_failures = integer(element(r, 1));
-      const std::string window = text(element(r, 2));
-      for (std::size_t i = 0; i < window.size() && i < 64; ++i)
-        if (window[i] == '1') h.window |= std::uint64_t{1} << i;
-      h.window_calls = integer(element(r, 3));
-      h.opened_ms = integer(element(r, 4));
-      h.probe_operation = text(element(r, 5));
-      h.probe_until_ms = integer(element(r, 6));
-      h.probe_taken = h.probe_until_ms > 0;
-      h.milli_tokens = integer(element(r, 7));
-      h.hold_until_ms = integer(element(r, 8));
-      return h;
-    });
+    return call(kTool, key("tool", tool), {}, tool_health);
+  }
+  std::optional<ToolHealth> control(std::string_view tool, BreakerCommand command,
+                                    std::int64_t wait_ms, std::int64_t) noexcept override {
+    return call(kControl, key("tool", tool),
+                {std::to_string(static_cast<int>(command)),
+                 std::to_string(std::clamp<std::int64_t>(wait_ms, 0, kMaxHoldMs)), ttl()},
+                tool_health);
   }
   std::optional<CircuitState> hold(std::string_view tool, std::int64_t wait_ms,
                                    std::int64_t) noexcept override {

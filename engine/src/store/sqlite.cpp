@@ -255,6 +255,13 @@ class SqliteStore final : public Store {
     return update_tool(tool, now, true,
                        [&](ToolHealth& h) { return std::pair(true, apply_hold(h, wait_ms, now)); });
   }
+  std::optional<ToolHealth> control(std::string_view tool, BreakerCommand command,
+                                    std::int64_t wait_ms, std::int64_t now) noexcept override {
+    return update_tool(tool, now, true, [&](ToolHealth& h) {
+      apply_control(h, command, wait_ms, now);
+      return std::pair(true, h);
+    });
+  }
   std::optional<std::int64_t> vote(std::string_view tool, std::string_view worker, bool open,
                                    std::int64_t vote_ms, std::int64_t now) noexcept override {
     return guarded([&] {
