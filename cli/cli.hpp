@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json_fwd.hpp>
+
 #include "recourse/recourse.hpp"
 
 namespace recourse::cli {
@@ -57,6 +59,9 @@ struct Options {
   std::size_t max_violations = 10;  // stop a policy after this many broken properties
   std::string out;                  // directory for the violating traces
   std::string tool;                 // fuzz only this policy
+  // test
+  bool coverage = false;            // --coverage: which rules, defaults and guards tests reach
+  std::optional<double> threshold;  // --threshold PERCENT: fail below it (implies --coverage)
 };
 
 // io.cpp
@@ -201,5 +206,44 @@ int run_fuzz(const Options& options);
 /// `recourse test PATHS`: runs the `test` blocks of every policy file, each file compiled on its
 /// own (with the bases it extends). Exit 0 when all pass, 1 on a failure or a compile error.
 int run_test(const Options& options);
+
+// coverage.cpp
+/// A rule, the default or a guard of a policy, and how many of the policy's tests reach it.
+struct CoverageTarget {
+  std::string name;   ///< the rule's name, "default", or the guard's name
+  std::string guard;  ///< a guard's name; empty for a rule or the default
+  RuleInfo rule;      ///< a rule's or the default's place
+  std::size_t tests = 0;
+};
+/// One policy's targets (PolicyInfo::rules, then ::guards) and its tests' reach.
+struct PolicyCoverage {
+  std::string policy;
+  std::vector<CoverageTarget> targets;
+  std::size_t reached() const;  ///< targets at least one test reaches
+};
+/// The policies a file defines, with their coverage by the file's tests.
+struct FileCoverage {
+  std::string file;
+  std::vector<PolicyCoverage> policies;
+};
+/// The coverage of `policy` by `tests`, its own tests' results (run_tests()).
+PolicyCoverage coverage_of(const Policy& policy, const std::vector<TestResult>& tests);
+/// Reports coverage: as text on stdout (each policy's share, the targets no test reaches, the
+/// total), or, for Format::Json, as an object in `*json` ({"policies", "reached", "total",
+/// "percent", "threshold"}). False when the total share is below `threshold` (percent).
+bool report_coverage(const std::vector<FileCoverage>& files, Format format,
+                     std::optional<double> threshold, nlohmann::ordered_json* json);
+
+// lsp.cpp
+/// The limits of `recourse lsp` (--max-message-bytes, --max-documents).
+struct LspLimits {
+  /// One message's body; larger ones are read past and answered with an error. The default
+  /// holds a document of CompileOptions::max_source_bytes escaped as JSON many times over.
+  std::size_t max_message_bytes = std::size_t{16} << 20;
+  std::size_t max_documents = 1000;  ///< documents open at once; a didOpen beyond is refused
+};
+/// `recourse lsp`: a Language Server Protocol server on stdin and stdout (cli/lsp.hpp). Exit 0
+/// after `shutdown` and `exit`, 1 when stdin ends or `exit` comes first.
+int run_lsp(const LspLimits& limits, const CompileOptions& options);
 
 }  // namespace recourse::cli

@@ -190,6 +190,12 @@ int main(int argc, char** argv) {
   common(test);
   compiles(test);
   test->add_option("paths", o.paths, "policy files or directories")->required();
+  test->add_flag("--coverage", o.coverage,
+                 "report which rules, defaults and guards each policy's tests reach");
+  test->add_option("--threshold", o.threshold,
+                   "with coverage: exit 1 when less than PERCENT of them are reached")
+      ->check(CLI::Range(0.0, 100.0))
+      ->type_name("PERCENT");
 
   auto* fuzz = app.add_subcommand(
       "fuzz", "attack policies with adversarial sequences of failures; exit 1 on a violation");
@@ -218,6 +224,16 @@ int main(int argc, char** argv) {
   auto* bench =
       app.add_subcommand("bench", "nanoseconds per decision over inputs across the domain");
   recourse::cli::add_bench_options(*bench, bench_options);
+
+  recourse::cli::LspLimits lsp_limits;
+  auto* lsp = app.add_subcommand(
+      "lsp", "a Language Server Protocol server on stdin and stdout, for editors");
+  compiles(lsp);
+  lsp->add_option("--max-message-bytes", lsp_limits.max_message_bytes,
+                  "largest message read; a larger one is refused")
+      ->capture_default_str();
+  lsp->add_option("--max-documents", lsp_limits.max_documents, "documents open at once")
+      ->capture_default_str();
 
   one_value_per_flag(app);
   try {
@@ -252,6 +268,7 @@ int main(int argc, char** argv) {
     if (*fuzz) return recourse::cli::run_fuzz(o);
     if (*simulate) return recourse::cli::run_simulate(o);
     if (*bench) return recourse::cli::run_bench(bench_options);
+    if (*lsp) return recourse::cli::run_lsp(lsp_limits, o.compile);
   } catch (const std::exception& e) {
     std::cerr << "error: " << e.what() << "\n";
     return 1;

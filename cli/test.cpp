@@ -6,10 +6,14 @@
 // the expected and the actual decision and every expectation not met; names are escaped as
 // quoted() escapes them, so a control character cannot reach the terminal. `--format json`
 // prints one JSON array of diagnostics: the compile diagnostics and one E130 error per failed
-// test.
+// test. `--coverage` (or `--threshold PERCENT`) adds which rules, defaults and guards each
+// policy's tests reach (coverage.cpp); with `--format json` the output is then one object,
+// {"diagnostics": [...], "coverage": {...}}.
 #include <fmt/format.h>
 
 #include <iostream>
+#include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "cli.hpp"
 
@@ -42,6 +46,7 @@ Diagnostic failure(const TestResult& t) {
 
 int run_test(const Options& o) {
   std::vector<Diagnostic> report;
+  std::vector<FileCoverage> coverage;
   std::size_t passed = 0, failed = 0, broken = 0;
   for (const std::string& file : policy_files(o.paths)) {
     const Result<Bundle> r = compile_paths({file}, o.compile);
@@ -54,9 +59,12 @@ int run_test(const Options& o) {
       ++broken;
       continue;
     }
+    coverage.push_back({file, {}});
     for (const Policy& policy : r->policies()) {
+      std::vector<TestResult> own;
       for (const TestResult& t : run_tests(policy)) {
         if (t.file != file) continue;  // a base's tests run with the base's own file
+        own.push_back(t);
         (t.passed ? passed : failed) += 1;
         if (!t.passed) report.push_back(failure(t));
         if (o.format == Format::Json) continue;
@@ -66,7 +74,20 @@ int run_test(const Options& o) {
         std::cout << fmt::format("  expected: {}\n  actual:   {}\n", t.expected, t.actual);
         for (const auto& m : t.mismatches) std::cout << "  - " << m << "\n";
       }
+      if (info(policy).file == file) coverage.back().policies.push_back(coverage_of(policy, own));
     }
+  }
+  const bool covers = o.coverage || o.threshold;
+  if (o.format == Format::Json && covers) {  // {"diagnostics": [...], "coverage": {...}}
+    std::ostringstream diagnostics;
+    print_diagnostics(report, o.format, diagnostics);
+    nlohmann::ordered_json reach;
+    const bool enough = report_coverage(coverage, o.format, o.threshold, &reach);
+    const nlohmann::ordered_json out = {
+        {"diagnostics", nlohmann::ordered_json::parse(diagnostics.str())},
+        {"coverage", std::move(reach)}};
+    std::cout << out.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace) << "\n";
+    return failed || broken || !enough ? 1 : 0;
   }
   if (o.format == Format::Json)
     print_diagnostics(report, o.format, std::cout);
@@ -74,7 +95,8 @@ int run_test(const Options& o) {
     std::cout << fmt::format(
         "{} passed, {} failed{}\n", passed, failed,
         broken ? fmt::format(", {} file{} did not compile", broken, broken == 1 ? "" : "s") : "");
-  return failed || broken ? 1 : 0;
+  const bool reached = !covers || report_coverage(coverage, o.format, o.threshold, nullptr);
+  return failed || broken || !reached ? 1 : 0;
 }
 
 }  // namespace recourse::cli

@@ -56,6 +56,10 @@ struct TestResult {
   std::vector<std::string> mismatches;  ///< one line per expectation not met
   std::string decision_json;            ///< the decision as to_json() writes it
   Witness input;  ///< the envelope as read and the context the test decides, and the route taken
+  /// What the test reaches, for `recourse test --coverage`: the rule whose condition decided
+  /// the input ("default" for the default line), and the guard that then overrode its route
+  /// ("budget:attempts"), or empty.
+  std::string rule, guard;
 };
 
 /// A bound declared with `assert sequence METRIC [CODE] <= LIMIT` over the failures of one
@@ -70,6 +74,13 @@ struct SequenceBound {
   std::string file;
   std::uint32_t line = 0, column = 0;  ///< of `assert`: 1-based line and character column
   std::uint64_t offset = 0;            ///< of `assert`: bytes from the start of the file
+};
+
+/// A rule of a policy and where it is written.
+struct RuleInfo {
+  std::string name;                    ///< "default" for the default line
+  std::uint32_t line = 0, column = 0;  ///< of `rule` (or `default`): 1-based line and column
+  bool inherited = false;  ///< written in a base (`extends`), whose file line and column are of
 };
 
 /// What a policy allows, for tools that check its decisions from outside (recourse fuzz): calls
@@ -87,6 +98,12 @@ struct PolicyInfo {
   std::vector<std::string> codes;      ///< built-in and declared codes
   std::vector<std::string> arguments;  ///< tool.arguments
   std::vector<SequenceBound> bounds;   ///< `assert sequence` lines
+  /// What tests can reach (`recourse test --coverage`): the rules in the order they are tried,
+  /// bases' included, then the default line (left out when the policy has none); and the names
+  /// of the guards that check some rule's route, each once, in precedence order.
+  std::vector<RuleInfo> rules;
+  std::vector<std::string> guards;
+  std::string file;  ///< the file that defines the policy, as compiled
 };
 
 /// The same decision as policy.decide(), with each rule's tests and values, from the reference
@@ -190,6 +207,40 @@ struct Sample {
 /// none: an empty envelope is the fallback. Same (policy, n, seed), same inputs. Never throws but
 /// on std::bad_alloc.
 std::vector<Sample> sample_inputs(const Policy& policy, std::size_t n, std::uint64_t seed);
+
+/// Compiles one file's text as compile_paths() compiles that file alone: the bases its
+/// `extends` names are read from NAME.recourse beside `source.path`, and the analysis runs as
+/// options.analyze says. The text need not be the file's on disk (an editor's unsaved buffer).
+/// Diagnostics as compile_paths() gives them; never throws.
+Result<Bundle> compile_file(const Source& source, const CompileOptions& options = {});
+
+/// What kind of word of the policy language a Term is.
+enum class TermKind : std::uint8_t { Attribute, Route, Code, Setting, Invariant };
+
+/// One word of the policy language with what the checker knows of it, for editors (`recourse
+/// lsp`'s hover and completion). Read from the tables the checker itself is driven by: the
+/// attribute catalogue and the envelope's and context's fields (model/model.hpp,
+/// model/fields.hpp), the routes, the built-in codes, the settings table (model/settings.hpp)
+/// and the built-in invariants; docs/language.md is held to the same tables by its tests.
+struct Term {
+  TermKind kind = TermKind::Attribute;
+  std::string name;   ///< as a policy writes it: `side_effect`, `retry`, `TRANSIENT`, `attempts`
+  std::string block;  ///< a setting's block: `tool`, `limits`, `backoff`, `breaker`, `throttle`
+  /// Attribute: code, bool, string, duration, count or enum; setting: flag, count, duration,
+  /// number, tool, names, codes or word; empty for the other kinds.
+  std::string type;
+  std::string values;    ///< an enum's or a word setting's values, a number's range ("1 .. 10")
+  std::string origin;    ///< attribute: `envelope`, `context` or `derived`
+  std::string json_key;  ///< attribute: the envelope's or context's JSON key, if any
+  bool may_be_absent = false;  ///< attribute: the server may leave it out (envelope, untrusted)
+  std::string default_text;    ///< setting: the default, as docs/language.md shows it
+  std::string meaning;         ///< setting: one line from the settings table; else empty
+};
+
+/// Every attribute a rule may test, every route, every built-in code, every setting (in the
+/// dump's order, block by block) and every built-in invariant. `attempt_ceiling` is the high end
+/// of limits.attempts (CompileOptions::attempt_ceiling). Never throws but on std::bad_alloc.
+std::vector<Term> vocabulary(std::int64_t attempt_ceiling = CompileOptions{}.attempt_ceiling);
 
 /// A regular file's text, read as compile_paths() reads a policy file.
 struct FileText {

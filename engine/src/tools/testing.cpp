@@ -50,6 +50,21 @@ std::vector<std::string> mismatches(const detail::TestSpec& t, const Decision& d
   return out;
 }
 
+// The rule whose condition decided an input, from its explanation: the one that matched (under
+// `hit safest`, the most conservative of those that matched, ties to the earlier), else the
+// default.
+std::string decided_by(const detail::PolicySpec& spec, const Explanation& x) {
+  const detail::RuleSpec* chosen = nullptr;
+  for (const ExplainedRule& e : x.rules) {
+    if (!e.matched) continue;
+    for (const detail::RuleSpec& r : spec.rules)
+      if (r.name == e.rule && (!chosen || detail::safety_rank(r.action.route) <
+                                              detail::safety_rank(chosen->action.route)))
+        chosen = &r;
+  }
+  return chosen ? chosen->name : spec.rules.back().name;
+}
+
 }  // namespace
 
 PolicyInfo info(const Policy& policy) {
@@ -69,6 +84,15 @@ PolicyInfo info(const Policy& policy) {
   i.codes = s.codes;
   i.arguments = s.arguments;
   i.bounds = s.bounds;
+  i.file = s.file;
+  for (const detail::RuleSpec& r : s.rules)
+    if (!(r.name == "default" && s.implicit_default && &r == &s.rules.back()))
+      i.rules.push_back({r.name, r.pos.line, r.pos.column, r.pos.source != s.pos.source});
+  for (const detail::Guard& g : s.guards)
+    if (std::find(i.guards.begin(), i.guards.end(), g.name) == i.guards.end() &&
+        std::any_of(s.rules.begin(), s.rules.end(),
+                    [&](const detail::RuleSpec& r) { return detail::guards_rule(g, r); }))
+      i.guards.push_back(g.name);
   return i;
 }
 
@@ -92,6 +116,9 @@ std::vector<TestResult> run_tests(const Policy& policy) {
     r.decision_json = to_json(d, envelope);
     r.input = {to_json(envelope), detail::context_json(t.context, true),
                std::string(to_string(d.route))};
+    const Explanation x = explain(policy, envelope, t.context);
+    r.rule = decided_by(detail::compiled(policy).spec, x);
+    r.guard = x.guard;
     results.push_back(std::move(r));
   }
   return results;
