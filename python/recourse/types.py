@@ -10,8 +10,9 @@ keys left out): ``Decision.to_dict()`` equals ``json.loads`` of ``recourse decid
 from __future__ import annotations
 
 import enum
+import functools
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 
 class _Named(str, enum.Enum):
@@ -148,7 +149,8 @@ class Decision:
     ``retry_at_ms`` (with the context's ``nowMs``: when to send the retry, ms since the epoch),
     ``timeout_ms`` (the next call's per-try timeout) and ``nearest_code`` are ``None`` when the
     JSON omits them. ``model_message`` is the text the next model turn may read
-    (recourse::model_text); ``model_message_flags`` says what was changed in it.
+    (recourse::model_text), computed when first read; ``model_message_flags`` says what was
+    changed in it.
     """
 
     route: Route
@@ -172,8 +174,27 @@ class Decision:
     warnings: List[WarningRecord]
     nearest_code: Optional[str]
     trace_id: str
-    model_message: str
-    model_message_flags: List[str] = field(default_factory=list)
+    #: The envelope as the engine read it, for model_message (compared by its fields).
+    _envelope: Any = field(default=None, repr=False)
+
+    @functools.cached_property
+    def _model(self) -> Tuple[str, List[str]]:
+        if self._envelope is None:
+            return "", []
+        return self._envelope.model_message()
+
+    @property
+    def model_message(self) -> str:
+        """The text the next model turn may read about the failure (recourse::model_text):
+        control characters, markup and invisible text stripped, likely secrets redacted,
+        instruction-like text flagged, cut at 400 UTF-8 bytes. Computed when first read."""
+        return self._model[0]
+
+    @property
+    def model_message_flags(self) -> List[str]:
+        """What model_message changed: "stripped", "redacted", "instruction_like",
+        "truncated"; empty when nothing."""
+        return self._model[1]
 
     def to_dict(self) -> Dict[str, Any]:
         """The decision's JSON as a dict: the keys and order of recourse::to_json(Decision)."""
@@ -192,7 +213,8 @@ class Decision:
         return out
 
 
-_DECISION_KEYS = [f for f in Decision.__dataclass_fields__]
+_DECISION_KEYS = [f for f in Decision.__dataclass_fields__ if f != "_envelope"] + [
+    "model_message", "model_message_flags"]
 
 
 @dataclass

@@ -50,8 +50,11 @@ std::optional<Envelope> to_envelope(py::handle value);
 Context to_context(py::handle value);
 
 /// The package's Decision for `decision` on `envelope`, with the same fields as
-/// to_json(decision, envelope), built without the JSON text.
+/// to_json(decision, envelope), built without the JSON text; it keeps a copy of the envelope
+/// for model_message, computed when first read.
 py::object decision_object(const Decision& decision, const Envelope& envelope);
+/// model_text(envelope) as (text, flags): the decision's modelMessage and modelMessageFlags.
+py::tuple model_message(const Envelope& envelope);
 /// The envelope as a dict with the JSON's keys (absent fields left out).
 py::dict envelope_dict(const Envelope& envelope);
 /// The package's Action for a runner's action.

@@ -91,7 +91,15 @@ PYBIND11_MODULE(_recourse, m) {
   m.attr("CIRCUITS") = names(detail::Names<CircuitState>::kValues);
 
   py::class_<Envelope>(m, "_Envelope", "An envelope as the engine read it (warnings included).")
-      .def("to_dict", &envelope_dict, "The envelope's fields as a dict with the JSON's keys.");
+      .def("to_dict", &envelope_dict, "The envelope's fields as a dict with the JSON's keys.")
+      .def("model_message", &model_message, "model_text(): (text, flags).")
+      .def("__eq__", [](const Envelope& a, const Envelope& b) {
+        auto same = [](const EnvelopeWarning& x, const EnvelopeWarning& y) {
+          return x.kind == y.kind && x.field == y.field && x.message == y.message;
+        };
+        return to_json(a) == to_json(b) && std::equal(a.warnings.begin(), a.warnings.end(),
+                                                      b.warnings.begin(), b.warnings.end(), same);
+      });
 
   py::class_<PyEngine>(m, "_Engine", "recourse::Engine: the bundle in use, reloadable.")
       .def(py::init<bool>(), py::arg("count") = false)
@@ -132,8 +140,8 @@ PYBIND11_MODULE(_recourse, m) {
             // Called on the deciding thread, which does not hold the GIL while it decides; the
             // last snapshot holding the log may be dropped there too, so the deleter takes it.
             std::shared_ptr<py::object> callback(new py::object(std::move(fn)), [](py::object* o) {
-              // A thread's snapshot may hold the last reference until that thread exits, the
-              // main thread's past the interpreter's end: then the callable is leaked.
+    // A thread's snapshot may hold the last reference until that thread exits, the
+    // main thread's past the interpreter's end: then the callable is leaked.
 #if PY_VERSION_HEX >= 0x030D0000
               if (!Py_IsInitialized() || Py_IsFinalizing()) return;
 #else

@@ -146,8 +146,7 @@ py::object decision_object(const Decision& d, const Envelope& e) {
   RECOURSE_NAME(warnings);
   RECOURSE_NAME(nearest_code);
   RECOURSE_NAME(trace_id);
-  RECOURSE_NAME(model_message);
-  RECOURSE_NAME(model_message_flags);
+  RECOURSE_NAME(_envelope);
   const Types& t = types();
   Fields f;
   f.set(k_route, member(t.route, std::size_t(d.route)));
@@ -177,16 +176,20 @@ py::object decision_object(const Decision& d, const Envelope& e) {
   f.set(k_warnings, warnings_of(detail::decision_warnings(d, e)));
   f.set(k_nearest_code, text_or_none(d.nearest_code));
   f.set(k_trace_id, str_of(trace_id(d, e)));
+  // model_message and model_message_flags are computed from the envelope when first read.
+  f.set(k__envelope, py::cast(e).release().ptr());
+  return f.make(t.decision);
+}
+
+py::tuple model_message(const Envelope& e) {
   const ModelText model = model_text(e);
-  f.set(k_model_message, str_of(model.text));
   py::list flags;
   for (const auto& [set, name] :
        {std::pair{model.stripped, "stripped"}, std::pair{model.redacted, "redacted"},
         std::pair{model.instruction_like, "instruction_like"},
         std::pair{model.truncated, "truncated"}})
     if (set) flags.append(name);
-  f.set(k_model_message_flags, flags.release().ptr());
-  return f.make(t.decision);
+  return py::make_tuple(py::reinterpret_steal<py::object>(str_of(model.text)), flags);
 }
 
 py::dict envelope_dict(const Envelope& e) {
