@@ -225,13 +225,15 @@ class OperationFailed(Exception):
         self.result = result
 
 
+SideEffectOf = Optional[Callable[[Any], Optional[str]]]
+
+
 def _outcome(runner: Runner, value: Any, error: Optional[BaseException],
-             is_failure: Callable[[Any], bool], now: int) -> None:
+             is_failure: Callable[[Any], bool], side_effect: SideEffectOf, now: int) -> None:
     """Reports a call's outcome at ``now``."""
-    if error is not None:
-        runner.fail(error, now=now)
-    elif isinstance(value, Failure) or is_failure(value):
-        runner.fail(value, now=now)
+    failure = error if error is not None else value
+    if error is not None or isinstance(value, Failure) or is_failure(value):
+        runner.fail(failure, side_effect=side_effect(failure) if side_effect else None, now=now)
     else:
         runner.succeed(now)
 
@@ -254,7 +256,7 @@ def _answer(runner: Runner, answer: Any, now: int) -> None:
 def run(bundle: Bundle, tool: str, call: Callable[[Action], Any], arguments: Any = None, *,
         ask: Optional[Callable[[Action], Any]] = None,
         is_failure: Callable[[Any], bool] = _http_failure,
-        sleep: Optional[Callable[[float], None]] = None,
+        side_effect: SideEffectOf = None, sleep: Optional[Callable[[float], None]] = None,
         clock: Optional[Callable[[], int]] = None, **options: Any) -> Result:
     """Runs one operation to its end and returns its Result; never raises for the call's
     failures.
@@ -264,7 +266,11 @@ def run(bundle: Bundle, tool: str, call: Callable[[Action], Any], arguments: Any
     result (a success), or a Failure, or an HTTP response with status >= 400 (``is_failure``
     decides), or raises (the exception is read by from_exception's rules). ``ask(action)``
     answers repair, authorize and escalate: None or False abandons, True resumes, any other
-    value resumes with it as the new arguments (default: abandon). Waits sleep on this thread
+    value resumes with it as the new arguments (default: abandon). ``side_effect(failure)``
+    says what a failed call did downstream, as the tool's API documents it ("none" for a
+    rejection that applied nothing, "committed", "unknown"); None (the default, or its answer)
+    lets the ledger answer: unknown for a tool that is not idempotent, whose policy then will
+    not resend blindly. Waits sleep on this thread
     (``sleep(seconds)`` replaces it; cancel() ends the default one); ``clock()`` gives ms since
     the epoch (default: the system clock; a test passes a fake one its ``sleep`` advances).
     ``options`` are Runner's.
@@ -285,7 +291,7 @@ def run(bundle: Bundle, tool: str, call: Callable[[Action], Any], arguments: Any
                 value = call(action)
             except Exception as e:  # noqa: BLE001 - the call's failure is the runner's input
                 error = e
-            _outcome(runner, value, error, is_failure, clock())
+            _outcome(runner, value, error, is_failure, side_effect, clock())
         else:
             _answer(runner, ask(action) if ask else None, clock())
 
@@ -294,7 +300,7 @@ async def run_async(bundle: Bundle, tool: str, call: Callable[[Action], Awaitabl
                     arguments: Any = None, *,
                     ask: Optional[Callable[[Action], Any]] = None,
                     is_failure: Callable[[Any], bool] = _http_failure,
-                    **options: Any) -> Result:
+                    side_effect: SideEffectOf = None, **options: Any) -> Result:
     """run() for asyncio: ``call`` and ``ask`` may be coroutine functions, waits are
     ``asyncio.sleep``, and cancelling the task cancels the operation (the runner ends
     "cancelled" and CancelledError propagates). Steps on a SQLite or Redis store run in a
@@ -324,7 +330,7 @@ async def run_async(bundle: Bundle, tool: str, call: Callable[[Action], Awaitabl
                     raise
                 except Exception as e:  # noqa: BLE001
                     error = e
-                await step(_outcome, runner, value, error, is_failure, now_ms())
+                await step(_outcome, runner, value, error, is_failure, side_effect, now_ms())
             else:
                 answer = ask(action) if ask else None
                 if inspect.isawaitable(answer):
