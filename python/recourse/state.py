@@ -16,11 +16,20 @@ class Store:
     among the Workflows, Healths and runners of a process. Opening raises StoreError: S001 for
     a malformed spec or a kind this build left out, S002 for a store that cannot be opened or
     reached. ``warnings`` holds S003 (a Redis whose persistence is too weak for the ledger, which
-    is then refused)."""
+    is then refused).
 
-    def __init__(self, spec: str = "memory"):
+    Limits (recourse::StoreOptions), in ms: ``state_ttl_ms`` keeps tool and operation state
+    after its last change (a day), ``ledger_ttl_ms`` ledger entries (a week); ``timeout_ms``
+    bounds a Redis connect and each command (50); ``busy_ms`` is how long SQLite waits for
+    another writer (200); after a failed call the store fails fast for ``down_ms`` (1000).
+    """
+
+    def __init__(self, spec: str = "memory", *, state_ttl_ms: int = 24 * 3600 * 1000,
+                 ledger_ttl_ms: int = 7 * 24 * 3600 * 1000, timeout_ms: int = 50,
+                 busy_ms: int = 200, down_ms: int = 1000):
         self.spec = spec
-        self._native, self.warnings = _recourse._open_store(spec)  # type: List[str]
+        self._native, self.warnings = _recourse._open_store(
+            spec, state_ttl_ms, ledger_ttl_ms, timeout_ms, busy_ms, down_ms)
 
     def __repr__(self) -> str:
         return f"Store({self.spec!r})"
