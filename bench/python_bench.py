@@ -78,9 +78,14 @@ def main():
         runner.next(3)
 
     decision_json = json.dumps(bundle.decide(envelope, context).to_dict())
+    # The same without its message: the engine's steering detector reads every message on every
+    # decision (bench/README.md, "Envelope JSON to decision"); this shows the rest.
+    silent = {k: v for k, v in envelope.items() if k != "message"}
     figures = {
         "decide from a dict": best_ns(lambda: bundle.decide(envelope, context), args.seconds,
                                       args.repeat),
+        "decide from a dict, no message": best_ns(lambda: bundle.decide(silent, context),
+                                                  args.seconds, args.repeat),
         "decide from JSON text": best_ns(lambda: bundle.decide(envelope_text, context_text),
                                          args.seconds, args.repeat),
         "runner operation (next, succeed, next)": best_ns(operation, args.seconds, args.repeat),

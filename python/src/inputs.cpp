@@ -122,13 +122,28 @@ detail::ContextValue context_value(py::handle v, Utf8& keep) {
 Context context_of_dict(py::handle dict) {
   const ContextLimits limits;
   // The members by index, so they are read (and their errors listed) in the fields' order.
+  // The members' keys as str -> index: a str caches its hash, so a key is found by one probe.
+  static PyObject* const indexes = [] {
+    PyObject* d = PyDict_New();
+    for (std::size_t i = 0; d && i < detail::ContextMembers::kCount; ++i) {
+      const std::string_view k = detail::ContextMembers::key(i);
+      py::object name = py::str(k.data(), k.size());
+      py::object index = py::int_(i);
+      if (PyDict_SetItem(d, name.ptr(), index.ptr()) < 0) throw py::error_already_set();
+    }
+    if (!d) throw py::error_already_set();
+    return d;
+  }();
   PyObject* found[detail::ContextMembers::kCount] = {};
   PyObject *key = nullptr, *value = nullptr;
   Py_ssize_t pos = 0;
   while (PyDict_Next(dict.ptr(), &pos, &key, &value)) {
     if (!PyUnicode_Check(key)) continue;
-    const std::size_t i = detail::ContextMembers::index(utf8(key).view);
-    if (i < detail::ContextMembers::kCount) found[i] = value;
+    PyObject* index = PyDict_GetItemWithError(indexes, key);
+    if (index)
+      found[PyLong_AsSize_t(index)] = value;
+    else if (PyErr_Occurred())
+      throw py::error_already_set();
   }
   detail::ContextMembers members(limits);
   for (std::size_t i = 0; i < detail::ContextMembers::kCount; ++i) {
