@@ -110,19 +110,19 @@ void bind_state(py::module_& m) {
   });
 
   py::class_<Store, std::shared_ptr<Store>>(m, "_Store", "A state store (recourse::Store).");
-  m.def("_open_store", [](const std::string& spec, std::int64_t state_ttl_ms,
-                          std::int64_t ledger_ttl_ms, std::int64_t timeout_ms,
-                          std::int64_t busy_ms, std::int64_t down_ms) {
-    const StoreOptions options{state_ttl_ms, ledger_ttl_ms, timeout_ms, busy_ms, down_ms};
-    Result<std::shared_ptr<Store>> r = [&] {
-      py::gil_scoped_release release;
-      return open_store(spec, options);
-    }();
-    if (!r.ok()) raise(types().store_error, r.diagnostics());
-    py::list warnings;
-    for (const Diagnostic& d : r.diagnostics()) warnings.append(d.message);
-    return py::make_tuple(*r, warnings);
-  });
+  m.def("_open_store",
+        [](const std::string& spec, std::int64_t state_ttl_ms, std::int64_t ledger_ttl_ms,
+           std::int64_t timeout_ms, std::int64_t busy_ms, std::int64_t down_ms) {
+          const StoreOptions options{state_ttl_ms, ledger_ttl_ms, timeout_ms, busy_ms, down_ms};
+          Result<std::shared_ptr<Store>> r = [&] {
+            py::gil_scoped_release release;
+            return open_store(spec, options);
+          }();
+          if (!r.ok()) raise(types().store_error, r.diagnostics());
+          py::list warnings;
+          for (const Diagnostic& d : r.diagnostics()) warnings.append(d.message);
+          return py::make_tuple(*r, warnings);
+        });
 
   py::class_<PyWorkflow>(m, "_Workflow")
       .def(py::init<std::shared_ptr<Store>, std::string>())
