@@ -190,3 +190,18 @@ def test_a_runner_spec_without_tool_is_r002(bundle):
     with pytest.raises(recourse.RunnerError) as e:
         recourse.Runner(bundle, "", {})
     assert e.value.code == "R002"
+
+
+def test_the_async_runner_on_a_sqlite_store_steps_off_the_loop(bundle, tmp_path):
+    store = recourse.Store(f"sqlite:{tmp_path / 'state.db'}")
+
+    async def main(url):
+        async def call(action):
+            return await asyncio.to_thread(post, url, action.arguments, action.idempotency_key)
+        return await recourse.run_async(bundle, "orders.create", call, {"amount": 6},
+                                        store=store, side_effect=rejected)
+    with Server([(503, {}, {}), (200, {}, {"id": "o-6"})]) as s:
+        result = asyncio.run(main(s.url))
+    assert result.ok and result.value == {"id": "o-6"}
+    assert len(s.script.requests) == 2
+    assert recourse.Health(store).circuit("orders.create") is recourse.Circuit.CLOSED
