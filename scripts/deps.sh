@@ -7,6 +7,8 @@ packages=(cmake g++ make ninja-build pkg-config tao-pegtl-dev nlohmann-json3-dev
 # package from elsewhere may bundle npm and conflict with Debian's npm).
 command -v node >/dev/null || packages+=(nodejs)
 command -v npm >/dev/null || packages+=(npm)
+# The Python package (python/, scripts/python.sh): pybind11, Debian's python3 headers, venv, pytest.
+packages+=(python3-dev python3-venv pybind11-dev python3-pybind11 python3-pytest)
 missing=()
 for p in "${packages[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

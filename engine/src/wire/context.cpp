@@ -5,6 +5,7 @@
 // reports (only what differs from a default context), with the reader's keys in one order.
 #include "wire/context.hpp"
 
+#include <array>
 #include <nlohmann/json.hpp>
 #include <set>
 
@@ -17,68 +18,35 @@ namespace recourse {
 
 namespace {
 
-using detail::Field;
+using detail::ContextValue;
 
-struct ContextReader {
-  std::vector<Diagnostic>& errors;
-  const ContextLimits& limits;
-
-  void fail(std::string_view key, const std::string& what) {
-    Diagnostic d;
-    d.code = "C001";
-    d.message = "context." + std::string(key) + " " + what;
-    errors.push_back(std::move(d));
-  }
-
-  // One field, by the type of its member; an optional member is set only by a valid value.
-  template <typename T>
-  void read(const nlohmann::json& value, const Field& f, T& out) {
-    if constexpr (std::is_same_v<T, std::string>) {
-      if (!value.is_string()) return fail(f.key, "must be a string");
-      const auto& text = value.get_ref<const std::string&>();
-      if (auto why = detail::context_text_problem(text, limits); !why.empty())
-        return fail(f.key, why);
-      out = text;
-    } else if constexpr (std::is_same_v<T, bool>) {
-      if (!value.is_boolean()) return fail(f.key, "must be true or false");
-      out = value.get<bool>();
-    } else if constexpr (std::is_same_v<T, std::int64_t>) {
-      if (!value.is_number_integer() ||
-          (value.is_number_unsigned() &&
-           value.get<std::uint64_t>() > static_cast<std::uint64_t>(f.max)) ||
-          value.get<std::int64_t>() < f.min || value.get<std::int64_t>() > f.max)
-        return fail(f.key, "must be an integer in [" + std::to_string(f.min) + ", " +
-                               std::to_string(f.max) + "]");
-      out = value.get<std::int64_t>();
-    } else if constexpr (std::is_enum_v<T>) {
-      const auto parsed = detail::enum_of<T>(value.is_string() ? value.get<std::string>() : "");
-      if (!parsed) return fail(f.key, "must be " + detail::names_list<T>());
-      out = *parsed;
-    } else {
-      static_assert(std::is_same_v<T, std::vector<std::string>>);
-      std::vector<std::string> list;
-      bool ok = value.is_array();
-      for (std::size_t i = 0; ok && i < value.size(); ++i) {
-        ok = value[i].is_string();
-        if (ok) list.push_back(value[i].get<std::string>());
-      }
-      if (!ok) return fail(f.key, "must be a list of strings");
-      if (list.size() > limits.max_arguments)
-        return fail(f.key, "has more than " + std::to_string(limits.max_arguments) + " names");
-      for (const std::string& name : list)
-        if (auto why = detail::context_text_problem(name, limits); !why.empty())
-          return fail(f.key, "holds a name that " + why);
-      out = std::move(list);
+// A context member's value of the JSON DOM, as ContextMembers reads it.
+ContextValue value_of(const nlohmann::json& j) {
+  ContextValue v;
+  using Kind = ContextValue::Kind;
+  if (j.is_null()) {
+    v.kind = Kind::Null;
+  } else if (j.is_boolean()) {
+    v.kind = Kind::Boolean;
+    v.boolean = j.get<bool>();
+  } else if (j.is_number_unsigned() &&
+             j.get<std::uint64_t>() > static_cast<std::uint64_t>(INT64_MAX)) {
+    v.kind = Kind::Unsigned;
+  } else if (j.is_number_integer()) {
+    v.kind = Kind::Integer;
+    v.integer = j.get<std::int64_t>();
+  } else if (j.is_string()) {
+    v.kind = Kind::Text;
+    v.text = j.get_ref<const std::string&>();
+  } else if (j.is_array()) {
+    v.kind = Kind::Texts;
+    for (const auto& item : j) {
+      if (!item.is_string()) return ContextValue{};
+      v.texts.push_back(item.get<std::string>());
     }
   }
-  template <typename T>
-  void read(const nlohmann::json& value, const Field& f, std::optional<T>& out) {
-    T parsed{};
-    const std::size_t before = errors.size();
-    read(value, f, parsed);
-    if (errors.size() == before) out = std::move(parsed);
-  }
-};
+  return v;
+}
 
 // The value of `key` in `j`, or null when the key is missing.
 const nlohmann::json& member(const nlohmann::json& j, std::string_view key) {
@@ -87,7 +55,110 @@ const nlohmann::json& member(const nlohmann::json& j, std::string_view key) {
   return it == j.end() ? null : *it;
 }
 
+// Calls `f(key, min, max, member)` for member `i` of ContextMembers: a pointer to the Context's
+// member, or nullptr for nextAttemptIdempotencyKey.
+template <typename F>
+void with_context_member(std::size_t i, F&& f) {
+  std::size_t k = 0;
+  detail::for_each_context_field([&](const detail::Field& field, auto member) {
+    if (k++ == i) f(field.key, field.min, field.max, member);
+  });
+  if (i == k) f(std::string_view("nextAttemptIdempotencyKey"), 0, 0, nullptr);
+}
+
 }  // namespace
+
+namespace detail {
+
+namespace {
+
+// The members' keys, in ContextMembers' order.
+const std::array<std::string_view, ContextMembers::kCount> kMemberKeys = [] {
+  std::array<std::string_view, ContextMembers::kCount> keys{};
+  for (std::size_t i = 0; i < keys.size(); ++i)
+    with_context_member(i, [&](std::string_view k, auto, auto, auto) { keys.at(i) = k; });
+  return keys;
+}();
+
+}  // namespace
+
+std::size_t ContextMembers::index(std::string_view key) noexcept {
+  for (std::size_t i = 0; i < kCount; ++i)
+    if (kMemberKeys[i] == key) return i;
+  return kCount;
+}
+
+std::string_view ContextMembers::key(std::size_t i) noexcept {
+  return kMemberKeys[i];
+}
+
+void ContextMembers::fail(std::string_view key, const std::string& what) {
+  Diagnostic d;
+  d.code = "C001";
+  d.message = "context." + std::string(key) + " " + what;
+  errors_.push_back(std::move(d));
+}
+
+// One field, by the type of its member; an optional member is set only by a valid value.
+template <typename T>
+void ContextMembers::read_value(const ContextValue& value, std::string_view key, std::int64_t min,
+                                std::int64_t max, T& out) {
+  using Kind = ContextValue::Kind;
+  if constexpr (!std::is_same_v<T, unwrapped_t<T>>) {
+    unwrapped_t<T> parsed{};
+    const std::size_t before = errors_.size();
+    read_value(value, key, min, max, parsed);
+    if (errors_.size() == before) out = std::move(parsed);
+  } else if constexpr (std::is_same_v<T, std::string>) {
+    if (value.kind != Kind::Text) return fail(key, "must be a string");
+    if (auto why = context_text_problem(value.text, limits_); !why.empty()) return fail(key, why);
+    out = value.text;
+  } else if constexpr (std::is_same_v<T, bool>) {
+    if (value.kind != Kind::Boolean) return fail(key, "must be true or false");
+    out = value.boolean;
+  } else if constexpr (std::is_same_v<T, std::int64_t>) {
+    if (value.kind != Kind::Integer || value.integer < min || value.integer > max)
+      return fail(
+          key, "must be an integer in [" + std::to_string(min) + ", " + std::to_string(max) + "]");
+    out = value.integer;
+  } else if constexpr (std::is_enum_v<T>) {
+    const auto parsed = enum_of<T>(value.kind == Kind::Text ? value.text : "");
+    if (!parsed) return fail(key, "must be " + names_list<T>());
+    out = *parsed;
+  } else {
+    static_assert(std::is_same_v<T, std::vector<std::string>>);
+    if (value.kind != Kind::Texts) return fail(key, "must be a list of strings");
+    if (value.texts.size() > limits_.max_arguments)
+      return fail(key, "has more than " + std::to_string(limits_.max_arguments) + " names");
+    for (const std::string& name : value.texts)
+      if (auto why = context_text_problem(name, limits_); !why.empty())
+        return fail(key, "holds a name that " + why);
+    out = value.texts;
+  }
+}
+
+void ContextMembers::read(std::size_t i, const ContextValue& value) {
+  if (value.kind == ContextValue::Kind::Null) return;
+  with_context_member(i,
+                      [&](std::string_view key, std::int64_t min, std::int64_t max, auto member) {
+                        if constexpr (std::is_same_v<decltype(member), std::nullptr_t>)
+                          read_value(value, key, min, max, next_key_);
+                        else
+                          read_value(value, key, min, max, context_.*member);
+                        if (key == "idempotencyKeyPinned") pinned_given_ = true;
+                      });
+}
+
+Result<Context> ContextMembers::finish() {
+  if (!errors_.empty()) return Result<Context>::failure(std::move(errors_));
+  // A key given alone is pinned unless the next attempt rotates it; the flag says so outright.
+  if (!pinned_given_)
+    context_.idempotency_key_pinned = !context_.idempotency_key.empty() &&
+                                      (next_key_.empty() || next_key_ == context_.idempotency_key);
+  return std::move(context_);
+}
+
+}  // namespace detail
 
 std::string detail::context_text_problem(std::string_view value, const ContextLimits& limits) {
   if (value.size() > limits.max_text_bytes)
@@ -97,13 +168,9 @@ std::string detail::context_text_problem(std::string_view value, const ContextLi
 }
 
 Result<Context> read_context(std::string_view json, const ContextLimits& limits) noexcept {
-  std::vector<Diagnostic> errors;
   try {
-    ContextReader r{errors, limits};
     auto whole = [&](std::string message) {
-      r.fail("", "");
-      errors.back().message = std::move(message);
-      return Result<Context>::failure(std::move(errors));
+      return Result<Context>::failure(error_diagnostic("C001", std::move(message)));
     };
     if (json.size() > limits.max_bytes)
       return whole("context is " + std::to_string(json.size()) + " bytes; the limit is " +
@@ -150,19 +217,10 @@ Result<Context> read_context(std::string_view json, const ContextLimits& limits)
       return whole("context nested deeper than " + std::to_string(limits.max_depth) + " levels");
     if (!j.is_object()) return whole("context is not a JSON object");
     if (!repeated.empty()) return whole("context." + repeated + " appears more than once");
-    Context c;
-    detail::for_each_context_field([&](const Field& f, auto field) {
-      if (const auto& value = member(j, f.key); !value.is_null()) r.read(value, f, c.*field);
-    });
-    // A key given alone is pinned unless the next attempt rotates it; the flag says so outright.
-    std::string next;
-    if (const auto& value = member(j, "nextAttemptIdempotencyKey"); !value.is_null())
-      r.read(value, Field{"nextAttemptIdempotencyKey", std::nullopt}, next);
-    if (member(j, "idempotencyKeyPinned").is_null())
-      c.idempotency_key_pinned =
-          !c.idempotency_key.empty() && (next.empty() || next == c.idempotency_key);
-    if (errors.empty()) return c;
-    return Result<Context>::failure(std::move(errors));
+    detail::ContextMembers members(limits);
+    for (std::size_t i = 0; i < detail::ContextMembers::kCount; ++i)
+      members.read(i, value_of(member(j, detail::ContextMembers::key(i))));
+    return members.finish();
   } catch (const std::exception& e) {
     return Result<Context>::failure(
         error_diagnostic("C001", std::string("context could not be read: ") + e.what()));

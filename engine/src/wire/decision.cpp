@@ -2,6 +2,8 @@
 // `recourse decide` prints, the C API returns and the decision log's "result" holds. Keys in one
 // fixed order; optional keys are omitted, never null, except inside budgets (null: unlimited).
 // The model-facing text is computed here (model_text()), never in decide().
+#include "wire/decision.hpp"
+
 #include <fmt/format.h>
 
 #include <nlohmann/json.hpp>
@@ -53,6 +55,16 @@ std::pair<const char*, std::string> warning_text(DecisionWarning bit, const Deci
 
 }  // namespace
 
+std::vector<EnvelopeWarning> detail::decision_warnings(const Decision& d, const Envelope& e) {
+  std::vector<EnvelopeWarning> out = e.warnings;
+  for (const auto& [bit, kind] : kDecisionWarningKinds) {
+    if (!(d.warnings & bit)) continue;
+    auto [field, message] = warning_text(bit, d, e);
+    out.push_back({kind, field, std::move(message)});
+  }
+  return out;
+}
+
 std::string to_json(const Decision& d, const Envelope& e) {
   nlohmann::ordered_json j;
   j["route"] = to_string(d.route);
@@ -83,13 +95,8 @@ std::string to_json(const Decision& d, const Envelope& e) {
                   {"timeMs", budget(d.time_ms)}};
   j["idempotencyKey"] = to_string(d.idempotency_key);
   auto warnings = nlohmann::ordered_json::array();
-  for (const auto& w : e.warnings)
+  for (const auto& w : detail::decision_warnings(d, e))
     warnings.push_back({{"kind", w.kind}, {"field", w.field}, {"message", w.message}});
-  for (const auto& [bit, kind] : kDecisionWarningKinds) {
-    if (!(d.warnings & bit)) continue;
-    auto [field, message] = warning_text(bit, d, e);
-    warnings.push_back({{"kind", kind}, {"field", field}, {"message", std::move(message)}});
-  }
   j["warnings"] = std::move(warnings);
   if (!d.nearest_code.empty()) j["nearestCode"] = std::string(d.nearest_code);
   j["traceId"] = trace_id(d, e);
