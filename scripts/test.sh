@@ -11,3 +11,5 @@ cmake --build build -j"$(nproc)"
 ctest --test-dir build --output-on-failure -j"$(nproc)"
 # The bundled policies' own tests (docs/language.md, section 16).
 build/recourse test rules/
+# The npm package: the engine on WebAssembly and its tests (docs/javascript.md).
+scripts/js.sh

@@ -39,9 +39,10 @@ extern "C" {
 /** The ABI version this header describes. */
 #define RECOURSE_ABI_VERSION 1
 /** The minor version of ABI 1 this header describes: 0, the first; 1 adds the adapters, the
- * stores, Workflow and Health handles, and the runner (the functions marked "ABI 1.1"). A caller
- * that uses a minor's functions checks recourse_abi_minor() at run time. */
-#define RECOURSE_ABI_MINOR 1
+ * stores, Workflow and Health handles, and the runner (the functions marked "ABI 1.1"); 2 adds
+ * recourse_engine_explain_json ("ABI 1.2"). A caller that uses a minor's functions checks
+ * recourse_abi_minor() at run time. */
+#define RECOURSE_ABI_MINOR 2
 
 /** Outcome of a call. */
 typedef enum recourse_status {
@@ -342,6 +343,20 @@ RECOURSE_API recourse_status recourse_runner_set_arguments(recourse_runner* runn
 /** Ends the operation: the next recourse_runner_next() is done ("cancelled"). Any thread; NULL
  * is ignored. */
 RECOURSE_API void recourse_runner_cancel(recourse_runner* runner);
+
+/* ---- ABI 1.2 ---------------------------------------------------------------------------- */
+
+/** Why the engine's current bundle decides as it does (recourse::explain, the reference
+ * interpreter walking the rules): the envelope and context are read as
+ * recourse_engine_decide_json() reads them, and on RECOURSE_OK `explanation` receives {"policy",
+ * "rules": [{"rule", "line", "column", "matched", "tests": [{"test", "value", "result"}]}],
+ * "guard", "decision"} (what `recourse explain --format json` prints). A malformed context, an
+ * envelope that is not a JSON object, or no policy for the context's tool (and no "*" policy)
+ * is RECOURSE_BAD_INPUT; a NULL engine or `explanation` RECOURSE_INVALID_ARGUMENT; both set
+ * `error`. */
+RECOURSE_API recourse_status recourse_engine_explain_json(
+    const recourse_engine* engine, const char* envelope_json, size_t envelope_len,
+    const char* context_json, size_t context_len, char** explanation, char** error);
 
 #ifdef __cplusplus
 }
