@@ -5,7 +5,26 @@
 import { RecourseError, Status, readString, takeString, wasm } from "./wasm.js";
 
 const UNSET = -1;
-const ABSENT = -(2n ** 63n);
+const ABSENT = null; // RECOURSE_ABSENT (INT64_MIN), written by writeInt64
+
+// An int64 field as two int32 halves (wasm is little-endian): BigInt conversions cost more than
+// the rest of a call. `value` is a safe integer, or null for RECOURSE_ABSENT.
+function writeInt64(i32, address, value) {
+  if (value === null) {
+    i32[address >> 2] = 0;
+    i32[(address >> 2) + 1] = -0x80000000;
+    return;
+  }
+  i32[address >> 2] = value | 0;
+  i32[(address >> 2) + 1] = Math.floor(value / 4294967296);
+}
+
+// The int64 at `address`, or undefined for RECOURSE_ABSENT.
+function readInt64(i32, address) {
+  const lo = i32[address >> 2], hi = i32[(address >> 2) + 1];
+  if (hi === -0x80000000 && lo === 0) return undefined;
+  return hi * 4294967296 + (lo >>> 0);
+}
 const encoder = new TextEncoder();
 
 // sizeof and offsets of recourse_envelope, recourse_context and recourse_decision on wasm32.
@@ -58,6 +77,20 @@ class Strings {
   }
 }
 
+// The NUL-terminated string at `ptr` ("" for 0): ASCII by character codes (the decision's
+// names, hashes and trace ids are short and mostly ASCII), anything else by readString().
+function shortString(ptr) {
+  if (!ptr) return "";
+  const heap = wasm.HEAPU8;
+  let out = "";
+  for (let p = ptr; ; ++p) {
+    const b = heap[p];
+    if (b === 0) return out;
+    if (b > 0x7f || p - ptr > 256) return readString(ptr);
+    out += String.fromCharCode(b);
+  }
+}
+
 /** The structs of one Bundle, reused by every call of its decideFields(). */
 export class FieldsPath {
   #strings = new Strings();
@@ -77,7 +110,7 @@ export class FieldsPath {
     if (typeof e !== "object" || e === null || typeof c !== "object" || c === null)
       throw new TypeError("decideFields: the envelope and the context must be objects");
     const s = this.#strings;
-    const u32 = wasm.HEAPU32, i32 = wasm.HEAP32, i64 = new BigInt64Array(wasm.HEAPU8.buffer);
+    const u32 = wasm.HEAPU32, i32 = wasm.HEAP32;
     const str = (base, offset, value, what) => {
       if (value === undefined || value === null) u32[(base + offset) >> 2] = 0;
       else if (typeof value === "string") u32[(base + offset) >> 2] = s.ptr(value);
@@ -89,8 +122,8 @@ export class FieldsPath {
       else throw new RecourseError(`${what} must be true or false`, Status.BAD_INPUT);
     };
     const int = (base, offset, value, absent, what) => {
-      if (value === undefined || value === null) i64[(base + offset) >> 3] = absent;
-      else if (Number.isSafeInteger(value)) i64[(base + offset) >> 3] = BigInt(value);
+      if (value === undefined || value === null) writeInt64(i32, base + offset, absent);
+      else if (Number.isSafeInteger(value)) writeInt64(i32, base + offset, value);
       else throw new RecourseError(`${what} must be an integer`, Status.BAD_INPUT);
     };
     try {
@@ -103,7 +136,7 @@ export class FieldsPath {
       i32[(env + ENVELOPE.retryable) >> 2] = typeof e.retryable === "boolean" ? (e.retryable ? 1 : 0) : UNSET;
       u32[(env + ENVELOPE.field) >> 2] = typeof e.field === "string" ? s.ptr(e.field) : 0;
       u32[(env + ENVELOPE.suggestion) >> 2] = typeof e.suggestion === "string" ? s.ptr(e.suggestion) : 0;
-      i64[(env + ENVELOPE.retryAfterMs) >> 3] = Number.isSafeInteger(e.retryAfterMs) ? BigInt(e.retryAfterMs) : ABSENT;
+      writeInt64(i32, env + ENVELOPE.retryAfterMs, Number.isSafeInteger(e.retryAfterMs) ? e.retryAfterMs : ABSENT);
       u32[(env + ENVELOPE.traceId) >> 2] = typeof e.traceId === "string" ? s.ptr(e.traceId) : 0;
       // The context: trusted, so a wrong type throws.
       const ctx = this.#context;
@@ -113,17 +146,17 @@ export class FieldsPath {
       const side = c.sideEffect === undefined || c.sideEffect === null ? 0 : SIDE_EFFECTS[c.sideEffect];
       if (side === undefined) throw new RecourseError("context.sideEffect must be none, unknown or committed", Status.BAD_INPUT);
       i32[(ctx + CONTEXT.sideEffect) >> 2] = side;
-      int(ctx, CONTEXT.attempt, c.attempt ?? 1, 1n, "context.attempt");
-      int(ctx, CONTEXT.repairs, c.repairs ?? 0, 0n, "context.repairs");
-      int(ctx, CONTEXT.elapsedMs, c.elapsedMs ?? 0, 0n, "context.elapsedMs");
+      int(ctx, CONTEXT.attempt, c.attempt ?? 1, 1, "context.attempt");
+      int(ctx, CONTEXT.repairs, c.repairs ?? 0, 0, "context.repairs");
+      int(ctx, CONTEXT.elapsedMs, c.elapsedMs ?? 0, 0, "context.elapsedMs");
       this.#writeArguments(ctx, c.arguments);
       int(ctx, CONTEXT.maxAttempts, c.maxAttempts, ABSENT, "context.maxAttempts");
       int(ctx, CONTEXT.deadlineMs, c.deadlineMs, ABSENT, "context.deadlineMs");
       str(ctx, CONTEXT.operationId, c.operationId, "context.operationId");
       str(ctx, CONTEXT.workflowId, c.workflowId, "context.workflowId");
-      int(ctx, CONTEXT.lowerRetries, c.lowerRetries ?? 0, 0n, "context.lowerRetries");
-      int(ctx, CONTEXT.repeats, c.repeats ?? 0, 0n, "context.repeats");
-      int(ctx, CONTEXT.costSpent, c.costSpent ?? 0, 0n, "context.costSpent");
+      int(ctx, CONTEXT.lowerRetries, c.lowerRetries ?? 0, 0, "context.lowerRetries");
+      int(ctx, CONTEXT.repeats, c.repeats ?? 0, 0, "context.repeats");
+      int(ctx, CONTEXT.costSpent, c.costSpent ?? 0, 0, "context.costSpent");
       str(ctx, CONTEXT.idempotencyKey, c.idempotencyKey, "context.idempotencyKey");
       flag(ctx, CONTEXT.idempotencyKeyPinned, c.idempotencyKeyPinned ?? false, 0, "context.idempotencyKeyPinned");
       const circuit = c.circuit === undefined || c.circuit === null ? 0 : CIRCUITS[c.circuit];
@@ -174,12 +207,9 @@ export class FieldsPath {
       wasm.stackRestore(sp);
     }
     try {
-      const u32 = wasm.HEAPU32, i64 = new BigInt64Array(wasm.HEAPU8.buffer);
-      const num = (offset) => {
-        const v = i64[(d + offset) >> 3];
-        return v === ABSENT ? undefined : Number(v);
-      };
-      const text = (offset) => readString(u32[(d + offset) >> 2]) ?? "";
+      const u32 = wasm.HEAPU32, i32 = wasm.HEAP32;
+      const num = (offset) => readInt64(i32, d + offset);
+      const text = (offset) => shortString(u32[(d + offset) >> 2]);
       return {
         route: ROUTES[wasm.HEAP32[(d + DECISION.route) >> 2]],
         delayMs: num(DECISION.delayMs),

@@ -244,8 +244,9 @@ export type Outcome =
   | { outcome: "abandon" };
 
 export interface RunOptions {
-  call(action: Action): Promise<Outcome> | Outcome;
-  ask?(action: Action): Promise<Outcome> | Outcome;
+  /** Performs the call; `signal` is run()'s, to pass on (fetch's `signal`). */
+  call(action: Action, signal?: AbortSignal): Promise<Outcome> | Outcome;
+  ask?(action: Action, signal?: AbortSignal): Promise<Outcome> | Outcome;
   /** ms since the epoch; default Date.now. */
   clock?(): number;
   /** Waits `ms`; default a timer that `signal` ends. */

@@ -162,9 +162,9 @@ export class Runner extends Handle {
   }
 
   /**
-   * Runs the loop to its end and resolves to the `done` action. `call(action)` performs a call
+   * Runs the loop to its end and resolves to the `done` action. `call(action, signal)` performs a call
    * and resolves to an outcome ({outcome: "success"} or a failure; a rejection is a failure read
-   * as a transport error, by its message and its cause's code); `ask(action)` answers repair, authorize and escalate (default:
+   * as a transport error, by its message and its cause's code); `ask(action, signal)` answers repair, authorize and escalate (default:
    * abandon); `clock()` gives ms since the epoch (default Date.now); `sleep(ms, signal)` waits
    * (default: a timer); `signal` (an AbortSignal) cancels the operation and ends a wait at once.
    */
@@ -183,9 +183,11 @@ export class Runner extends Handle {
         }
         let outcome;
         try {
-          outcome = action.step === "call" ? await call(action) : await ask(action);
+          outcome = action.step === "call" ? await call(action, signal) : await ask(action, signal);
         } catch (error) {
           if (action.step !== "call") throw error;
+          // Aborted: the operation is cancelled, and the call's rejection is not its failure.
+          if (signal?.aborted) continue;
           outcome = { outcome: "failure", raw: transportForm(error) };
         }
         this.report(outcome, clock());

@@ -85,6 +85,26 @@ test("an AbortSignal ends a wait at once and cancels the operation", async () =>
   }
 });
 
+test("run() passes its signal to the call, whose abort ends the operation", async () => {
+  const { bundle } = compile(policy);
+  const runner = new Runner(bundle, { tool: "api.get", operationId: "op-5" });
+  const controller = new AbortController();
+  let seen;
+  const done = runner.run({
+    signal: controller.signal,
+    call: (action, signal) =>
+      new Promise((_, reject) => {
+        seen = signal;
+        signal.addEventListener("abort", () => reject(signal.reason));
+      }),
+  });
+  await new Promise((r) => setImmediate(r));
+  assert.equal(seen, controller.signal);
+  controller.abort();
+  const end = await done;
+  assert.deepEqual([end.step, end.ending], ["done", "cancelled"]);
+});
+
 test("a rejected call is a failure read as a transport error", async () => {
   const { bundle } = compile(`version 1
 policy "api.get" {
