@@ -102,22 +102,7 @@ int run_decide(const Options& o, bool explain) {
     return fail(fmt::format("no policy for tool \"{}\" and no \"*\" policy", context.tool));
   const Explanation x = recourse::explain(*policy, envelope, context);
   if (o.format == Format::Json) {
-    json rules = json::array();
-    for (const auto& r : x.rules) {
-      json tests = json::array();
-      for (const auto& t : r.tests)
-        tests.push_back({{"test", t.test}, {"value", t.value}, {"result", t.result}});
-      rules.push_back({{"rule", r.rule},
-                       {"line", r.line},
-                       {"column", r.column},
-                       {"matched", r.matched},
-                       {"tests", tests}});
-    }
-    json out = {{"policy", std::string(policy->name())},
-                {"rules", rules},
-                {"guard", x.guard},
-                {"decision", json::parse(to_json(x.decision, envelope))}};
-    std::cout << out.dump(2) << "\n";
+    std::cout << json::parse(to_json(x, envelope)).dump(2) << "\n";
     return 0;
   }
   std::cout << fmt::format("policy \"{}\" {}\n", policy->name(), policy->hash());

@@ -4,8 +4,8 @@
 # Layout from GNUInstallDirs (include/recourse/, lib/ or lib/<multiarch>/, bin/); both package
 # files are relocatable, so `cmake --install build --prefix DIR` works for any DIR. The library's
 # own dependencies stay private, but a static archive needs them at the consumer's link step:
-# recourseConfig.cmake finds them with find_dependency and recourse.pc names them (fmt, libcrypto,
-# and sqlite3 and hiredis when the stores are built in).
+# recourseConfig.cmake finds them with find_dependency and recourse.pc names them (fmt, and
+# sqlite3 and hiredis when the stores are built in).
 # PEGTL and nlohmann_json are header-only inside the library and are not needed by consumers.
 # scripts/consumer.sh builds examples/host.cpp against an installed tree both ways.
 include(GNUInstallDirs)
@@ -43,7 +43,7 @@ if(RECOURSE_LIBRARY_TYPE STREQUAL "STATIC_LIBRARY")
 else()
   set(RECOURSE_PC_REQUIRES "Requires.private")
 endif()
-set(RECOURSE_PC_DEPENDS "fmt libcrypto")
+set(RECOURSE_PC_DEPENDS "fmt")
 if(RECOURSE_SIMDJSON)
   string(APPEND RECOURSE_PC_DEPENDS " simdjson")
 endif()

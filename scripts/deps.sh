@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs the Debian packages recourse builds with, when they are missing.
 set -euo pipefail
-packages=(cmake g++ make ninja-build pkg-config tao-pegtl-dev nlohmann-json3-dev libfmt-dev catch2 libcli11-dev libssl-dev
+packages=(cmake g++ make ninja-build pkg-config tao-pegtl-dev nlohmann-json3-dev libfmt-dev catch2 libcli11-dev
   python3 libbenchmark-dev libsimdjson-dev libsqlite3-dev libhiredis-dev redis-server)
 # node and npm for the editor grammar's test (editors/); any install of them will do (a nodejs
 # package from elsewhere may bundle npm and conflict with Debian's npm).

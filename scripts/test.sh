@@ -13,3 +13,5 @@ ctest --test-dir build --output-on-failure -j"$(nproc)"
 build/recourse test rules/
 # The Python package (python/, docs/python.md): built in build/, tested with pytest.
 scripts/python.sh
+# The npm package: the engine on WebAssembly and its tests (docs/javascript.md).
+scripts/js.sh

@@ -1,8 +1,8 @@
-/* The C API's ABI 1.1 from C: the minor version, the adapters (a raw form to an envelope), the
- * stores, Workflow and Health handles, and the runner's step machine driven with JSON on a fake
+/* The C API's ABI 1.1 and 1.2 from C: the minor version, the adapters (a raw form to an envelope),
+ * the stores, Workflow and Health handles, and the runner's step machine driven with JSON on a fake
  * clock (a 429 waited out with the same key, a repair with a new key, success, cancellation);
  * and, for every new entry point, its argument errors (NULL pointers, invalid JSON, outcomes out
- * of order), each a status with a reason, never a crash.
+ * of order), each a status with a reason, never a crash; and ABI 1.2's explanation as JSON.
  *
  *   c_api_runner_test
  */
@@ -348,15 +348,49 @@ static void test_open_circuit(void) {
   loop_free(&loop);
 }
 
+/* ABI 1.2: recourse_engine_explain_json names the rules tried and the test that held. */
+static void test_explain(void) {
+  recourse_engine* engine = recourse_engine_new(NULL);
+  recourse_source source = {"orders.recourse", kOrders, strlen(kOrders)};
+  CHECK(recourse_engine_load_sources(engine, &source, 1, NULL) == RECOURSE_OK);
+  const char* envelope = "{\"code\":\"RATE_LIMITED\",\"retryAfterMs\":500}";
+  const char* context = "{\"tool\":\"orders.create\",\"sideEffect\":\"none\"}";
+  char* explanation = NULL;
+  char* error = NULL;
+  CHECK(recourse_engine_explain_json(engine, envelope, strlen(envelope), context, strlen(context),
+                                     &explanation, &error) == RECOURSE_OK);
+  CHECK(contains(explanation, "\"policy\":\"orders.create\",\"rules\":[{\"rule\":\"throttled\""));
+  CHECK(contains(explanation, "\"matched\":true"));
+  CHECK(contains(explanation, "\"guard\":\"\",\"decision\":{\"route\":\"retry\",\"delayMs\":500"));
+  recourse_string_free(explanation);
+  const char* other = "{\"tool\":\"other\"}";
+  explanation = NULL;
+  CHECK(recourse_engine_explain_json(engine, envelope, strlen(envelope), other, strlen(other),
+                                     &explanation, &error) == RECOURSE_BAD_INPUT);
+  CHECK(explanation == NULL && contains(error, "no policy for tool \"other\""));
+  recourse_string_free(error);
+  error = NULL;
+  CHECK(recourse_engine_explain_json(engine, "[]", 2, context, strlen(context), &explanation,
+                                     &error) == RECOURSE_BAD_INPUT);
+  CHECK(error != NULL);
+  recourse_string_free(error);
+  CHECK(recourse_engine_explain_json(NULL, envelope, strlen(envelope), context, strlen(context),
+                                     &explanation, NULL) == RECOURSE_INVALID_ARGUMENT);
+  CHECK(recourse_engine_explain_json(engine, envelope, strlen(envelope), context, strlen(context),
+                                     NULL, NULL) == RECOURSE_INVALID_ARGUMENT);
+  recourse_engine_free(engine);
+}
+
 int main(void) {
   CHECK(recourse_abi_version() == RECOURSE_ABI_VERSION);
   CHECK(recourse_abi_minor() == RECOURSE_ABI_MINOR);
-  CHECK(RECOURSE_ABI_MINOR == 1);
+  CHECK(RECOURSE_ABI_MINOR == 2);
   CHECK(contains(recourse_status_string(RECOURSE_UNAVAILABLE), "store"));
   test_adapters();
   test_state();
   test_runner();
   test_open_circuit();
+  test_explain();
   if (failures == 0) printf("c_api_runner_test: ok\n");
   return failures == 0 ? 0 : 1;
 }

@@ -3,7 +3,9 @@
 #   ./run.sh                 all engines
 #   ENGINES="native-js cpp:lut" ./run.sh   a subset (JS engine = file in engines/, C++ = cpp:<variant>,
 #                                          recourse = recourse:<variant> from the CMake build,
-#                                          $RECOURSE_PEER or ../../build/bench/recourse_peer)
+#                                          $RECOURSE_PEER or ../../build/bench/recourse_peer;
+#                                          recourse-wasm*: the npm package in ../../js, built by
+#                                          scripts/wasm.sh)
 # Env: REPS (default 5), TARGET_MS (min ms per timed repetition, default 300), SEED, N (inputs).
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -15,7 +17,7 @@ if [ ! -x cpp/bench ] || [ cpp/bench.cpp -nt cpp/bench ]; then
   g++ -O2 -std=c++17 -Wall -o cpp/bench cpp/bench.cpp
 fi
 
-DEFAULT="recourse:decide recourse:unpinned cpp:lut-inline cpp:lut cpp:ifchain-inline cpp:ifchain cpp:ifchain-str native-js \
+DEFAULT="recourse:decide recourse:unpinned recourse-wasm recourse-wasm-json cpp:lut-inline cpp:lut cpp:ifchain-inline cpp:ifchain cpp:ifchain-str native-js \
 cel-marcbachmann cel-bufbuild json-logic json-rules-engine cedar-hostmin cedar-exclusive"
 mkdir -p results
 OUT="results/run-$(date +%Y%m%d-%H%M%S).jsonl"

@@ -40,8 +40,8 @@ extern "C" {
 #define RECOURSE_ABI_VERSION 1
 /** The minor version of ABI 1 this header describes: 0, the first; 1 adds the adapters, the
  * stores, Workflow and Health handles, and the runner (the functions marked "ABI 1.1"); 2 adds
- * shadow policies (marked "ABI 1.2"). A caller that uses a minor's functions checks
- * recourse_abi_minor() at run time. */
+ * shadow policies and recourse_engine_explain_json (marked "ABI 1.2"). A caller that uses a
+ * minor's functions checks recourse_abi_minor() at run time. */
 #define RECOURSE_ABI_MINOR 2
 
 /** Outcome of a call. */
@@ -364,6 +364,20 @@ RECOURSE_API recourse_status recourse_engine_drop_candidate(recourse_engine* eng
  * candidate": n}}, "differences": {"route": n, ...}}, or NULL for a NULL engine or without
  * memory. */
 RECOURSE_API char* recourse_engine_shadow_json(const recourse_engine* engine);
+
+/* ABI 1.2: explanations. */
+
+/** Why the engine's current bundle decides as it does (recourse::explain, the reference
+ * interpreter walking the rules): the envelope and context are read as
+ * recourse_engine_decide_json() reads them, and on RECOURSE_OK `explanation` receives {"policy",
+ * "rules": [{"rule", "line", "column", "matched", "tests": [{"test", "value", "result"}]}],
+ * "guard", "decision"} (what `recourse explain --format json` prints). A malformed context, an
+ * envelope that is not a JSON object, or no policy for the context's tool (and no "*" policy)
+ * is RECOURSE_BAD_INPUT; a NULL engine or `explanation` RECOURSE_INVALID_ARGUMENT; both set
+ * `error`. */
+RECOURSE_API recourse_status recourse_engine_explain_json(
+    const recourse_engine* engine, const char* envelope_json, size_t envelope_len,
+    const char* context_json, size_t context_len, char** explanation, char** error);
 
 #ifdef __cplusplus
 }

@@ -109,6 +109,11 @@ struct PolicyInfo {
 /// The same decision as policy.decide(), with each rule's tests and values, from the reference
 /// interpreter (which walks the rules, not the table).
 Explanation explain(const Policy& policy, const Envelope& envelope, const Context& context);
+/// The explanation as JSON: {"policy", "rules": [{"rule", "line", "column", "matched", "tests":
+/// [{"test", "value", "result"}]}], "guard" ("" when none), "decision" (to_json(decision,
+/// envelope))}; what `recourse explain --format json` prints and recourse_engine_explain_json()
+/// returns. `envelope` is the one explained.
+std::string to_json(const Explanation& explanation, const Envelope& envelope);
 
 /// The decision the reference interpreter gives (walks the AST; used to check the table).
 Decision interpret(const Policy& policy, const Envelope& envelope, const Context& context);

@@ -1,7 +1,5 @@
 // The pipeline behind compile(): read -> parse -> check -> compile -> Bundle. All or nothing: any
 // error in any source means no Bundle.
-#include <openssl/sha.h>
-
 #include <fmt/format.h>
 #include <algorithm>
 #include <deque>
@@ -20,6 +18,7 @@
 #include "source/location.hpp"
 #include "source/sources.hpp"
 #include "table/compiled.hpp"
+#include "table/sha256.hpp"
 
 namespace recourse {
 
@@ -34,10 +33,7 @@ std::shared_ptr<const Compiled> Compiled::make(PolicySpec spec, Table table,
   c->table = std::move(table);
   c->attempt_ceiling = attempt_ceiling;
   const std::string text = dump(c->table, c->spec, false);
-  unsigned char digest[SHA256_DIGEST_LENGTH];
-  SHA256(reinterpret_cast<const unsigned char*>(text.data()), text.size(), digest);
-  c->hash = "sha256:";
-  for (unsigned char b : digest) c->hash += fmt::format("{:02x}", b);
+  c->hash = "sha256:" + sha256_hex(text);
   for (std::size_t i = 0; i < c->spec.codes.size(); ++i)
     c->code_ids.emplace(c->spec.codes[i], static_cast<std::int64_t>(i));
   c->seed = splitmix64(fnv1a(c->spec.name));

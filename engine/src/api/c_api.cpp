@@ -320,28 +320,49 @@ uint64_t recourse_engine_generation(const recourse_engine* engine) {
   return engine ? engine->engine.generation() : 0;
 }
 
+}  // extern "C"
+
+namespace {
+
+// The JSON inputs of recourse_engine_decide_json() and recourse_engine_explain_json(): the
+// pointers checked and the context read into `context`; RECOURSE_OK, or the status with the
+// reason in `error`.
+recourse_status read_json_inputs(const recourse_engine* engine, const char* envelope_json,
+                                 size_t envelope_len, const char* context_json, size_t context_len,
+                                 char** out, const char* out_name, recourse::Context& context,
+                                 char** error) {
+  if (!engine) return invalid(error, "engine is NULL");
+  if (!out) return invalid(error, fmt::format("{} is NULL", out_name));
+  if (!envelope_json && envelope_len > 0)
+    return invalid(error, fmt::format("envelope_json is NULL, envelope_len {}", envelope_len));
+  if (!context_json && context_len > 0)
+    return invalid(error, fmt::format("context_json is NULL, context_len {}", context_len));
+  if (context_len == 0) return RECOURSE_OK;
+  recourse::Result<recourse::Context> c = recourse::read_context({context_json, context_len});
+  if (!c.ok()) {
+    std::string why;
+    for (const auto& d : c.diagnostics()) why += (why.empty() ? "" : "; ") + d.message;
+    set(error, why);
+    return RECOURSE_BAD_INPUT;
+  }
+  context = std::move(*c);
+  return RECOURSE_OK;
+}
+
+}  // namespace
+
+extern "C" {
+
 recourse_status recourse_engine_decide_json(const recourse_engine* engine,
                                             const char* envelope_json, size_t envelope_len,
                                             const char* context_json, size_t context_len,
                                             char** decision, char** error) {
   return guarded(error, [&] {
-    if (!engine) return invalid(error, "engine is NULL");
-    if (!decision) return invalid(error, "decision is NULL");
-    if (!envelope_json && envelope_len > 0)
-      return invalid(error, fmt::format("envelope_json is NULL, envelope_len {}", envelope_len));
-    if (!context_json && context_len > 0)
-      return invalid(error, fmt::format("context_json is NULL, context_len {}", context_len));
     recourse::Context context;
-    if (context_len > 0) {
-      recourse::Result<recourse::Context> c = recourse::read_context({context_json, context_len});
-      if (!c.ok()) {
-        std::string why;
-        for (const auto& d : c.diagnostics()) why += (why.empty() ? "" : "; ") + d.message;
-        set(error, why);
-        return RECOURSE_BAD_INPUT;
-      }
-      context = std::move(*c);
-    }
+    const recourse_status read =
+        read_json_inputs(engine, envelope_json, envelope_len, context_json, context_len, decision,
+                         "decision", context, error);
+    if (read != RECOURSE_OK) return read;
     const recourse::Result<recourse::Envelope> e =
         recourse::read_envelope({envelope_json ? envelope_json : "", envelope_len});
     static const recourse::Envelope unread;
@@ -499,7 +520,10 @@ std::optional<recourse::RunnerSpec> runner_spec(std::string_view text, std::stri
   const ordered_json j = ordered_json::parse(text.begin(), text.end(), nullptr, false);
   if (j.is_discarded() || !j.is_object()) return why = "spec: not a JSON object", std::nullopt;
   recourse::RunnerSpec spec;
-  for (const auto& [key, value] : j.items()) {
+  for (const auto& item : j.items()) {
+    // Named, not a structured binding: C++17 lambdas cannot capture one (clang refuses).
+    const std::string& key = item.key();
+    const ordered_json& value = item.value();
     auto integer = [&](std::int64_t& out) {
       if (!value.is_number_integer() || value.get<std::int64_t>() < 0)
         return why = "spec." + key + " must be an integer >= 0", false;
@@ -703,6 +727,29 @@ recourse_status recourse_runner_set_arguments(recourse_runner* runner, const cha
 
 void recourse_runner_cancel(recourse_runner* runner) {
   if (runner) runner->runner->cancel();
+}
+
+recourse_status recourse_engine_explain_json(const recourse_engine* engine,
+                                             const char* envelope_json, size_t envelope_len,
+                                             const char* context_json, size_t context_len,
+                                             char** explanation, char** error) {
+  return guarded(error, [&] {
+    recourse::Context context;
+    const recourse_status read =
+        read_json_inputs(engine, envelope_json, envelope_len, context_json, context_len,
+                         explanation, "explanation", context, error);
+    if (read != RECOURSE_OK) return read;
+    const recourse::Result<recourse::Envelope> e =
+        recourse::read_envelope({envelope_json ? envelope_json : "", envelope_len});
+    if (!e.ok()) return set(error, reasons(e.diagnostics())), RECOURSE_BAD_INPUT;
+    const std::shared_ptr<const recourse::Bundle> bundle = engine->engine.bundle();
+    const recourse::Policy* policy = bundle->find(context.tool);
+    if (!policy)
+      return set(error, fmt::format("no policy for tool \"{}\" and no \"*\" policy", context.tool)),
+             RECOURSE_BAD_INPUT;
+    *explanation = copy(recourse::to_json(recourse::explain(*policy, *e, context), *e));
+    return *explanation ? RECOURSE_OK : RECOURSE_NO_MEMORY;
+  });
 }
 
 }  // extern "C"

@@ -13,6 +13,7 @@
 #include "recourse/adapters.hpp"
 #include "recourse/engine.hpp"
 #include "recourse/policy.hpp"
+#include "recourse/tooling.hpp"
 
 namespace recourse {
 namespace {
@@ -110,6 +111,26 @@ std::string to_json(const Decision& d, const Envelope& e) {
         std::pair{model.truncated, "truncated"}})
     if (set) flags.push_back(name);
   if (!flags.empty()) j["modelMessageFlags"] = std::move(flags);
+  return j.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
+}
+
+std::string to_json(const Explanation& x, const Envelope& e) {
+  nlohmann::ordered_json rules = nlohmann::ordered_json::array();
+  for (const ExplainedRule& r : x.rules) {
+    nlohmann::ordered_json tests = nlohmann::ordered_json::array();
+    for (const ExplainedTest& t : r.tests)
+      tests.push_back({{"test", t.test}, {"value", t.value}, {"result", t.result}});
+    rules.push_back({{"rule", r.rule},
+                     {"line", r.line},
+                     {"column", r.column},
+                     {"matched", r.matched},
+                     {"tests", std::move(tests)}});
+  }
+  nlohmann::ordered_json j;
+  j["policy"] = std::string(x.decision.policy);
+  j["rules"] = std::move(rules);
+  j["guard"] = x.guard;
+  j["decision"] = nlohmann::ordered_json::parse(to_json(x.decision, e));
   return j.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
 }
 

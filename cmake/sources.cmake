@@ -1,0 +1,63 @@
+# The engine library's sources (grammar, stages), without the optional stores
+# (cmake/stores.cmake) and the SIMD envelope reader's simdjson (CMakeLists.txt): the native
+# build (CMakeLists.txt) and the WebAssembly build (js/wasm/CMakeLists.txt) both compile them.
+set(RECOURSE_LIBRARY_SOURCES
+  grammar/lines.cpp
+  grammar/parse.cpp
+  grammar/print.cpp
+  engine/src/adapters/adapters.cpp
+  engine/src/adapters/body.cpp
+  engine/src/adapters/builder.cpp
+  engine/src/adapters/grpc.cpp
+  engine/src/adapters/http.cpp
+  engine/src/adapters/http_date.cpp
+  engine/src/adapters/json.cpp
+  engine/src/adapters/mcp.cpp
+  engine/src/adapters/protobuf.cpp
+  engine/src/adapters/sse.cpp
+  engine/src/adapters/structured_field.cpp
+  engine/src/adapters/text.cpp
+  engine/src/analyze/analyze.cpp
+  engine/src/analyze/cover.cpp
+  engine/src/analyze/witness.cpp
+  engine/src/api/api.cpp
+  engine/src/eval/backoff.cpp
+  engine/src/check/blocks.cpp
+  engine/src/check/check.cpp
+  engine/src/check/items.cpp
+  engine/src/check/lower.cpp
+  engine/src/compile/compile.cpp
+  engine/src/eval/decide.cpp
+  engine/src/source/diagnostic.cpp
+  engine/src/source/location.cpp
+  engine/src/tools/diff.cpp
+  engine/src/tools/diff_views.cpp
+  engine/src/api/engine.cpp
+  engine/src/envelope/envelope.cpp
+  engine/src/envelope/members.cpp
+  engine/src/envelope/simd.cpp
+  engine/src/tools/format.cpp
+  engine/src/check/inherit.cpp
+  engine/src/eval/interpret.cpp
+  engine/src/wire/log.cpp
+  engine/src/wire/context.cpp
+  engine/src/wire/decision.cpp
+  engine/src/wire/envelope.cpp
+  engine/src/model/settings.cpp
+  engine/src/envelope/model_text.cpp
+  engine/src/envelope/steering.cpp
+  engine/src/tools/sample.cpp
+  engine/src/source/sources.cpp
+  engine/src/source/utf8.cpp
+  engine/src/runner/run.cpp
+  engine/src/runner/runner.cpp
+  engine/src/runner/wire.cpp
+  engine/src/state/state.cpp
+  engine/src/store/logic.cpp
+  engine/src/store/memory.cpp
+  engine/src/store/open.cpp
+  engine/src/table/table.cpp
+  engine/src/tools/testing.cpp
+  engine/src/tools/vocabulary.cpp
+  engine/src/table/sha256.cpp
+)

@@ -1,0 +1,270 @@
+// Types of the recourse package (src/index.js): the engine on WebAssembly. docs/javascript.md has
+// the guide; docs/schema/ the JSON Schemas of the envelope, the context and the decision.
+
+/** The engine's version, "major.minor.patch". */
+export const version: string;
+/** The C API's ABI version the module implements (recourse.h). */
+export const abi: { version: number; minor: number };
+
+/** The C API's recourse_status values. */
+export const Status: {
+  readonly OK: 0;
+  readonly INVALID_ARGUMENT: 1;
+  readonly COMPILE_FAILED: 2;
+  readonly BAD_INPUT: 3;
+  readonly NO_MEMORY: 4;
+  readonly INTERNAL: 5;
+  readonly UNAVAILABLE: 6;
+};
+
+/** An error from the engine; `status` is one of Status's values. */
+export class RecourseError extends Error {
+  readonly status: number;
+}
+
+/** One policy source: a path for diagnostics and the policy text. */
+export interface Source {
+  path: string;
+  text: string;
+}
+
+/** A compiler finding (docs/language.md lists every code). Positions are 1-based; 0: none. */
+export interface Diagnostic {
+  severity: "error" | "warning" | "note";
+  code: string;
+  file: string;
+  line: number;
+  /** The column in characters (Unicode code points). */
+  column: number;
+  /** The column in UTF-16 code units (a JavaScript string index + 1; LSP's default). */
+  utf16Column: number;
+  /** Bytes of UTF-8 from the start of the file to the position. */
+  offset: number;
+  message: string;
+  help: string;
+}
+
+/** compile()'s result: `bundle` is null when any source has an error. */
+export interface CompileResult {
+  bundle: Bundle | null;
+  diagnostics: Diagnostic[];
+}
+
+/** A failed call's envelope (docs/schema/envelope.schema.json): untrusted, read leniently. */
+export interface Envelope {
+  code?: string;
+  message?: string;
+  retryable?: boolean;
+  field?: string;
+  suggestion?: string;
+  /** ms the server asked to wait. */
+  retryAfterMs?: number;
+  traceId?: string;
+  [key: string]: unknown;
+}
+
+/** What the host knows about the failed call (docs/schema/context.schema.json): trusted, read strictly. */
+export interface Context {
+  tool?: string;
+  idempotent?: boolean;
+  /** Always send it: absent reads as "unknown", and the gate then refuses every retry of a non-idempotent tool. */
+  sideEffect?: "none" | "unknown" | "committed";
+  /** Calls made for this operation, >= 1. */
+  attempt?: number;
+  repairs?: number;
+  elapsedMs?: number;
+  arguments?: string[];
+  maxAttempts?: number;
+  deadlineMs?: number;
+  operationId?: string;
+  workflowId?: string;
+  /** ms since the epoch. */
+  nowMs?: number;
+  [key: string]: unknown;
+}
+
+/** Each budget before the decision and after the call it leads to; null: unlimited. */
+export interface Budget {
+  before: number | null;
+  after: number | null;
+}
+
+/** A decision (docs/schema/decision.schema.json). */
+export interface Decision {
+  route: "retry" | "repair" | "authorize" | "replace" | "degrade" | "escalate" | "stop";
+  /** ms to wait before the retry (0 for other routes). */
+  delayMs: number;
+  jitterMs?: number;
+  rule: string;
+  reason?: string;
+  target?: string;
+  policy: string;
+  policyHash: string;
+  attempt: number;
+  attemptsLeft: number | null;
+  repairsLeft: number | null;
+  retryAfterMs?: number;
+  retryAt?: number;
+  timeoutMs?: number;
+  exhausted?: "retry_after" | "repeats" | "attempts" | "repairs" | "cost" | "deadline" | "retry_tokens";
+  budgets: Record<"attempts" | "repairs" | "cost" | "timeMs", Budget>;
+  idempotencyKey: "reuse" | "new" | "none";
+  /** What was read as absent or assumed (docs/language.md, section 14). */
+  warnings: { kind: string; field: string; message: string }[];
+  traceId: string;
+  modelMessage?: string;
+  [key: string]: unknown;
+}
+
+/** decideFields()'s result: a decision's scalar fields ("" for an absent string). */
+export interface DecisionFields {
+  route: Decision["route"];
+  delayMs: number;
+  jitterMs: number;
+  rule: string;
+  reason: string;
+  target: string;
+  policy: string;
+  policyHash: string;
+  exhausted: string;
+  traceId: string;
+  attempt: number;
+  attemptsLeft: number | undefined;
+  repairsLeft: number | undefined;
+  retryAfterMs: number | undefined;
+  retryAt: number | undefined;
+  timeoutMs: number | undefined;
+  /** recourse::DecisionWarning bits. */
+  warnings: number;
+}
+
+/** Why a decision came out as it did. */
+export interface Explanation {
+  policy: string;
+  rules: { rule: string; line: number; column: number; matched: boolean; tests: { test: string; value: string; result: boolean }[] }[];
+  /** The budget guard that overrode the rule's route, or "". */
+  guard: string;
+  decision: Decision;
+}
+
+/** Compiled policies. */
+export class Bundle {
+  private constructor();
+  /** The decision; a bad context throws RecourseError (BAD_INPUT). Objects or JSON text. */
+  decide(envelope: Envelope | string | unknown, context?: Context | string): Decision;
+  /** decide() on JSON text in and out. */
+  decideJson(envelopeJson: string, contextJson?: string): string;
+  /** The rules tried and the guard that decided; throws BAD_INPUT without a policy for the tool. */
+  explain(envelope: Envelope | string | unknown, context?: Context | string): Explanation;
+  /**
+   * decide() through the C structs, with no JSON either side (the hot-loop path). An envelope
+   * field of the wrong type reads as absent without the JSON path's warning; only the struct's
+   * envelope keys are read.
+   */
+  decideFields(envelope: Envelope, context?: Context): DecisionFields;
+  /** Releases the engine's memory now (else when collected). */
+  free(): void;
+}
+
+/** Compiles sources (or one text, as "policy.recourse") as one bundle. */
+export function compile(sources: string | Source[]): CompileResult;
+
+/** An adapter's reading of a raw failure. */
+export interface Adapted {
+  envelope: Envelope;
+  /** Which row of the adapter tables read it, e.g. "http 429". */
+  mapping: string;
+  warnings: { kind: string; field: string; message: string }[];
+  /** What the protocol says of the call's idempotence (an HTTP method), or null. */
+  idempotent: boolean | null;
+}
+
+export interface AdaptOptions {
+  /** ms since the epoch: turns HTTP-dates (Retry-After) into delays. */
+  nowMs?: number;
+}
+
+/** Reads a raw form (docs/adapters.md): http, grpc, mcp, jsonrpc, or auto (by its shape). */
+export function adapt(raw: unknown, options?: AdaptOptions & { protocol?: "http" | "grpc" | "mcp" | "jsonrpc" | "auto" }): Adapted;
+/** A failed fetch() Response (read from a clone). */
+export function fromResponse(response: Response, options?: AdaptOptions): Promise<Adapted>;
+/** An error thrown by the `openai` package (APIError, APIConnectionError, APIConnectionTimeoutError). */
+export function fromOpenAIError(error: unknown, options?: AdaptOptions): Adapted;
+/** An error thrown by the `@anthropic-ai/sdk` package. */
+export function fromAnthropicError(error: unknown, options?: AdaptOptions): Adapted;
+
+/** Per-loop budget counters, in the engine's memory store. */
+export class Workflow {
+  constructor(options?: { scope?: string });
+  toJSON(): unknown;
+  free(): void;
+}
+
+/** Per-process tool health: breakers, retry tokens, the side-effect ledger. */
+export class Health {
+  constructor();
+  circuit(tool: string): "closed" | "open" | "half_open";
+  toJSON(): unknown;
+  free(): void;
+}
+
+export interface RunnerSpec {
+  tool: string;
+  operationId: string;
+  /** The call's arguments: any JSON value. */
+  arguments?: unknown;
+  workflowId?: string;
+  /** ms from the first next(). */
+  deadlineMs?: number;
+  maxReplacements?: number;
+  ledgerLeaseMs?: number;
+}
+
+/** The runner's next action (docs/embedding.md, "Actions"). */
+export interface Action {
+  step: "call" | "wait" | "repair" | "authorize" | "escalate" | "done";
+  tool: string;
+  attempt: number;
+  elapsedMs: number;
+  arguments?: unknown;
+  idempotencyKey?: string;
+  timeoutMs?: number | null;
+  waitMs?: number;
+  ending?: "success" | "decided" | "committed" | "deadline" | "cancelled";
+  decision?: Decision;
+  envelope?: Envelope;
+}
+
+/** What the host reports (docs/embedding.md, "Outcomes"). */
+export type Outcome =
+  | { outcome: "success" }
+  | { outcome: "failure"; envelope: Envelope; sideEffect?: "none" | "unknown" | "committed" }
+  | { outcome: "failure"; raw: unknown; protocol?: string; sideEffect?: "none" | "unknown" | "committed" }
+  | { outcome: "resume"; arguments?: unknown }
+  | { outcome: "abandon" };
+
+export interface RunOptions {
+  /** Performs the call; `signal` is run()'s, to pass on (fetch's `signal`). */
+  call(action: Action, signal?: AbortSignal): Promise<Outcome> | Outcome;
+  ask?(action: Action, signal?: AbortSignal): Promise<Outcome> | Outcome;
+  /** ms since the epoch; default Date.now. */
+  clock?(): number;
+  /** Waits `ms`; default a timer that `signal` ends. */
+  sleep?(ms: number, signal?: AbortSignal): Promise<unknown>;
+  /** Cancels the operation and ends a wait at once. */
+  signal?: AbortSignal;
+}
+
+/** One operation's recovery loop. */
+export class Runner {
+  constructor(bundle: Bundle, spec: RunnerSpec, state?: { workflow?: Workflow; health?: Health });
+  readonly workflow: Workflow;
+  readonly health: Health;
+  next(nowMs?: number): Action;
+  report(outcome: Outcome, nowMs?: number): void;
+  setArguments(args: unknown): void;
+  cancel(): void;
+  /** Runs the loop to its end: resolves to the done action. */
+  run(options: RunOptions): Promise<Action & { step: "done" }>;
+  free(): void;
+}

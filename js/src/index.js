@@ -1,0 +1,155 @@
+// recourse for JavaScript: the engine on WebAssembly (docs/javascript.md). Compile policies,
+// decide how to recover from a failed tool call, explain a decision, read HTTP responses and the
+// official SDKs' errors through the adapters, and drive the recovery loop (Runner) with async
+// waits and an AbortSignal. The types are in index.d.ts.
+import { FieldsPath } from "./fields.js";
+import { RecourseError, Status, allocString, callOut, check, jsonText, readString, wasm } from "./wasm.js";
+
+export { RecourseError, Status };
+export { fromResponse, fromOpenAIError, fromAnthropicError, adapt } from "./adapters.js";
+export { Runner, Workflow, Health } from "./runner.js";
+
+const encoder = new TextEncoder();
+const decoder = new TextDecoder();
+
+/** The engine's version ("major.minor.patch") and C ABI version. */
+export const version = readString(wasm._recourse_version());
+export const abi = { version: wasm._recourse_abi_version(), minor: wasm._recourse_abi_minor() };
+
+// Frees an engine handle (and its struct path's memory) once its Bundle is collected
+// (Bundle.free() does it at once).
+const engines = new FinalizationRegistry((held) => release(held));
+
+function release(held) {
+  held.fields?.free();
+  wasm._recourse_engine_free(held.handle);
+}
+
+// The UTF-16 column (1-based, what a JavaScript string index + 1 and editors using UTF-16 count)
+// of the position `offset` bytes into `bytes`: the code units of the text from the start of its
+// line (after "\n", "\r", or a byte-order mark at the start of the text, grammar/lines.hpp).
+function utf16Column(bytes, offset) {
+  let start = Math.min(offset, bytes.length);
+  while (start > 0 && bytes[start - 1] !== 0x0a && bytes[start - 1] !== 0x0d) --start;
+  if (start === 0 && bytes[0] === 0xef && bytes[1] === 0xbb && bytes[2] === 0xbf) start = 3;
+  return decoder.decode(bytes.subarray(start, Math.max(start, offset))).length + 1;
+}
+
+function normalizeSources(sources) {
+  if (typeof sources === "string") return [{ path: "policy.recourse", text: sources }];
+  if (!Array.isArray(sources)) throw new TypeError("compile: sources must be a string or an array of {path, text}");
+  return sources.map((s, i) => {
+    if (!s || typeof s.text !== "string") throw new TypeError(`compile: sources[${i}].text must be a string`);
+    return { path: typeof s.path === "string" ? s.path : `source${i}.recourse`, text: s.text };
+  });
+}
+
+/**
+ * Compiles policy sources as one bundle. Returns { bundle, diagnostics }: `bundle` is null when
+ * any source has an error (never half a bundle); `diagnostics` are data, with byte `offset`,
+ * character `column` (code points) and `utf16Column`.
+ */
+export function compile(sources) {
+  const list = normalizeSources(sources);
+  const handle = wasm._recourse_engine_new(0);
+  if (!handle) throw new RecourseError("out of WebAssembly memory", Status.NO_MEMORY);
+  const texts = list.flatMap((s) => [allocString(s.path), allocString(s.text)]);
+  const sp = wasm.stackSave();
+  let status, diagnosticsJson;
+  try {
+    const array = wasm.stackAlloc(12 * list.length); // recourse_source: path, text, text_len
+    for (let i = 0; i < list.length; ++i) {
+      wasm.HEAPU32[(array >> 2) + 3 * i] = texts[2 * i].ptr;
+      wasm.HEAPU32[(array >> 2) + 3 * i + 1] = texts[2 * i + 1].ptr;
+      wasm.HEAPU32[(array >> 2) + 3 * i + 2] = texts[2 * i + 1].len;
+    }
+    [status, diagnosticsJson] = callOut(1, texts, (out) =>
+      wasm._recourse_engine_load_sources(handle, array, list.length, out));
+  } finally {
+    wasm.stackRestore(sp);
+  }
+  const bytesOf = new Map(list.map((s) => [s.path, encoder.encode(s.text)]));
+  const diagnostics = JSON.parse(diagnosticsJson || "[]").map((d) => {
+    const bytes = bytesOf.get(d.file);
+    return { ...d, utf16Column: bytes && d.line ? utf16Column(bytes, d.offset) : d.column };
+  });
+  if (status !== Status.OK) {
+    wasm._recourse_engine_free(handle);
+    if (status === Status.COMPILE_FAILED) return { bundle: null, diagnostics };
+    check(status);
+  }
+  return { bundle: new Bundle(handle), diagnostics };
+}
+
+/** Compiled policies: decide() and explain() with them. Immutable; free() releases it at once. */
+export class Bundle {
+  #held;
+  constructor(handle) {
+    this.#held = { handle, fields: null };
+    engines.register(this, this.#held, this);
+  }
+
+  /** The C API's engine handle (for Runner); throws after free(). */
+  get handle() {
+    if (!this.#held.handle) throw new RecourseError("the bundle was freed", Status.INVALID_ARGUMENT);
+    return this.#held.handle;
+  }
+
+  /**
+   * The decision for a failed call: `envelope` (untrusted: a malformed field reads as absent,
+   * with a warning; anything but an object decides stop, warning unreadable_envelope) and
+   * `context` (trusted, read strictly: a wrong type or range throws a RecourseError BAD_INPUT).
+   * Both are objects or JSON text. Returns the decision's JSON (docs/schema/decision.schema.json).
+   */
+  decide(envelope, context = {}) {
+    return JSON.parse(this.decideJson(jsonText(envelope), jsonText(context)));
+  }
+
+  /** decide() on JSON text in and out. */
+  decideJson(envelopeJson, contextJson = "") {
+    const e = allocString(envelopeJson);
+    const c = allocString(contextJson);
+    const [status, decision, error] = callOut(2, [e, c], (out, err) =>
+      wasm._recourse_engine_decide_json(this.handle, e.ptr, e.len, c.ptr, c.len, out, err));
+    check(status, error);
+    return decision;
+  }
+
+  /**
+   * Why the decision came out as it did (the reference interpreter walking the rules):
+   * { policy, rules: [{rule, line, column, matched, tests: [{test, value, result}]}], guard,
+   * decision }. Throws a RecourseError BAD_INPUT for a bad context or no policy for the tool.
+   */
+  explain(envelope, context = {}) {
+    const e = allocString(jsonText(envelope));
+    const c = allocString(jsonText(context));
+    const [status, explanation, error] = callOut(2, [e, c], (out, err) =>
+      wasm._recourse_engine_explain_json(this.handle, e.ptr, e.len, c.ptr, c.len, out, err));
+    check(status, error);
+    return JSON.parse(explanation);
+  }
+
+  /**
+   * decide() through the C structs (recourse_engine_decide), with no JSON on either side: the
+   * fast path for hot loops. `envelope` and `context` are objects with the schema's keys; an
+   * envelope field of the wrong type reads as absent, but without the JSON path's warning, and
+   * an envelope's keys beyond the struct's (code, message, retryable, field, suggestion,
+   * retryAfterMs as an integer, traceId) are not read. Returns the decision's scalar fields:
+   * {route, delayMs, jitterMs, rule, reason, target, policy, policyHash, exhausted, traceId,
+   * attempt, attemptsLeft, repairsLeft, retryAfterMs, retryAt, timeoutMs, warnings} ("" for an
+   * absent string, undefined for an absent number, `warnings` the DecisionWarning bits).
+   */
+  decideFields(envelope, context = {}) {
+    const handle = this.handle;
+    return (this.#held.fields ??= new FieldsPath()).decide(handle, envelope, context);
+  }
+
+  /** Releases the engine's memory now; the bundle is unusable after. Idempotent. */
+  free() {
+    if (!this.#held.handle) return;
+    engines.unregister(this);
+    release(this.#held);
+    this.#held = { handle: 0, fields: null };
+  }
+}
+
