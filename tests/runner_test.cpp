@@ -484,6 +484,21 @@ TEST_CASE("runner: cancel ends a wait", "[runner]") {
   CHECK(a.decision->rule == "throttled");
 }
 
+TEST_CASE("runner: a call that fails after cancel is recorded, and the operation ends cancelled",
+          "[runner]") {
+  Loop loop({kOrders});
+  auto runner = loop.runner("orders.create", "{}");
+  REQUIRE(runner->next(kT0).step == Step::Call);
+  runner->cancel();  // while the call is out
+  REQUIRE(runner->report(failure(R"({"code":"NOT_FOUND"})"), kT0 + 5).ok());
+  const Action a = runner->next(kT0 + 10);
+  CHECK(a.step == Step::Done);
+  CHECK(a.ending == Ending::Cancelled);
+  REQUIRE(a.decision.has_value());
+  CHECK(a.decision->route == recourse::Route::Stop);  // what the failure was decided as
+  CHECK(runner->next(kT0 + 20).ending == Ending::Cancelled);
+}
+
 TEST_CASE("runner: reports that answer nothing are refused and change nothing", "[runner]") {
   Loop loop({kOrders});
   auto runner = loop.runner("orders.create", "{}");

@@ -373,6 +373,13 @@ Status Runner::report(const Outcome& o, std::int64_t now_ms) {
   auto refuse = [](const std::string& why) {
     return Status::failure(error_diagnostic("R003", why));
   };
+  // After cancel(), an outcome is still recorded (the Workflow, Health and ledger see the call),
+  // but an operation it ends with a decision ends cancelled; a success stays a success.
+  auto ended = [&](Status status) {
+    if (cancelled_.load() && s.phase == State::Phase::Done && s.out.ending == Ending::Decided)
+      s.out.ending = Ending::Cancelled;
+    return status;
+  };
   try {
     switch (s.phase) {
       case State::Phase::Calling:
@@ -380,9 +387,9 @@ Status Runner::report(const Outcome& o, std::int64_t now_ms) {
         if (o.kind != K::Failure) return refuse("a call's outcome is success or failure");
         if (!o.envelope && o.raw.empty())
           return refuse("a failure needs an envelope or a raw form");
-        return s.failed(o, now_ms);
+        return ended(s.failed(o, now_ms));
       case State::Phase::Asking:
-        if (o.kind == K::Abandon) return s.finish(Ending::Decided, now_ms), Status{};
+        if (o.kind == K::Abandon) return s.finish(Ending::Decided, now_ms), ended(Status{});
         if (o.kind != K::Resume)
           return refuse(std::string("the answer to ") + to_string(s.out.step) +
                         " is resume or abandon");
