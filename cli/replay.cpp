@@ -7,7 +7,9 @@
 // replace the line's own, and the per-tool health (circuit breaker, retry tokens) is shared by
 // every workflow of the run. Time comes from each line ("now" or context.nowMs, in ms), never
 // from the clock, so a replay is deterministic. Lines without a workflowId decide as they are.
-// A line may also be a decision-log record (engine.hpp): its input is decided as it was logged.
+// A line may also be a decision-log record (engine.hpp): its input is decided as it was logged;
+// an operator's breaker command in the same log (`recourse breaker --log`) is counted and
+// skipped.
 //
 // --shadow CANDIDATE decides every failure of a tool the candidate policies name with them too
 // (the tools they lack are not shadowed), with the context the
@@ -30,7 +32,8 @@ namespace {
 using json = nlohmann::ordered_json;
 
 struct Summary {
-  int decisions = 0, successes = 0, bad = 0, retries_avoided = 0, records = 0, shadowed = 0;
+  int decisions = 0, successes = 0, bad = 0, retries_avoided = 0, records = 0, commands = 0,
+      shadowed = 0;
   std::map<std::string, int> routes, warnings, exhausted;
 };
 
@@ -147,6 +150,10 @@ int run_replay(const Options& o) {
       ++sum.bad;
       continue;
     }
+    if (line->command) {
+      ++sum.commands;
+      continue;
+    }
     const std::optional<Decision> decided = state.step(*line);
     if (!decided) {
       ++sum.successes;
@@ -209,6 +216,7 @@ int run_replay(const Options& o) {
                     {"exhausted", sum.exhausted},
                     {"warnings", sum.warnings}};
     if (sum.records) summary["logRecords"] = sum.records;
+    if (sum.commands) summary["breakerCommands"] = sum.commands;
     if (candidate) summary["shadow"] = shadow_json(shadow, sum.shadowed);
     std::cout << (first_row ? "]" : "\n  ]") << ",\n  \"summary\": " << indented(summary, "  ")
               << "\n}\n";
@@ -229,6 +237,9 @@ int run_replay(const Options& o) {
   if (sum.records)
     std::cout << fmt::format("{} of the lines were decision-log records, decided as logged\n",
                              sum.records);
+  if (sum.commands)
+    std::cout << fmt::format("{} breaker commands (recourse breaker --log) skipped\n",
+                             sum.commands);
   if (candidate) print_shadow(shadow, sum.shadowed, o.shadow);
   return failed || sum.bad > 0 || !log.close() ? 1 : 0;
 }

@@ -35,6 +35,11 @@ std::optional<TraceLine> parse_trace_line(const std::string& text, const std::st
   auto raw_text = [&](const RawMember* m) {
     return m ? std::string_view(text).substr(m->begin, m->end - m->begin) : std::string_view();
   };
+  if (find_member(members, "breaker") && !find_member(members, "envelope")) {
+    TraceLine line;
+    line.command = true;
+    return line;
+  }
   // A decision-log record: its input is a trace line of its own, decided as it is.
   if (const RawMember* input = find_member(members, "input");
       input && find_member(members, "result") && !find_member(members, "envelope")) {

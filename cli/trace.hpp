@@ -22,6 +22,9 @@ struct TraceLine {
   /// context is the one the engine decided with, state already filled in, so it is decided as
   /// it is.
   bool record = false;
+  /// An operator's breaker command as `recourse breaker --log` writes it ({"breaker", "tool",
+  /// ...}): no decision; replay counts and skips it.
+  bool command = false;
   std::int64_t now_ms = 0;
 };
 

@@ -123,6 +123,14 @@ TEST_CASE("cli: breaker isolates, opens, shows and resets tools in a shared stor
   CHECK(lines[2]["forMs"] == 60000);
   CHECK(lines[3]["breaker"] == "reset");
   CHECK(lines[3]["health"]["circuit"] == "closed");
+  // replay reads such a log: the commands are counted and skipped, not bad lines.
+  auto replayed = test::run(recourse_cmd("replay --format json --policy " + test::source_dir() +
+                                         "/rules/examples " + log));
+  CHECK(replayed.status == 0);
+  const auto summary = nlohmann::json::parse(replayed.out)["summary"];
+  CHECK(summary["breakerCommands"] == 4);
+  CHECK(summary["decisions"] == 0);
+  CHECK(summary["badLines"] == 0);
   auto bad = test::run(recourse_cmd("breaker --state sqlite:" + db + " flip search.query 2>&1"));
   CHECK(bad.status == 2);
   auto none = test::run(recourse_cmd("breaker isolate search.query 2>&1"));  // no --state
