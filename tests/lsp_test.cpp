@@ -1,7 +1,10 @@
 // `recourse lsp`'s reading of a document (cli/lsp_text.cpp): LSP positions (UTF-16 code units)
 // from byte offsets and back, tokens and places, file URIs. editors/test/lsp.js drives the whole
 // server over its stdio.
+#include <unistd.h>
+
 #include <catch2/catch.hpp>
+#include <cstdio>
 #include <fstream>
 
 #include "lsp.hpp"
@@ -25,10 +28,15 @@ std::string framed(const std::string& body) {
 
 // Runs `recourse lsp ARGS` on `input`; its status and stdout.
 test::Run serve(const std::string& input, const std::string& args = "") {
+  // One file per process and call: ctest runs the test cases as processes side by side.
+  static int calls = 0;
   const std::string path = std::string(std::getenv("TMPDIR") ? std::getenv("TMPDIR") : "/tmp") +
-                           "/recourse-lsp-test-input";
+                           "/recourse-lsp-test-input-" + std::to_string(::getpid()) + "-" +
+                           std::to_string(++calls);
   std::ofstream(path, std::ios::binary) << input;
-  return test::run(test::cli() + " lsp " + args + " < " + path + " 2>&1");
+  const test::Run r = test::run(test::cli() + " lsp " + args + " < " + path + " 2>&1");
+  std::remove(path.c_str());
+  return r;
 }
 
 }  // namespace
