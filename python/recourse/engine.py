@@ -54,6 +54,29 @@ class Bundle:
         generation, self.warnings = self._engine.load_sources(list(sources.items()))
         return generation
 
+    def load_candidate_paths(self, *paths: Union[str, "os.PathLike[str]"]) -> int:
+        """Compiles files and directories as the shadow candidate (docs/embedding.md, "Shadow
+        policies"): every decision for a tool the candidate has a policy for is decided by it
+        too, read-only; ``decide()`` still returns the live decision, and a disagreement is
+        counted (``shadow_counters()``) and logged (the record's ``shadow``). Returns the new
+        generation; a CompileError keeps both bundles as they were."""
+        generation, self.warnings = self._engine.load_candidate_paths([os.fspath(p) for p in paths])
+        return generation
+
+    def load_candidate_sources(self, sources: Mapping[str, str]) -> int:
+        """As load_candidate_paths(), from ``{path: text}``."""
+        generation, self.warnings = self._engine.load_candidate_sources(list(sources.items()))
+        return generation
+
+    def drop_candidate(self) -> int:
+        """Drops the shadow candidate; returns the new generation."""
+        return self._engine.drop_candidate()
+
+    def shadow_counters(self) -> Dict[str, Any]:
+        """``{"decisions", "disagreements", "rules": {policy: {"live -> candidate": n}},
+        "differences": {"route": n, ...}}`` since the bundle was made."""
+        return self._engine.shadow_counters()
+
     def decide(self, envelope: Envelope, context: Context = None) -> Decision:
         """Decides how to recover from one failed call.
 

@@ -126,6 +126,32 @@ PYBIND11_MODULE(_recourse, m) {
             return loaded(std::move(r));
           },
           "Compiles (path, text) sources as one bundle and swaps it in, as load_paths.")
+      .def(
+          "load_candidate_paths",
+          [](PyEngine& self, const std::vector<std::string>& paths) {
+            Result<std::uint64_t> r = [&] {
+              py::gil_scoped_release release;
+              return self.engine.reload_candidate_paths(paths);
+            }();
+            return loaded(std::move(r));
+          },
+          "Compiles files and directories as the shadow candidate (engine.hpp, \"Shadow "
+          "policies\"): (generation, warnings); CompileError keeps both bundles.")
+      .def(
+          "load_candidate_sources",
+          [](PyEngine& self, const std::vector<std::pair<std::string, std::string>>& sources) {
+            std::vector<Source> list;
+            for (const auto& [path, text] : sources) list.push_back({path, text});
+            Result<std::uint64_t> r = [&] {
+              py::gil_scoped_release release;
+              return self.engine.reload_candidate(list);
+            }();
+            return loaded(std::move(r));
+          },
+          "Compiles (path, text) sources as the shadow candidate, as load_candidate_paths.")
+      .def("drop_candidate", [](PyEngine& self) { return self.engine.drop_candidate(); })
+      .def("shadow_counters",
+           [](const PyEngine& self) { return json_loads(to_json(self.engine.shadow_counters())); })
       .def("decide", &decide, py::arg("envelope"), py::arg("context") = py::none(),
            "Decides: an envelope (dict, JSON text, Adapted or None) and a context (dict, JSON "
            "text or None) to a Decision.")

@@ -183,3 +183,34 @@ def test_threads_decide_in_parallel_with_the_same_results(bundle):
     for t in threads:
         t.join()
     assert not errors and len(results) == 2000 and all(results)
+
+
+LIVE = """policy "p" {
+  tool { idempotent = true }
+  rule t when code == TRANSIENT -> retry
+  rule a when code == PERMISSION -> authorize
+  default -> stop
+}"""
+CANDIDATE = LIVE.replace("-> authorize", "-> escalate")
+
+
+def test_a_shadow_candidate_decides_beside_the_live_policy_read_only():
+    bundle = recourse.Bundle.from_sources({"p.recourse": LIVE})
+    records = []
+    bundle.set_log(records.append)
+    bundle.load_candidate_sources({"p.recourse": CANDIDATE})
+    with pytest.raises(recourse.CompileError):
+        bundle.load_candidate_sources({"p.recourse": "policy \"p\" {"})
+    context = {"tool": "p", "sideEffect": "none"}
+    assert bundle.decide({"code": "PERMISSION"}, context).route is recourse.Route.AUTHORIZE
+    assert bundle.decide({"code": "TRANSIENT"}, context).route is recourse.Route.RETRY
+    assert records[0]["shadow"]["differences"] == ["route"]
+    assert records[0]["shadow"]["result"]["route"] == "escalate"
+    assert "shadow" not in records[1]
+    assert bundle.shadow_counters() == {"decisions": 2, "disagreements": 1,
+                                        "rules": {"p": {"a -> a": 1}},
+                                        "differences": {"route": 1}}
+    bundle.drop_candidate()
+    bundle.decide({"code": "PERMISSION"}, context)
+    assert "shadow" not in records[2]
+    assert bundle.shadow_counters()["decisions"] == 2
