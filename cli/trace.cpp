@@ -35,14 +35,17 @@ std::optional<TraceLine> parse_trace_line(const std::string& text, const std::st
   auto raw_text = [&](const RawMember* m) {
     return m ? std::string_view(text).substr(m->begin, m->end - m->begin) : std::string_view();
   };
-  if (find_member(members, "breaker") && !find_member(members, "envelope")) {
+  // A breaker command or a decision-log record is a line that is one JSON object as a whole.
+  const auto first = text.find_first_not_of(" \t\r\n");
+  const bool object = first != std::string::npos && text[first] == '{' && json::accept(text);
+  if (object && find_member(members, "breaker") && !find_member(members, "envelope")) {
     TraceLine line;
     line.command = true;
     return line;
   }
   // A decision-log record: its input is a trace line of its own, decided as it is.
   if (const RawMember* input = find_member(members, "input");
-      input && find_member(members, "result") && !find_member(members, "envelope")) {
+      object && input && find_member(members, "result") && !find_member(members, "envelope")) {
     if (text[input->begin] != '{') return bad("a decision-log record's input is not an object");
     auto line = parse_trace_line(std::string(raw_text(input)), where, bundle, from);
     if (line) line->record = true;
