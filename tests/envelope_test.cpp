@@ -257,6 +257,10 @@ TEST_CASE("context: ContextLimits bound the text, its nesting, its strings and a
   CHECK(message(R"({"tool":"t","padding":")" + std::string(60, 'p') + "\"}") ==
         "context is 85 bytes; the limit is 64");
   CHECK(message(R"({"tool":"t","x":[[]]})") == "context nested deeper than 2 levels");
+  // Keys inside the object past the limit (fuzz_context: they were counted with no object open).
+  CHECK(message(R"([[[{"tool":"t","x":{"y":1}}]]])") == "context nested deeper than 2 levels");
+  CHECK(message(R"({"x":[{"a":1,"b":{"c":2}}],"tool":"t"})") ==
+        "context nested deeper than 2 levels");
   CHECK(message(R"({"tool":"abcdef"})") == "context.tool is longer than 5 bytes");
   CHECK(message(R"({"tool":"t","argsHash":"123456"})") ==
         "context.argsHash is longer than 5 bytes");

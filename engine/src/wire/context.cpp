@@ -187,6 +187,9 @@ Result<Context> read_context(std::string_view json, const ContextLimits& limits)
     bool too_deep = false;
     const auto callback = [&](int, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
       using Event = nlohmann::json::parse_event_t;
+      // Refused already: the parser still reports what is inside the object it was told to
+      // drop (its keys, with no object of `keys` open), and none of it is kept or counted.
+      if (too_deep) return false;
       if (event == Event::object_start || event == Event::array_start) {
         too_deep = too_deep || ++depth > limits.max_depth;
         if (too_deep) return false;  // not kept: the context is refused, memory stays bounded
