@@ -23,6 +23,29 @@ py::tuple loaded(Result<std::uint64_t> r) {
   return py::make_tuple(*r, warnings);
 }
 
+// Compiles files and directories into the engine's live bundle or its candidate, without the
+// GIL.
+py::tuple load_paths(PyEngine& self, const std::vector<std::string>& paths, bool candidate) {
+  Result<std::uint64_t> r = [&] {
+    py::gil_scoped_release release;
+    return candidate ? self.engine.reload_candidate_paths(paths) : self.engine.reload_paths(paths);
+  }();
+  return loaded(std::move(r));
+}
+
+// The same for (path, text) sources.
+py::tuple load_sources(PyEngine& self,
+                       const std::vector<std::pair<std::string, std::string>>& sources,
+                       bool candidate) {
+  std::vector<Source> list;
+  for (const auto& [path, text] : sources) list.push_back({path, text});
+  Result<std::uint64_t> r = [&] {
+    py::gil_scoped_release release;
+    return candidate ? self.engine.reload_candidate(list) : self.engine.reload(list);
+  }();
+  return loaded(std::move(r));
+}
+
 py::object decide(const PyEngine& self, py::handle envelope, py::handle context) {
   const std::optional<Envelope> e = to_envelope(envelope);
   const Context c = to_context(context);
@@ -106,47 +129,27 @@ PYBIND11_MODULE(_recourse, m) {
       .def(
           "load_paths",
           [](PyEngine& self, const std::vector<std::string>& paths) {
-            Result<std::uint64_t> r = [&] {
-              py::gil_scoped_release release;
-              return self.engine.reload_paths(paths);
-            }();
-            return loaded(std::move(r));
+            return load_paths(self, paths, false);
           },
           "Compiles files and directories and swaps the bundle in: (generation, warnings); "
           "CompileError keeps the bundle in use.")
       .def(
           "load_sources",
           [](PyEngine& self, const std::vector<std::pair<std::string, std::string>>& sources) {
-            std::vector<Source> list;
-            for (const auto& [path, text] : sources) list.push_back({path, text});
-            Result<std::uint64_t> r = [&] {
-              py::gil_scoped_release release;
-              return self.engine.reload(list);
-            }();
-            return loaded(std::move(r));
+            return load_sources(self, sources, false);
           },
           "Compiles (path, text) sources as one bundle and swaps it in, as load_paths.")
       .def(
           "load_candidate_paths",
           [](PyEngine& self, const std::vector<std::string>& paths) {
-            Result<std::uint64_t> r = [&] {
-              py::gil_scoped_release release;
-              return self.engine.reload_candidate_paths(paths);
-            }();
-            return loaded(std::move(r));
+            return load_paths(self, paths, true);
           },
           "Compiles files and directories as the shadow candidate (engine.hpp, \"Shadow "
           "policies\"): (generation, warnings); CompileError keeps both bundles.")
       .def(
           "load_candidate_sources",
           [](PyEngine& self, const std::vector<std::pair<std::string, std::string>>& sources) {
-            std::vector<Source> list;
-            for (const auto& [path, text] : sources) list.push_back({path, text});
-            Result<std::uint64_t> r = [&] {
-              py::gil_scoped_release release;
-              return self.engine.reload_candidate(list);
-            }();
-            return loaded(std::move(r));
+            return load_sources(self, sources, true);
           },
           "Compiles (path, text) sources as the shadow candidate, as load_candidate_paths.")
       .def("drop_candidate", [](PyEngine& self) { return self.engine.drop_candidate(); })
