@@ -198,6 +198,11 @@ function saveLink() {
   });
 }
 
+/** The name of the first policy a text defines (before it compiles, as typed), or undefined. */
+function policyName(text) {
+  return /^\s*policy\s+"([^"]+)"/m.exec(text)?.[1];
+}
+
 /**
  * Puts a state in the editors; without an envelope or a context (an example, a .recourse file)
  * they are the first test's, or a default.
@@ -205,7 +210,7 @@ function saveLink() {
 function load({ policy, envelope, context }) {
   editor.text = policy;
   const [first] = refresh({ decides: false });
-  const tool = /^\s*policy\s+"([^"]+)"/m.exec(policy)?.[1] ?? "";
+  const tool = policyName(policy) ?? "";
   view.envelope.value = envelope ?? JSON.stringify(first?.envelope ?? DEFAULT_ENVELOPE, null, 2);
   view.context.value = context ?? JSON.stringify(first?.context ?? { tool, sideEffect: "none" }, null, 2);
   decide();
@@ -235,7 +240,8 @@ async function start() {
     input.addEventListener("input", () => schedule(() => (decide(), saveLink())));
   $("#format").onclick = formatPolicy;
   $("#copy-link").onclick = copyLink;
-  $("#download").onclick = () => download(`${view.examples.value.split("/").pop().replace(/\.recourse$/, "") || "policy"}.playground.json`, state());
+  $("#download").onclick = () =>
+    download(`${(policyName(editor.text) ?? "policy").replace(/[^\w.-]+/g, "_")}.playground.json`, state());
   $("#open").onchange = openFile;
   for (const tab of document.querySelectorAll("[role=tab]")) tab.onclick = () => selectTab(tab.dataset.tab);
   window.addEventListener("hashchange", () => fromLink().catch((e) => notice(e.message)));

@@ -8,6 +8,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 port="${1:-8765}"
+echo "building the WebAssembly module and the page"
 scripts/wasm.sh >/dev/null
 node playground/build.mjs build/playground >/dev/null
 exec node playground/serve.mjs build/playground "$port"

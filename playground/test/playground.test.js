@@ -1,11 +1,13 @@
 // The playground in a real browser: Debian's chromium, headless, driven by puppeteer-core. The
 // page is built (build.mjs) and served on loopback (serve.mjs); the test types a broken policy and
 // checks the marker's line and UTF-16 column, fixes it, formats it, runs its test blocks, decides
-// an envelope (route and delay), follows the link the page keeps in its URL, starts from a bundled
-// example, and saves a screenshot at build/artifacts/playground.png.
+// an envelope (route and delay), follows the link the page keeps in its URL, saves the state and
+// opens it again, starts from a bundled example, and saves a screenshot at
+// build/artifacts/playground.png.
 // CHROMIUM names the browser when it is not `chromium` on PATH.
 import assert from "node:assert/strict";
-import { accessSync, constants, mkdirSync, readFileSync } from "node:fs";
+import { accessSync, constants, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { delimiter, dirname, join, resolve } from "node:path";
 import { after, before, test } from "node:test";
 import { fileURLToPath } from "node:url";
@@ -17,7 +19,10 @@ import { serve } from "../serve.mjs";
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
 const screenshot = join(root, "build/artifacts/playground.png");
-const WAIT = { timeout: 20_000 }; // each wait for the page; the whole test has its own timeout
+// Each wait for the page (the whole run has its own timeout, scripts/browser.sh). Generous: on a
+// loaded 2-core runner the first load, which compiles the 2 MB module, has taken 15 s.
+const WAIT = { timeout: 30_000 };
+const READY = { timeout: 90_000 };
 
 // The browser: $CHROMIUM, else the first of these on PATH.
 function chromium() {
@@ -65,8 +70,8 @@ async function open(address) {
   p.on("pageerror", (error) => problems.push(`page error: ${error.message}`));
   p.on("console", (message) => message.type() === "error" && problems.push(`console: ${message.text()}`));
   p.setDefaultTimeout(WAIT.timeout);
-  await p.goto(address, { waitUntil: "load" });
-  await p.waitForFunction(() => document.body.dataset.ready, WAIT);
+  await p.goto(address, { waitUntil: "load", ...READY });
+  await p.waitForFunction(() => document.body.dataset.ready, READY);
   assert.equal(await p.evaluate(() => document.body.dataset.ready), "true", problems.join("\n"));
   return p;
 }
@@ -184,6 +189,35 @@ test("the link carries the policy, the envelope and the context", async () => {
   await linked.waitForSelector("#route", WAIT);
   assert.equal(await linked.$eval("#route", (e) => e.textContent), "retry");
   await linked.close();
+});
+
+test("a saved file carries them too: Download, then Open", async () => {
+  const dir = mkdtempSync(join(tmpdir(), "recourse-playground-"));
+  try {
+    const cdp = await browser.target().createCDPSession();
+    await cdp.send("Browser.setDownloadBehavior", { behavior: "allow", downloadPath: dir });
+    await page.click("#download");
+    const file = join(dir, "orders.create.playground.json");
+    for (let waited = 0; !existsSync(file); waited += 100) {
+      assert.ok(waited < WAIT.timeout, "the download did not arrive");
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    const saved = JSON.parse(readFileSync(file, "utf8"));
+    assert.deepEqual(saved, {
+      "recourse-playground": 1,
+      policy: await value(page, "#policy"),
+      envelope: await value(page, "#envelope"),
+      context: await value(page, "#context"),
+    });
+    const opened = await open(url);
+    await (await opened.$("#open")).uploadFile(file);
+    await opened.waitForFunction((t) => document.querySelector("#policy").value === t, WAIT, saved.policy);
+    assert.equal(await value(opened, "#envelope"), saved.envelope);
+    assert.equal(await value(opened, "#context"), saved.context);
+    await opened.close();
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 });
 
 test("a bundled example starts with its tests passing and its first test's input decided", async () => {
