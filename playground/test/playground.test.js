@@ -159,6 +159,12 @@ test("fixing it compiles, formats and runs the test blocks", async () => {
   const tests = await page.$$eval(".test-list li", (ls) => ls.map((l) => l.querySelector("b").textContent + " " + l.dataset.line));
   assert.deepEqual(tests, ["PASS 7", "PASS 12"]);
   assert.match(await page.$eval('.gutter [data-line="7"]', (e) => e.className), /test-pass/);
+  // "Try it" puts the second test's input in the editors, and it decides as the test expects.
+  await page.click('.test-list li[data-index="1"] button[data-try]');
+  await page.waitForFunction(() => document.querySelector("#route")?.textContent === "stop", WAIT);
+  assert.deepEqual(JSON.parse(await value(page, "#envelope")), { code: "PERMISSION" });
+  assert.equal(JSON.parse(await value(page, "#context")).tool, "orders.create");
+  assert.equal(await text("#decision-rule"), "default");
   assert.match(await text("#tables"), /policy "orders\.create"/);
 });
 
