@@ -147,6 +147,34 @@ export interface Explanation {
   decision: Decision;
 }
 
+/** One `test` block's outcome (docs/language.md, "Tests"). */
+export interface TestResult {
+  policy: string;
+  name: string;
+  file: string;
+  /** Of the `test` keyword: 1-based line and column (characters), bytes from the file's start. */
+  line: number;
+  column: number;
+  offset: number;
+  passed: boolean;
+  /** The expectation as written, e.g. "retry delay 250ms..20s". */
+  expected: string;
+  /** The decision in the same words, e.g. "retry rule transient delay 400ms". */
+  actual: string;
+  /** One line per expectation not met. */
+  mismatches: string[];
+  decision: Decision;
+  /** The input the test decides. */
+  envelope: Envelope;
+  context: Context;
+}
+
+/** format()'s result: `text` is null when the text does not parse or would not format. */
+export interface FormatResult {
+  text: string | null;
+  diagnostics: Diagnostic[];
+}
+
 /** Compiled policies. */
 export class Bundle {
   private constructor();
@@ -162,12 +190,19 @@ export class Bundle {
    * envelope keys are read.
    */
   decideFields(envelope: Envelope, context?: Context): DecisionFields;
+  /** The decision tables of every policy, as `recourse compile --dump` prints them. */
+  dump(): string;
+  /** Runs the policies' own `test` blocks, policy after policy, each in file order. */
+  runTests(): TestResult[];
   /** Releases the engine's memory now (else when collected). */
   free(): void;
 }
 
 /** Compiles sources (or one text, as "policy.recourse") as one bundle. */
 export function compile(sources: string | Source[]): CompileResult;
+
+/** The canonical layout of one policy file's text (`recourse fmt`); `path` names it. */
+export function format(text: string, path?: string): FormatResult;
 
 /** An adapter's reading of a raw failure. */
 export interface Adapted {
