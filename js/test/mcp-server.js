@@ -29,6 +29,7 @@ const tools = [
   { name: "notes.read", annotations: { readOnlyHint: true } },
   { name: "orders.create", annotations: { destructiveHint: false, idempotentHint: false } },
   { name: "cache.put", annotations: { idempotentHint: true, destructiveHint: false } },
+  { name: "notes.edit", annotations: { destructiveHint: false } },
   { name: "files.get", annotations: { readOnlyHint: true } },
   { name: "status.check", annotations: { readOnlyHint: true } },
   { name: "stats", annotations: { readOnlyHint: true } },
@@ -72,6 +73,8 @@ export function makeServer(state = makeState()) {
         if (n === 1) return never();
         return ok(`${name}: applied`);
       }
+      case "notes.edit": // a business answer from a healthy server, ../shared/cases mcp-breaker-opened-by-tool-errors
+        return toolError({ code: "NOT_FOUND", field: "old_text", retryable: false, message: "old_text not found" });
       case "files.get": // MCP 2025-11-25 server/resources: -32002 Resource not found, data {uri}
         throw new McpError(-32002, "Resource not found", { uri: "file:///missing.txt" });
       case "status.check": // a server that keeps failing

@@ -40,6 +40,12 @@ policy "orders.create" {
   rule lost when code == TIMEOUT -> retry
   default -> stop
 }
+policy "notes.edit" {
+  tool { arguments = [old_text, new_text] }
+  breaker { failures = 2  cooldown = 30s }
+  rule anchor when code == NOT_FOUND and field in arguments -> repair
+  default -> stop
+}
 policy "status.check" {
   tool { idempotent = true  fallback = "status.cached" }
   limits { attempts = 2 }
@@ -109,8 +115,9 @@ for (const [name, transport] of Object.entries(transports)) {
       const server = await transport.open();
       const client = await server.connect();
       const time = fakeTime();
-      const tools = new McpRecovery(client, useBundle, { health: new Health(), clock: time.clock, sleep: time.sleep, ...options });
-      return { server, client, time, tools, calls: async (tool) => (await server.stats()).calls[tool] ?? 0 };
+      const health = new Health();
+      const tools = new McpRecovery(client, useBundle, { health, clock: time.clock, sleep: time.sleep, ...options });
+      return { server, client, time, health, tools, calls: async (tool) => (await server.stats()).calls[tool] ?? 0 };
     }
 
     test("a transient tool error is retried after the server's hint", async () => {
@@ -211,6 +218,17 @@ for (const [name, transport] of Object.entries(transports)) {
       const r2 = await second.callTool({ name: "status.check" });
       assert.deepEqual([r2.route, r2.target, r2.decision.rule, r2.attempts], ["replace", "status.cached", "circuit:open", 0]);
       assert.equal(await s.calls("status.check"), 2); // the second call was never made
+    });
+
+    test("a healthy server's business errors are repaired and never open its circuit", async () => {
+      // The host knows a failed edit changed nothing (the hook); the server only said isError.
+      const s = await setup({ sideEffect: ({ result }) => (result ? "none" : undefined) });
+      for (let caller = 0; caller < 3; ++caller) {
+        const r = await s.tools.callTool({ name: "notes.edit", arguments: { old_text: "## Status", new_text: "## Done" } });
+        assert.deepEqual([r.route, r.decision.rule, r.attempts], ["repair", "anchor", 1]);
+      }
+      assert.equal(await s.calls("notes.edit"), 3);
+      assert.equal(s.health.circuit("notes.edit"), "closed");
     });
 
     test("an AbortSignal ends a wait at once: the call rejects with its reason", async () => {
