@@ -83,7 +83,8 @@ export class McpRecovery {
     if (typeof bundle?.decide !== "function") throw new TypeError("McpRecovery: a compiled bundle is required");
     this.#client = client;
     this.#bundle = bundle;
-    this.#options = { trusted: false, prefix: "", keyMeta: "idempotency-key", maxReplacements: 0, workflow: new Workflow(), ...options };
+    this.#options = { trusted: false, prefix: "", keyMeta: "idempotency-key", maxReplacements: 0, ...options };
+    this.#options.workflow ??= new Workflow();
   }
 
   /**
@@ -126,9 +127,7 @@ export class McpRecovery {
     if (typeof name !== "string" || name === "") throw new TypeError("callTool: params.name must be a tool name");
     const o = this.#options;
     if (o.trusted && !this.#listed && typeof this.#client.listTools === "function") await this.listTools(options.requestOptions);
-    const annotations = this.#annotations.get(name);
-    const idempotent = idempotentFromAnnotations(annotations, o.trusted);
-    const readOnly = o.trusted && annotations?.readOnlyHint === true;
+    const idempotent = idempotentFromAnnotations(this.#annotations.get(name), o.trusted);
     const spec = {
       tool: o.prefix + name,
       operationId: options.operationId ?? randomUUID(),
@@ -162,7 +161,7 @@ export class McpRecovery {
             result = undefined;
           }
           if (!error && result?.isError !== true) return { outcome: "success" };
-          return this.#failure(tool, error, result, readOnly);
+          return this.#failure(tool, error, result);
         },
       });
       if (done.ending === "cancelled" && options.signal?.aborted) throw options.signal.reason;
@@ -192,10 +191,12 @@ export class McpRecovery {
 
   // The outcome of a failed call: the JSON-RPC error or the isError result as the MCP adapter's
   // raw form, with what the call did downstream.
-  #failure(tool, error, result, readOnly) {
+  #failure(tool, error, result) {
     const rpc = error === undefined ? undefined : jsonRpcError(error);
+    const annotations = this.#annotations.get(tool);
     let sideEffect = this.#options.sideEffect?.({ tool, error, result });
     if (sideEffect === undefined) {
+      const readOnly = this.#options.trusted && annotations?.readOnlyHint === true;
       const refused = rpc !== undefined && REFUSED.has(rpc.code) && !CLIENT_SIDE.test(rpc.message);
       sideEffect = readOnly || refused ? "none" : "unknown";
     }
@@ -205,7 +206,6 @@ export class McpRecovery {
     const raw = rpc ? { protocol: "mcp", error: rpc } : { protocol: "mcp", result };
     // An untrusted server's annotations go to the adapter, whose decision then warns that they
     // were not believed (a trusted server's are the runner's `idempotent` already).
-    const annotations = this.#annotations.get(tool);
     if (annotations && !rpc && !this.#options.trusted) raw.annotations = annotations;
     return { outcome: "failure", raw, sideEffect };
   }

@@ -132,8 +132,10 @@ for (const [name, transport] of Object.entries(transports)) {
 
     test("a permission error marked retryable is authorize, not retried", async () => {
       const s = await setup();
+      await s.tools.listTools(); // untrusted: its destructiveHint goes to the adapter, which ignores it
       const r = await s.tools.callTool({ name: "admin.delete", arguments: { id: 7 } });
       assert.deepEqual([r.ok, r.route, r.decision.rule, r.attempts], [false, "authorize", "needs_approval", 1]);
+      assert.ok(r.decision.warnings.some((w) => w.kind === "ignored" && w.field === "idempotent"));
       assert.deepEqual(s.time.waits, []);
       assert.equal(await s.calls("admin.delete"), 1);
     });
