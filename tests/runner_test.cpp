@@ -197,7 +197,7 @@ TEST_CASE("runner: a lost response is resent only under a pinned key", "[runner]
     spec.idempotent = true;
     auto runner = loop.runner(std::move(spec));
     runner->next(kT0);
-    CHECK_FALSE(loop.store->read("op-1", kT0).has_value());  // an idempotent call claims none
+    CHECK(loop.store->read("op-1", kT0)->state == recourse::LedgerState::Absent);  // no claim
     REQUIRE(runner->report(failure(R"({"code":"TIMEOUT"})", std::nullopt), kT0 + 30000).ok());
     const Action a = runner->next(kT0 + 30100);
     REQUIRE(a.step == Step::Call);
