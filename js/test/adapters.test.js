@@ -193,30 +193,50 @@ test("openai: an error chunk mid-stream is read as the stream's body", async () 
   assert.deepEqual([a.envelope.code, a.envelope.retryable], ["CONTEXT_OVERFLOW", false]);
 });
 
-test("the SDKs' retries off, the runner decides: a 429 waits its Retry-After, then the call succeeds", async () => {
+// One operation on a fake clock (its jitter seeded by `operationId`): `send()` is the SDK's call (its own retries off), `read` the
+// adapter for its errors. Resolves to the done action, the waits and the last reply.
+async function decided(operationId, send, read) {
+  let now = 1_700_000_000_000;
+  const waits = [];
+  let reply;
+  const runner = new Runner(bundle, { tool: "llm.chat", operationId }, { health: new Health() });
+  const done = await runner.run({
+    clock: () => now,
+    sleep: async (ms) => (waits.push(ms), (now += ms)),
+    async call() {
+      try {
+        reply = await send();
+        return { outcome: "success" };
+      } catch (error) {
+        return { outcome: "failure", envelope: read(error).envelope, sideEffect: "none" };
+      }
+    },
+  });
+  return { done, waits, reply };
+}
+
+test("the SDKs' retries off, the runner decides: openai's 429 waits its Retry-After, then the call succeeds", async () => {
   answers.set("/v1/chat/completions", [
     { status: 429, headers: { "retry-after": "3" }, body: { error: { message: "Rate limit reached", type: "requests", code: "rate_limit_exceeded" } } },
     { status: 200, headers: {}, body: { id: "c1", object: "chat.completion", created: 1, model: "m", choices: [{ index: 0, message: { role: "assistant", content: "hello" }, finish_reason: "stop" }] } },
   ]);
   requests.delete("/v1/chat/completions");
   const client = new OpenAI({ apiKey: "test", baseURL: `${base}/v1`, maxRetries: 0 });
-  let now = 1_700_000_000_000;
-  const waits = [];
-  let reply;
-  const runner = new Runner(bundle, { tool: "llm.chat", operationId: "op-loop" }, { health: new Health() });
-  const done = await runner.run({
-    clock: () => now,
-    sleep: async (ms) => (waits.push(ms), (now += ms)),
-    async call() {
-      try {
-        reply = await client.chat.completions.create({ model: "m", messages: [{ role: "user", content: "hi" }] });
-        return { outcome: "success" };
-      } catch (error) {
-        return { outcome: "failure", envelope: fromOpenAIError(error).envelope, sideEffect: "none" };
-      }
-    },
-  });
+  const { done, waits, reply } = await decided("op-openai", () => client.chat.completions.create({ model: "m", messages: [{ role: "user", content: "hi" }] }), fromOpenAIError);
   assert.deepEqual([done.ending, done.attempt, waits], ["success", 2, [3000]]);
   assert.equal(reply.choices[0].message.content, "hello");
   assert.equal(requests.get("/v1/chat/completions"), 2); // the SDK itself sent each once
+});
+
+test("the SDKs' retries off, the runner decides: anthropic's 529 twice, then the attempts are spent", async () => {
+  const overloaded = { status: 529, headers: {}, body: { type: "error", error: { type: "overloaded_error", message: "Overloaded" } } };
+  answers.set("/v1/messages", [overloaded, overloaded, overloaded, overloaded]);
+  requests.delete("/v1/messages");
+  const client = new Anthropic({ apiKey: "test", baseURL: base, maxRetries: 0 });
+  const { done, waits } = await decided("op-anthropic", () => client.messages.create({ model: "m", max_tokens: 8, messages: [{ role: "user", content: "hi" }] }), fromAnthropicError);
+  assert.deepEqual([done.ending, done.attempt, done.decision.rule], ["decided", 4, "budget:attempts"]);
+  // The default backoff (docs/language.md: exponential, base 250ms, factor 2, full jitter), seeded by the operation:
+  // each wait within its cap (250 ms, 500 ms, 1 s), the same on every run.
+  assert.deepEqual(waits, [217, 403, 96]);
+  assert.equal(requests.get("/v1/messages"), 4); // attempts = 4, and no retry of the SDK's own
 });
