@@ -192,6 +192,17 @@ TEST_CASE("runner: a lost response is resent only under a pinned key", "[runner]
     const auto entry = loop.store->read("op-1", kT0 + 30100);
     CHECK(entry->state == recourse::LedgerState::Pending);
   }
+  SECTION("the host knows the tool is idempotent (a trusted MCP server's hint): resent") {
+    auto spec = loop.spec("orders.write", "{}");
+    spec.idempotent = true;
+    auto runner = loop.runner(std::move(spec));
+    runner->next(kT0);
+    CHECK(loop.store->read("op-1", kT0)->state == recourse::LedgerState::Absent);  // no claim
+    REQUIRE(runner->report(failure(R"({"code":"TIMEOUT"})", std::nullopt), kT0 + 30000).ok());
+    const Action a = runner->next(kT0 + 30100);
+    REQUIRE(a.step == Step::Call);
+    CHECK(a.decision->rule == "lost");
+  }
 }
 
 TEST_CASE("runner: the breaker opens and the fallback is called", "[runner]") {

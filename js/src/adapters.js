@@ -66,24 +66,37 @@ export function transportForm(error) {
   return { protocol: "http", status: null, transportError: parts.join(": ") || "connection error" };
 }
 
+// The status of an SDK's APIError: its own, or 200 for one thrown on an error event inside a
+// stream (no status, `error` the event's data: openai 6.x and @anthropic-ai/sdk 0.137
+// core/streaming), read as that stream's body (docs/adapters.md, "Event streams"); undefined for
+// a connection error (no status, no body), read as a transport error.
+function sdkStatus(error) {
+  if (typeof error?.status === "number") return error.status;
+  return error?.error !== undefined && error?.error !== null ? 200 : undefined;
+}
+
 /**
  * The envelope of an error the official `openai` package threw (APIError and its subclasses:
- * `status`, `headers`, and `error`, the body's "error" member; APIConnectionError and
- * APIConnectionTimeoutError have no status and read as transport errors).
+ * `status`, `headers`, and `error`, the body's "error" member; an error event mid-stream has no
+ * status and reads as a 200's body; APIConnectionError and APIConnectionTimeoutError have no
+ * status and read as transport errors).
  */
 export function fromOpenAIError(error, options = {}) {
-  if (typeof error?.status !== "number") return adapt(transportForm(error), { ...options, protocol: "http" });
+  const status = sdkStatus(error);
+  if (status === undefined) return adapt(transportForm(error), { ...options, protocol: "http" });
   const body = error.error === undefined ? error.message : { error: error.error };
-  return adapt({ protocol: "http", status: error.status, headers: headerRecord(error.headers), body }, { ...options, protocol: "http" });
+  return adapt({ protocol: "http", status, headers: headerRecord(error.headers), body }, { ...options, protocol: "http" });
 }
 
 /**
  * The envelope of an error the official `@anthropic-ai/sdk` package threw (APIError: `status`,
- * `headers`, and `error`, the whole body {"type": "error", "error": {...}}; connection errors read
- * as transport errors).
+ * `headers`, and `error`, the whole body {"type": "error", "error": {...}}; an `event: error`
+ * mid-stream has no status and reads as a 200's body; connection errors read as transport
+ * errors).
  */
 export function fromAnthropicError(error, options = {}) {
-  if (typeof error?.status !== "number") return adapt(transportForm(error), { ...options, protocol: "http" });
+  const status = sdkStatus(error);
+  if (status === undefined) return adapt(transportForm(error), { ...options, protocol: "http" });
   const body = error.error === undefined ? error.message : error.error;
-  return adapt({ protocol: "http", status: error.status, headers: headerRecord(error.headers), body }, { ...options, protocol: "http" });
+  return adapt({ protocol: "http", status, headers: headerRecord(error.headers), body }, { ...options, protocol: "http" });
 }

@@ -253,6 +253,8 @@ export interface RunnerSpec {
   deadlineMs?: number;
   maxReplacements?: number;
   ledgerLeaseMs?: number;
+  /** What the host knows of the tool's idempotence (a trusted MCP server's annotations); over the policy's `tool { idempotent }`. */
+  idempotent?: boolean;
 }
 
 /** The runner's next action (docs/embedding.md, "Actions"). */

@@ -95,7 +95,7 @@ function abortableSleep(ms, signal) {
 
 /**
  * One operation's recovery loop under a Bundle (recourse::Runner). `spec`: { tool, operationId,
- * arguments (any JSON value), workflowId, deadlineMs, maxReplacements, ledgerLeaseMs }; tool and
+ * arguments (any JSON value), workflowId, deadlineMs, maxReplacements, ledgerLeaseMs, idempotent }; tool and
  * operationId are required. `workflow` (default: a new one) and `health` (default: one shared
  * by the runners made without one) keep the counts. The bundle, workflow and health must
  * outlive the runner.

@@ -143,3 +143,22 @@ policy "flaky" {
   assert.equal(health.circuit("flaky"), "open");
   assert.equal(health.circuit("other"), "closed");
 });
+
+test("spec.idempotent, the host's fact, outranks the policy's and must be a boolean", () => {
+  const { bundle } = compile(`version 1
+policy "orders.write" {
+  tool { idempotent = false }
+  rule lost when code == TIMEOUT -> retry
+  default -> stop
+}`);
+  const lost = { outcome: "failure", envelope: { code: "TIMEOUT" } }; // no side effect known
+  const decided = (spec) => {
+    const runner = new Runner(bundle, { tool: "orders.write", operationId: "op-6", ...spec }, { health: new Health() });
+    runner.next(1000);
+    runner.report(lost, 1000);
+    return runner.next(1000).decision.rule;
+  };
+  assert.equal(decided({}), "gate:unknown_outcome");
+  assert.equal(decided({ idempotent: true }), "lost");
+  assert.throws(() => new Runner(bundle, { tool: "orders.write", operationId: "op-7", idempotent: "yes" }), (e) => e.status === Status.BAD_INPUT && /idempotent must be a boolean/.test(e.message));
+});

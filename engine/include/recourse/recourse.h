@@ -313,7 +313,8 @@ RECOURSE_API char* recourse_workflow_json(const recourse_workflow* workflow);
 typedef struct recourse_runner recourse_runner;
 /** A runner deciding with `engine`, counting in `workflow`, with `health` and `store`'s ledger
  * (NULL: no ledger), all of which must outlive it. `spec_json` is {"tool", "operationId",
- * "arguments": any JSON, "workflowId", "deadlineMs", "maxReplacements", "ledgerLeaseMs"}
+ * "arguments": any JSON, "workflowId", "deadlineMs", "maxReplacements", "ledgerLeaseMs",
+ * "idempotent": the host's fact about the tool, RunnerSpec::idempotent}
  * (tool and operationId required). A spec that is not such an object is RECOURSE_BAD_INPUT;
  * NULL handles or `runner` RECOURSE_INVALID_ARGUMENT; both set `error`. Free with
  * recourse_runner_free. */

@@ -139,6 +139,12 @@ struct RunnerSpec {
   /// Lease of the ledger's claim before a call of a tool that is not idempotent, ms (the claim
   /// reads as unknown once it expires without a report: the worker may have died mid-call).
   std::int64_t ledger_lease_ms = 60'000;
+  /// What the host knows of `tool`'s idempotence (e.g. from a trusted MCP server's tool
+  /// annotations: idempotent_from_annotations(), adapters.hpp): Context::idempotent of its calls'
+  /// decisions, which outranks the policy's `tool { idempotent }` as any context's does, and
+  /// whether its calls claim the ledger. nullopt: the policy's. Replacement tools keep their
+  /// policies'.
+  std::optional<bool> idempotent;
   /// Makes a new idempotency key. Default: 128 random bits as 32 hex digits. Tests pass a
   /// counter.
   std::function<std::string()> new_key;

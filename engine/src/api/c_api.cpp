@@ -550,6 +550,10 @@ std::optional<recourse::RunnerSpec> runner_spec(std::string_view text, std::stri
       ok = integer(spec.max_replacements);
     else if (key == "ledgerLeaseMs")
       ok = integer(spec.ledger_lease_ms);
+    else if (key == "idempotent" && value.is_boolean())
+      spec.idempotent = value.get<bool>();
+    else if (key == "idempotent")
+      ok = false, why = "spec.idempotent must be a boolean";
     if (!ok) return std::nullopt;
   }
   return spec;

@@ -130,11 +130,22 @@ struct Runner::State {
     return out;
   }
 
+  // The host's fact about `tool` (RunnerSpec::idempotent, for the spec's tool only), else nullopt.
+  std::optional<bool> host_idempotent() const {
+    return tool == spec.tool ? spec.idempotent : std::nullopt;
+  }
+
+  // Whether a call of `tool` (whose compiled policy is `ps`, or nullptr) may be repeated safely.
+  bool idempotent(const detail::PolicySpec* ps) const {
+    return host_idempotent().value_or(ps && ps->idempotent);
+  }
+
   // What the runner knows of the call that just failed, before the Workflow and Health add
   // theirs.
   Context context(std::int64_t now_ms) const {
     Context c;
     c.tool = tool;
+    c.idempotent = host_idempotent();
     c.operation_id = spec.operation_id;
     c.workflow_id = spec.workflow_id;
     c.attempt = std::max<std::int64_t>(attempt, 1);
@@ -177,7 +188,7 @@ struct Runner::State {
     }
     fresh_key = false;
     claimed = false;
-    if (store && (!ps || !ps->idempotent)) {  // a call that may have a side effect: claim first
+    if (store && !idempotent(ps)) {  // a call that may have a side effect: claim first
       const auto entry = store->claim(spec.operation_id, key, spec.ledger_lease_ms, now_ms);
       if (entry && entry->state == LedgerState::Committed) return finish(Ending::Committed, now_ms);
       claimed = entry.has_value();  // ours to settle: one runner per operation
