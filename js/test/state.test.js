@@ -3,6 +3,9 @@
 // Workflow and Health objects, as two processes have) share counts, retry tokens, breakers and
 // the ledger, over the memory store and over Redis alike.
 import assert from "node:assert/strict";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { after, before, test } from "node:test";
 
 import { Health, MemoryStore, Runner, Workflow, compile, counterKey } from "../src/index.js";
@@ -10,6 +13,7 @@ import { createClient } from "redis";
 
 import { RedisStore } from "../src/redis.js";
 import { startRedis } from "./redis-server.js";
+import { native } from "./support.js";
 
 // One policy per test, so the tests' state never meets.
 const retrying = (name, settings) => `policy "${name}" {
@@ -156,4 +160,31 @@ test("a store that cannot answer: the step decides as the C++ engine does while 
   // retry while the store is down, and the decision says why. Nothing unread is written.
   assert.deepEqual([calls, done.decision.exhausted, done.decision.warnings.some((w) => w.kind === "store_unavailable")], [1, "retry_tokens", true]);
   assert.deepEqual(runner.conflicts, []);
+});
+
+test("the native command counts on the counters a JavaScript runner wrote to Redis, and the reverse", async () => {
+  const client = createClient({ socket: { path: server.socket } });
+  await client.connect();
+  const dir = mkdtempSync(join(tmpdir(), "recourse-js-state-"));
+  try {
+    await client.flushAll();
+    const store = await RedisStore.open(client, { timeoutMs: 2000 });
+    const id = "op-native";
+    const a = new Runner(bundle, { tool: "svc.count", operationId: id }, processOn(store));
+    await a.nextAsync();
+    await a.reportAsync(failure); // attempt 1 failed, counted under agents/op-native/svc.count
+    writeFileSync(join(dir, "policy.recourse"), POLICY);
+    writeFileSync(join(dir, "envelope.json"), JSON.stringify(failure.envelope));
+    writeFileSync(join(dir, "context.json"), JSON.stringify({ tool: "svc.count", operationId: id, workflowId: "agents", sideEffect: "none" }));
+    const d = JSON.parse(native(["decide", "--policy", join(dir, "policy.recourse"), "--state", server.url, "-e", join(dir, "envelope.json"), "-c", join(dir, "context.json")]));
+    assert.deepEqual([d.route, d.attempt, d.attemptsLeft], ["retry", 2, 1]); // the second attempt
+    const counted = await store.count({ operation: counterKey("agents", id, "svc.count"), event: { kind: "read" } });
+    // The native call counted here: its attempt; and its failure, a new one (the runner's failure
+    // was keyed by the hash of its arguments, which this context does not carry), so repeats
+    // restart at 1.
+    assert.deepEqual([counted.attempts, counted.repeats], [2, 1]);
+  } finally {
+    await client.quit();
+    rmSync(dir, { recursive: true, force: true });
+  }
 });
