@@ -8,7 +8,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
 
-import { Health, MemoryStore, Runner, Workflow, compile, counterKey } from "../src/index.js";
+import { Health, MemoryStore, Runner, Workflow, compile, counterKey, storeOperations } from "../src/index.js";
 import { createClient } from "redis";
 
 import { RedisStore } from "../src/redis.js";
@@ -144,7 +144,7 @@ test("a claim another process committed between the read and the write ends the 
   // committed: the store's answer to the claim wins, and the call is not made.
   const stale = Object.create(store);
   stale.read = async ({ operation }) => ({ operation, state: "absent", idempotencyKey: "", updatedMs: 0, leaseUntilMs: 0, claimed: false });
-  for (const name of ["bucket", "outcome", "probe", "hold", "control", "vote", "tool", "count", "claim", "transition", "entries"]) stale[name] = store[name].bind(store);
+  for (const name of storeOperations) if (name !== "read") stale[name] = store[name].bind(store);
   await store.claim({ operation: id, idempotencyKey: "theirs", leaseMs: 60000, nowMs: Date.now() });
   await store.transition({ operation: id, to: "committed", nowMs: Date.now() });
   const { done, calls, runner } = await operation(processOn(stale), "pay.charge", id, () => ({ outcome: "success" }), { ledger: stale });
@@ -154,7 +154,7 @@ test("a claim another process committed between the read and the write ends the 
 });
 
 test("a store that cannot answer: the step decides as the C++ engine does while its store is down", async () => {
-  const down = Object.fromEntries(["bucket", "outcome", "probe", "hold", "control", "vote", "tool", "count", "claim", "transition", "read", "entries"].map((n) => [n, async () => null]));
+  const down = Object.fromEntries(storeOperations.map((n) => [n, async () => null]));
   const { done, calls, runner } = await operation(processOn(down), "svc.tokens", "down-1", () => failure);
   // The counters fall back to this process's, the retry tokens to the fallback bucket (none): no
   // retry while the store is down, and the decision says why. Nothing unread is written.
@@ -187,4 +187,15 @@ test("the native command counts on the counters a JavaScript runner wrote to Red
     await client.quit();
     rmSync(dir, { recursive: true, force: true });
   }
+});
+
+test("a record that does not read as its shape reads as unanswered, as a C++ store's BADRECORD", async () => {
+  const store = new MemoryStore();
+  const odd = Object.fromEntries(storeOperations.map((n) => [n, store[n].bind(store)]));
+  odd.tool = async () => ({ circuit: "ajar" });
+  const { done, calls } = await operation(processOn(odd), "svc.tokens", "odd-1", () => failure);
+  // The retry tokens are in the tool's record: unread, so the fallback bucket (none) answers.
+  assert.deepEqual([calls, done.decision.exhausted, done.decision.warnings.some((w) => w.kind === "store_unavailable")], [1, "retry_tokens", true]);
+  assert.throws(() => new Workflow({ store: {} }), /store: bucket\(\) is missing/);
+  store.free();
 });

@@ -15,20 +15,18 @@ void StagedStore::load(const json& records) {
   decltype(operations_) operations;
   decltype(ledger_) ledger;
   decltype(unavailable_) unavailable;
-  // Each record of one member, read by `read` (its errors name the record); null: not recorded;
-  // false: not read.
+  // Each record of one member, read by `read`; null: not recorded; false, or a record that does
+  // not read as its shape (as a C++ store's BadRecord): not read.
   auto each = [&](const char* kind, const char* member, auto& map, auto read) {
     auto it = records.find(member);
     if (it == records.end()) return;
     if (!it->is_object()) throw std::invalid_argument(std::string(member) + " is not an object");
     for (const auto& [key, record] : it->items()) try {
-        if (record == false)
-          unavailable.insert(std::string(kind) + ":" + key);
-        else
-          map.emplace(key, record.is_null() ? typename std::decay_t<decltype(map)>::mapped_type{}
-                                            : read(record));
-      } catch (const std::invalid_argument& e) {
-        throw std::invalid_argument(std::string(member) + " " + key + ": " + e.what());
+        if (record == false) throw std::invalid_argument("not read");
+        map.emplace(key, record.is_null() ? typename std::decay_t<decltype(map)>::mapped_type{}
+                                          : read(record));
+      } catch (const std::invalid_argument&) {
+        unavailable.insert(std::string(kind) + ":" + key);
       }
   };
   if (!records.is_object()) throw std::invalid_argument("records: not a JSON object");

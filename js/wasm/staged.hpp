@@ -24,10 +24,10 @@ class StagedStore final : public Store {
  public:
   /// Replaces the copy with `records`: {"tools": {name: ToolHealth}, "operations": {key:
   /// OperationState}, "ledger": {operation: LedgerEntry}} in ops.hpp's forms (each member may be
-  /// absent; a null record is one never recorded, `false` one the store could not read: the
-  /// operations on it answer nullopt, as a store that cannot answer, and are not journalled).
-  /// std::invalid_argument names a record that does not read; the copy is then unchanged. The
-  /// journal and the misses are cleared.
+  /// absent; a null record is one never recorded; `false`, or a record that does not read as its
+  /// shape, one the store could not read: the operations on it answer nullopt, as a store that
+  /// cannot answer, and are not journalled). std::invalid_argument when `records` or a member is
+  /// not an object; the copy is then unchanged. The journal and the misses are cleared.
   void load(const nlohmann::json& records);
   /// {"ops": [{"op": ..., "answer": ...}], "misses": [{"kind": "tool" | "operation" | "ledger",
   /// "key"}]}: the operations that wrote since load() or the last take(), each with the answer
