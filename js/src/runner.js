@@ -93,6 +93,9 @@ export class Health extends Handle {
   }
 }
 
+// What a call the circuit refused reads as (the C++ runner's refusal: docs/embedding.md).
+const refusal = Object.freeze({ code: "TRANSIENT", retryable: true, message: "the circuit of this tool is open: the call was not made" });
+
 // A wait of `ms` that `signal` ends early (resolving false), else true.
 function abortableSleep(ms, signal) {
   return new Promise((resolve) => {
@@ -200,17 +203,24 @@ export class Runner extends Handle {
   /**
    * next() on the async stores' records (Workflow, Health and ledger stores): reads what the
    * step needs, decides, then writes what it changed back, each operation atomic in its store.
-   * Resolves to the action; an operation another process committed meanwhile (the store's
-   * answer to this step's claim) resolves to done ("committed") without the call.
+   * Resolves to the action. Where the store answered the step otherwise than the records read
+   * (another process moved first): an operation another process committed resolves to done
+   * ("committed") without the call; a half-open probe another process took is not called either
+   * but reported as a failure of the open circuit's ("TRANSIENT", side effect none, which takes a
+   * retry token as any such failure does), and the next action is decided with the circuit open.
    */
   async nextAsync(nowMs = Date.now()) {
-    const { result: action, conflicts } = await this.#staged(nowMs, () => this.next(nowMs));
-    if (action.tool) this.#tools.add(action.tool);
-    if (action.step === "call" && conflicts.some((c) => c.op.op === "claim" && c.store?.state === "committed")) {
-      this.cancel();
-      return { ...action, step: "done", ending: "committed" };
+    for (;;) {
+      const { result: action, conflicts } = await this.#staged(nowMs, () => this.next(nowMs));
+      if (action.tool) this.#tools.add(action.tool);
+      if (action.step !== "call") return action;
+      if (conflicts.some((c) => c.op.op === "claim" && c.store?.state === "committed")) {
+        this.cancel();
+        return { ...action, step: "done", ending: "committed" };
+      }
+      if (!conflicts.some((c) => c.op.op === "probe" && c.staged === "half_open" && c.store === "open")) return action;
+      await this.reportAsync({ outcome: "failure", envelope: refusal, sideEffect: "none" }, nowMs);
     }
-    return action;
   }
 
   /** report() on the async stores' records, as nextAsync(). */

@@ -199,3 +199,24 @@ test("a record that does not read as its shape reads as unanswered, as a C++ sto
   assert.throws(() => new Workflow({ store: {} }), /store: bucket\(\) is missing/);
   store.free();
 });
+
+test("a half-open probe another process took between the read and the write is not called", async () => {
+  const store = new MemoryStore();
+  const spec = { failures: 4, ratioMilli: 0, window: 20, minCalls: 10, cooldownMs: 30000, probeLeaseMs: 30000 };
+  const now = Date.now();
+  for (let i = 0; i < 4; ++i) await store.outcome({ tool: "svc.fleet", operation: `o-${i}`, failed: true, spec, nowMs: now - 60000 });
+  // The read before the step sees the cooldown over and no probe out; by the write another
+  // process holds the probe.
+  const before = await store.tool({ tool: "svc.fleet", nowMs: now });
+  assert.equal(await store.probe({ tool: "svc.fleet", operation: "theirs", spec, nowMs: now }), "half_open");
+  const racing = Object.fromEntries(storeOperations.map((n) => [n, store[n].bind(store)]));
+  let stale = true;
+  racing.tool = async (args) => (stale ? ((stale = false), before) : store.tool(args));
+  const { done, calls, runner } = await operation(processOn(racing), "svc.fleet", "mine", () => ({ outcome: "success" }));
+  assert.equal(calls, 0);
+  assert.deepEqual(runner.conflicts.map((c) => [c.op.op, c.staged, c.store]), [["probe", "half_open", "open"]]);
+  assert.deepEqual([done.ending, done.decision.rule], ["decided", "circuit:open"]);
+  const h = await store.tool({ tool: "svc.fleet", nowMs: Date.now() });
+  assert.deepEqual([h.circuit, h.probeOperation], ["open", "theirs"]); // their probe is still theirs
+  store.free();
+});
