@@ -83,8 +83,10 @@ std::optional<TraceLine> parse_trace_line(const std::string& text, const std::st
   if (entry.contains("now") && !find_member(given, "nowMs"))
     filled += "\"nowMs\":" + entry["now"].dump() + ",";
   if (!filled.empty()) {
-    if (given.empty()) filled.pop_back();  // no member follows
-    ctx.insert(1, filled);                 // after the '{'
+    // No member follows only in an empty context: a context whose members could not be walked
+    // keeps the comma, so the members filled in never mend it ("{, ...}" stays malformed).
+    if (ctx[ctx.find_first_not_of(" \t\r\n", 1)] == '}') filled.pop_back();
+    ctx.insert(1, filled);  // after the '{'
   }
   Result<Context> c = read_context(ctx);
   if (!c.ok()) {

@@ -9,6 +9,8 @@ command -v node >/dev/null || packages+=(nodejs)
 command -v npm >/dev/null || packages+=(npm)
 # The Python package (python/, scripts/python.sh): pybind11, Debian's python3 headers, venv, pytest.
 packages+=(python3-dev python3-venv pybind11-dev python3-pybind11 python3-pytest)
+# The playground's browser test (playground/, scripts/browser.sh): Debian's chromium, headless.
+packages+=(chromium)
 missing=()
 for p in "${packages[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

@@ -15,3 +15,6 @@ build/recourse test rules/
 scripts/python.sh
 # The npm package: the engine on WebAssembly and its tests (docs/javascript.md).
 scripts/js.sh
+# The playground in a real browser: headless chromium driven by puppeteer-core (playground/),
+# on the module scripts/js.sh just built.
+scripts/browser.sh --no-build

@@ -381,16 +381,87 @@ static void test_explain(void) {
   recourse_engine_free(engine);
 }
 
+/* ABI 1.3: recourse_format, recourse_engine_dump and recourse_engine_tests_json. */
+static void test_authoring(void) {
+  const char* messy = "version 1\npolicy \"a\" {   default   ->   stop\n}\n";
+  char* formatted = NULL;
+  char* diagnostics = NULL;
+  CHECK(recourse_format("a.recourse", messy, strlen(messy), &formatted, &diagnostics) ==
+        RECOURSE_OK);
+  CHECK(formatted != NULL &&
+        strcmp(formatted, "version 1\npolicy \"a\" {\n  default -> stop\n}\n") == 0);
+  CHECK(diagnostics != NULL && strcmp(diagnostics, "[]") == 0);
+  recourse_string_free(diagnostics);
+  char* again = NULL;
+  CHECK(recourse_format("a.recourse", formatted, strlen(formatted), &again, NULL) == RECOURSE_OK);
+  CHECK(again != NULL && strcmp(again, formatted) == 0);
+  recourse_string_free(again);
+  recourse_string_free(formatted);
+  const char* broken = "version 1\npolicy \"a\" {\n  default -> \n}\n";
+  formatted = NULL;
+  CHECK(recourse_format("a.recourse", broken, strlen(broken), &formatted, &diagnostics) ==
+        RECOURSE_COMPILE_FAILED);
+  CHECK(formatted == NULL &&
+        contains(diagnostics, "\"code\":\"E001\",\"column\":1,\"file\":\"a.recourse\"") &&
+        contains(diagnostics, "\"line\":4,"));
+  recourse_string_free(diagnostics);
+  CHECK(recourse_format("a.recourse", NULL, 3, &formatted, NULL) == RECOURSE_INVALID_ARGUMENT);
+  CHECK(recourse_format("a.recourse", messy, strlen(messy), NULL, NULL) ==
+        RECOURSE_INVALID_ARGUMENT);
+
+  const char* tested =
+      "version 1\n"
+      "policy \"orders.create\" {\n"
+      "  backoff constant base 100ms jitter none\n"
+      "  rule throttled when code == RATE_LIMITED -> retry\n"
+      "  default -> stop\n"
+      "  test \"a throttle retries\" {\n"
+      "    envelope {\"code\": \"RATE_LIMITED\"}\n"
+      "    context {\"sideEffect\": \"none\"}\n"
+      "    expect retry delay 100ms rule throttled\n"
+      "  }\n"
+      "  test \"a timeout retries\" {\n"
+      "    envelope {\"code\": \"TIMEOUT\"}\n"
+      "    expect retry\n"
+      "  }\n"
+      "}\n";
+  recourse_engine* engine = recourse_engine_new(NULL);
+  char* dump = recourse_engine_dump(engine);
+  CHECK(dump != NULL && strcmp(dump, "") == 0);
+  recourse_string_free(dump);
+  recourse_source source = {"orders.recourse", tested, strlen(tested)};
+  CHECK(recourse_engine_load_sources(engine, &source, 1, NULL) == RECOURSE_OK);
+  dump = recourse_engine_dump(engine);
+  CHECK(contains(dump, "policy \"orders.create\"") && contains(dump, "throttled"));
+  recourse_string_free(dump);
+  char* results = recourse_engine_tests_json(engine);
+  CHECK(contains(results,
+                 "[{\"policy\":\"orders.create\",\"name\":\"a throttle retries\","
+                 "\"file\":\"orders.recourse\",\"line\":6,\"column\":3,"));
+  CHECK(contains(results, "\"passed\":true,\"expected\":\"retry rule throttled delay 100ms\""));
+  CHECK(contains(results,
+                 "\"name\":\"a timeout retries\",\"file\":\"orders.recourse\","
+                 "\"line\":11,\"column\":3,"));
+  CHECK(contains(results,
+                 "\"passed\":false,\"expected\":\"retry\",\"actual\":\"stop rule default\""));
+  CHECK(contains(results, "\"envelope\":{\"code\":\"TIMEOUT\""));
+  recourse_string_free(results);
+  CHECK(recourse_engine_dump(NULL) == NULL);
+  CHECK(recourse_engine_tests_json(NULL) == NULL);
+  recourse_engine_free(engine);
+}
+
 int main(void) {
   CHECK(recourse_abi_version() == RECOURSE_ABI_VERSION);
   CHECK(recourse_abi_minor() == RECOURSE_ABI_MINOR);
-  CHECK(RECOURSE_ABI_MINOR == 2);
+  CHECK(RECOURSE_ABI_MINOR == 3);
   CHECK(contains(recourse_status_string(RECOURSE_UNAVAILABLE), "store"));
   test_adapters();
   test_state();
   test_runner();
   test_open_circuit();
   test_explain();
+  test_authoring();
   if (failures == 0) printf("c_api_runner_test: ok\n");
   return failures == 0 ? 0 : 1;
 }

@@ -253,6 +253,28 @@ TEST_CASE("cli: replay reads a trace line after a byte-order mark as the JSON pa
   CHECK(a["decisions"].at(0)["decision"]["route"] == "retry");
 }
 
+TEST_CASE("cli: replay: filling in the line's tool never mends a malformed context", "[cli]") {
+  // fuzz_context: "context": {, "operationId": ...} had no member the walk could find, so the
+  // line's tool was filled in without its comma and the context read as well formed.
+  const std::string head =
+      R"({"tool": "search.query", "now": 5, "envelope": {"code": "TRANSIENT"}, )";
+  std::string lines;
+  for (const char* context : {R"({, "operationId": "op"})", "{ }", R"({"operationId": "op"})"})
+    lines += head + R"("context": )" + context + "}\n";
+  const auto file = temp_file("fill.jsonl", lines);
+  const auto text = test::run(cmd("replay --policy " + examples() + " " + file + " 2>&1"));
+  CHECK(text.status == 1);
+  CHECK_THAT(text.out, Catch::Contains(file + ":1: error"));
+  const auto r =
+      test::run(cmd("replay --format json --policy " + examples() + " " + file + " 2>/dev/null"));
+  CHECK(r.status == 1);
+  const auto out = nlohmann::json::parse(r.out);
+  CHECK(out["summary"]["badLines"] == 1);
+  REQUIRE(out["decisions"].size() == 2);
+  CHECK(out["decisions"][0]["line"] == 2);
+  CHECK(out["decisions"][1]["line"] == 3);
+}
+
 TEST_CASE("cli: replay the bundled trace", "[cli]") {
   const std::string trace = test::source_dir() + "/rules/traces/sample.jsonl";
   auto r = test::run(cmd("replay --policy " + examples() + " " + trace));

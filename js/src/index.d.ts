@@ -147,6 +147,34 @@ export interface Explanation {
   decision: Decision;
 }
 
+/** One `test` block's outcome (docs/language.md, "Tests"). */
+export interface TestResult {
+  policy: string;
+  name: string;
+  file: string;
+  /** Of the `test` keyword: 1-based line and column (characters), bytes from the file's start. */
+  line: number;
+  column: number;
+  offset: number;
+  passed: boolean;
+  /** The expectation as written, e.g. "retry delay 250ms..20s". */
+  expected: string;
+  /** The decision in the same words, e.g. "retry rule transient delay 400ms". */
+  actual: string;
+  /** One line per expectation not met. */
+  mismatches: string[];
+  decision: Decision;
+  /** The input the test decides. */
+  envelope: Envelope;
+  context: Context;
+}
+
+/** format()'s result: `text` is null when the text does not parse or would not format. */
+export interface FormatResult {
+  text: string | null;
+  diagnostics: Diagnostic[];
+}
+
 /** Compiled policies. */
 export class Bundle {
   private constructor();
@@ -173,6 +201,10 @@ export class Bundle {
   dropCandidate(): void;
   /** The shadow counters since the bundle was made (recourse_engine_shadow_json). */
   shadowCounters(): ShadowCounters;
+  /** The decision tables of every policy, as `recourse compile --dump` prints them. */
+  dump(): string;
+  /** Runs the policies' own `test` blocks, policy after policy, each in file order. */
+  runTests(): TestResult[];
   /** Releases the engine's memory now (else when collected). */
   free(): void;
 }
@@ -191,6 +223,9 @@ export interface ShadowCounters {
 
 /** Compiles sources (or one text, as "policy.recourse") as one bundle. */
 export function compile(sources: string | Source[]): CompileResult;
+
+/** The canonical layout of one policy file's text (`recourse fmt`); `path` names it. */
+export function format(text: string, path?: string): FormatResult;
 
 /** An adapter's reading of a raw failure. */
 export interface Adapted {

@@ -46,6 +46,31 @@ function normalizeSources(sources) {
   });
 }
 
+// The diagnostics JSON of the engine, each with its utf16Column in the source it names.
+function readDiagnostics(json, sources) {
+  const bytesOf = new Map(sources.map((s) => [s.path, encoder.encode(s.text)]));
+  return JSON.parse(json || "[]").map((d) => {
+    const bytes = bytesOf.get(d.file);
+    return { ...d, utf16Column: bytes && d.line ? utf16Column(bytes, d.offset) : d.column };
+  });
+}
+
+/**
+ * The canonical layout of one policy file's text (`recourse fmt`, docs/language.md,
+ * "Formatting"). Returns { text, diagnostics }: `text` is null when the text does not parse or
+ * would not format to the same policies (the diagnostics say why; positions as compile()'s).
+ * `path` names the file in the diagnostics.
+ */
+export function format(text, path = "policy.recourse") {
+  if (typeof text !== "string") throw new TypeError("format: text must be a string");
+  const p = allocString(path);
+  const t = allocString(text);
+  const [status, formatted, diagnosticsJson] = callOut(2, [p, t], (out, diagnostics) =>
+    wasm._recourse_format(p.ptr, t.ptr, t.len, out, diagnostics));
+  if (status !== Status.OK && status !== Status.COMPILE_FAILED) check(status, diagnosticsJson);
+  return { text: formatted, diagnostics: readDiagnostics(diagnosticsJson, [{ path, text }]) };
+}
+
 /**
  * Compiles policy sources as one bundle. Returns { bundle, diagnostics }: `bundle` is null when
  * any source has an error (never half a bundle); `diagnostics` are data, with byte `offset`,
@@ -80,12 +105,7 @@ function loadSources(handle, list, load) {
   } finally {
     wasm.stackRestore(sp);
   }
-  const bytesOf = new Map(list.map((s) => [s.path, encoder.encode(s.text)]));
-  const diagnostics = JSON.parse(diagnosticsJson || "[]").map((d) => {
-    const bytes = bytesOf.get(d.file);
-    return { ...d, utf16Column: bytes && d.line ? utf16Column(bytes, d.offset) : d.column };
-  });
-  return { status, diagnostics };
+  return { status, diagnostics: readDiagnostics(diagnosticsJson, list) };
 }
 
 /** Compiled policies: decide() and explain() with them. Immutable; free() releases it at once. */
@@ -187,6 +207,24 @@ export class Bundle {
     const text = takeString(wasm._recourse_engine_shadow_json(this.handle));
     if (text === null) throw new RecourseError("out of WebAssembly memory", Status.NO_MEMORY);
     return JSON.parse(text);
+  }
+
+  /** The decision tables of every policy, as `recourse compile --dump` prints them (text). */
+  dump() {
+    const text = takeString(wasm._recourse_engine_dump(this.handle));
+    if (text === null) throw new RecourseError("out of WebAssembly memory", Status.NO_MEMORY);
+    return text;
+  }
+
+  /**
+   * Runs the policies' own `test` blocks (`recourse test`, docs/language.md, "Tests"):
+   * [{policy, name, file, line, column, offset, passed, expected, actual, mismatches, decision,
+   * envelope, context}], policy after policy, each in file order.
+   */
+  runTests() {
+    const json = takeString(wasm._recourse_engine_tests_json(this.handle));
+    if (json === null) throw new RecourseError("out of WebAssembly memory", Status.NO_MEMORY);
+    return JSON.parse(json);
   }
 
   /** Releases the engine's memory now; the bundle is unusable after. Idempotent. */

@@ -1,7 +1,7 @@
 // The TypeScript declarations (src/index.d.ts) against the documented agent loop; checked by
 // `tsc -p test/tsconfig.json` (scripts/js.sh), never run.
-import { compile, fromOpenAIError, fromResponse, Runner, Status, RecourseError } from "../src/index.js";
-import type { Action, Decision, Diagnostic, Outcome } from "../src/index.js";
+import { compile, format, fromOpenAIError, fromResponse, Runner, Status, RecourseError } from "../src/index.js";
+import type { Action, Decision, Diagnostic, Outcome, TestResult } from "../src/index.js";
 
 export async function loop(text: string): Promise<string | undefined> {
   const { bundle, diagnostics } = compile([{ path: "p.recourse", text }]);
@@ -24,4 +24,14 @@ export async function loop(text: string): Promise<string | undefined> {
     if (e instanceof RecourseError && e.status === Status.BAD_INPUT) return "bad";
   }
   return `${done.ending} ${delay}`;
+}
+
+// The authoring tools: format(), dump() and runTests().
+export function author(text: string): string {
+  const formatted: string | null = format(text, "p.recourse").text;
+  const { bundle } = compile(formatted ?? text);
+  if (!bundle) return "";
+  const failed: TestResult[] = bundle.runTests().filter((t) => !t.passed);
+  const first: string | undefined = failed[0]?.mismatches[0];
+  return `${bundle.dump()}${first ?? ""}${failed[0]?.decision.route ?? ""}`;
 }

@@ -40,9 +40,10 @@ extern "C" {
 #define RECOURSE_ABI_VERSION 1
 /** The minor version of ABI 1 this header describes: 0, the first; 1 adds the adapters, the
  * stores, Workflow and Health handles, and the runner (the functions marked "ABI 1.1"); 2 adds
- * shadow policies and recourse_engine_explain_json (marked "ABI 1.2"). A caller that uses a
- * minor's functions checks recourse_abi_minor() at run time. */
-#define RECOURSE_ABI_MINOR 2
+ * shadow policies and recourse_engine_explain_json (marked "ABI 1.2"); 3 adds the authoring
+ * tools recourse_format, recourse_engine_dump and recourse_engine_tests_json (marked "ABI 1.3").
+ * A caller that uses a minor's functions checks recourse_abi_minor() at run time. */
+#define RECOURSE_ABI_MINOR 3
 
 /** Outcome of a call. */
 typedef enum recourse_status {
@@ -378,6 +379,32 @@ RECOURSE_API char* recourse_engine_shadow_json(const recourse_engine* engine);
 RECOURSE_API recourse_status recourse_engine_explain_json(
     const recourse_engine* engine, const char* envelope_json, size_t envelope_len,
     const char* context_json, size_t context_len, char** explanation, char** error);
+
+/* ---- ABI 1.3: authoring tools ---------------------------------------------------------- */
+
+/** The canonical layout of one policy file's text (recourse::format, docs/language.md,
+ * "Formatting"): on RECOURSE_OK `formatted` receives the text, which formats to itself and
+ * compiles to the same policies. A text that does not parse, nests too deep, exceeds the size
+ * limit or would not compile as it did is RECOURSE_COMPILE_FAILED. `diagnostics` (NULL to skip)
+ * receives the diagnostics as JSON, as recourse_engine_load_sources() gives them ("[]" when
+ * there are none). `path` (NULL: "") names the file in the diagnostics; the bases the text
+ * `extends` are read from NAME.recourse beside it. A NULL `formatted`, or a NULL `text` with
+ * `text_len` above 0, is RECOURSE_INVALID_ARGUMENT. */
+RECOURSE_API recourse_status recourse_format(const char* path, const char* text, size_t text_len,
+                                             char** formatted, char** diagnostics);
+/** The decision tables of the engine's current bundle, policy after policy in the bundle's
+ * order, as `recourse compile --dump` prints them (recourse::Policy::dump(): text for people,
+ * not a stable format); "" for an empty bundle, NULL for a NULL engine or without memory. */
+RECOURSE_API char* recourse_engine_dump(const recourse_engine* engine);
+/** Runs the `test` blocks of every policy of the engine's current bundle (recourse::run_tests,
+ * docs/language.md, "Tests"; a base's tests once, with the base), policy after policy, each in
+ * file order, as a JSON array: [{"policy", "name", "file", "line", "column", "offset",
+ * "passed", "expected", "actual", "mismatches": [strings], "decision": {...}, "envelope":
+ * {...}, "context": {...}}]. line and column (1-based, characters) and offset (bytes) are of
+ * the test's `test` keyword; expected and actual in the policy's words (`retry delay
+ * 250ms..20s`); decision as recourse_engine_decide_json() writes it; envelope and context the
+ * input the test decides. NULL for a NULL engine or without memory. */
+RECOURSE_API char* recourse_engine_tests_json(const recourse_engine* engine);
 
 #ifdef __cplusplus
 }

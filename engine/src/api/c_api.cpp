@@ -777,3 +777,67 @@ char* recourse_engine_shadow_json(const recourse_engine* engine) {
 }
 
 }  // extern "C"
+
+// ABI 1.3: the authoring tools.
+
+namespace {
+
+// One test block's outcome as recourse_engine_tests_json() writes it.
+ordered_json test_json(const recourse::TestResult& t) {
+  return {{"policy", t.policy},
+          {"name", t.name},
+          {"file", t.file},
+          {"line", t.line},
+          {"column", t.column},
+          {"offset", t.offset},
+          {"passed", t.passed},
+          {"expected", t.expected},
+          {"actual", t.actual},
+          {"mismatches", t.mismatches},
+          {"decision", ordered_json::parse(t.decision_json)},
+          {"envelope", ordered_json::parse(t.input.envelope)},
+          {"context", ordered_json::parse(t.input.context)}};
+}
+
+}  // namespace
+
+extern "C" {
+
+recourse_status recourse_format(const char* path, const char* text, size_t text_len,
+                                char** formatted, char** diagnostics) {
+  return guarded(diagnostics, [&] {
+    if (!formatted || (!text && text_len > 0)) return RECOURSE_INVALID_ARGUMENT;
+    const recourse::Result<std::string> r =
+        recourse::format({text ? text : "", text_len}, path ? path : "");
+    if (diagnostics && !(*diagnostics = copy(recourse::to_json(r.diagnostics()))))
+      return RECOURSE_NO_MEMORY;
+    if (!r.ok()) return RECOURSE_COMPILE_FAILED;
+    *formatted = copy(*r);
+    return *formatted ? RECOURSE_OK : RECOURSE_NO_MEMORY;
+  });
+}
+
+char* recourse_engine_dump(const recourse_engine* engine) {
+  try {
+    if (!engine) return nullptr;
+    std::string dump;
+    for (const recourse::Policy& p : engine->engine.bundle()->policies()) dump += p.dump();
+    return copy(dump);
+  } catch (...) {
+    return nullptr;
+  }
+}
+
+char* recourse_engine_tests_json(const recourse_engine* engine) {
+  try {
+    if (!engine) return nullptr;
+    ordered_json results = ordered_json::array();
+    for (const recourse::Policy& p : engine->engine.bundle()->policies())
+      for (const recourse::TestResult& t : recourse::run_tests(p)) results.push_back(test_json(t));
+    return copy(results.dump(-1, ' ', false, ordered_json::error_handler_t::replace));
+  } catch (...) {
+    return nullptr;
+  }
+}
+
+}  // extern "C"
