@@ -17,7 +17,7 @@ option(RECOURSE_REDIS "Build the Redis state store (libhiredis-dev)" ${HIREDIS_F
 if(RECOURSE_REDIS)
   find_package(PkgConfig REQUIRED)
   pkg_check_modules(HIREDIS REQUIRED IMPORTED_TARGET hiredis)
-  target_sources(recourse PRIVATE engine/src/store/redis.cpp)
+  target_sources(recourse PRIVATE engine/src/store/redis.cpp engine/src/store/redis_scripts.cpp)
   target_link_libraries(recourse PRIVATE PkgConfig::HIREDIS)
   target_compile_definitions(recourse PUBLIC RECOURSE_HAVE_REDIS=1)
 endif()

@@ -190,12 +190,35 @@ export class Bundle {
    * envelope keys are read.
    */
   decideFields(envelope: Envelope, context?: Context): DecisionFields;
+  /**
+   * Compiles `sources` as the shadow candidate (C API 1.2 recourse_engine_load_candidate_sources):
+   * every decision for a tool it has a policy for is decided by it too, read-only, and the
+   * disagreements counted. Returns the compile's diagnostics (warnings); throws a RecourseError
+   * COMPILE_FAILED with `diagnostics` when a source has an error (both bundles stay as they were).
+   */
+  loadCandidate(sources: string | Source[]): Diagnostic[];
+  /** Drops the shadow candidate (recourse_engine_drop_candidate); the counters stay. */
+  dropCandidate(): void;
+  /** The shadow counters since the bundle was made (recourse_engine_shadow_json). */
+  shadowCounters(): ShadowCounters;
   /** The decision tables of every policy, as `recourse compile --dump` prints them. */
   dump(): string;
   /** Runs the policies' own `test` blocks, policy after policy, each in file order. */
   runTests(): TestResult[];
   /** Releases the engine's memory now (else when collected). */
   free(): void;
+}
+
+/** What a shadow candidate decided otherwise than the live bundle (recourse::ShadowCounters). */
+export interface ShadowCounters {
+  /** Decisions the candidate also took. */
+  decisions: number;
+  /** Of those, the ones that differ in route, target, rule, delay, key directive or exhausted budget. */
+  disagreements: number;
+  /** Per policy: "live rule -> candidate rule" -> disagreements. */
+  rules: Record<string, Record<string, number>>;
+  /** Per kind of difference seen: disagreements. */
+  differences: Partial<Record<"route" | "target" | "rule" | "delay" | "idempotencyKey" | "exhausted", number>>;
 }
 
 /** Compiles sources (or one text, as "policy.recourse") as one bundle. */
@@ -228,17 +251,131 @@ export function fromOpenAIError(error: unknown, options?: AdaptOptions): Adapted
 /** An error thrown by the `@anthropic-ai/sdk` package. */
 export function fromAnthropicError(error: unknown, options?: AdaptOptions): Adapted;
 
-/** Per-loop budget counters, in the engine's memory store. */
+/** A circuit's state. */
+export type Circuit = "closed" | "open" | "half_open";
+
+/** gRFC A6 retry tokens of a tool, in milli-tokens (max_tokens x 1000, token_ratio x 1000). */
+export interface BucketSpec {
+  maxMilli: number;
+  ratioMilli: number;
+}
+
+/** A circuit breaker's settings (recourse::BreakerSpec); ratioMilli 0: the ratio rule is off. */
+export interface BreakerSpec {
+  failures: number;
+  ratioMilli: number;
+  /** Outcomes kept, <= 64. */
+  window: number;
+  minCalls: number;
+  cooldownMs: number;
+  probeLeaseMs: number;
+}
+
+/** One tool's health as a store keeps it (recourse::ToolHealth). */
+export interface ToolHealth {
+  circuit: Circuit;
+  consecutiveFailures: number;
+  /** The last outcomes, newest first, "1" a failure (at most 64). */
+  window: string;
+  windowCalls: number;
+  openedMs: number;
+  /** The operation holding the half-open probe, "" when none. */
+  probeOperation: string;
+  /** When the probe's lease ends (ms since the epoch); 0: no probe out. */
+  probeUntilMs: number;
+  /** No probe before then (a server's wait, an operator's open); 0: none. */
+  holdUntilMs: number;
+  /** Retry tokens x 1000; -1: full, never spent. */
+  milliTokens: number;
+  /** An operator isolated the circuit: open until a reset. */
+  isolated: boolean;
+}
+
+/** One operation's counters for one tool (recourse::OperationState). */
+export interface OperationState {
+  attempts: number;
+  repairs: number;
+  repeats: number;
+  cost: number;
+  startedMs: number;
+  /** The last failure's 64-bit hash, as decimal text. */
+  lastFailure: string;
+  repairPending: boolean;
+  pushbackAttempt: number;
+}
+
+/** A side-effect ledger entry as it reads now (recourse::LedgerEntry). */
+export interface LedgerEntry {
+  operation: string;
+  state: "absent" | "pending" | "committed" | "released" | "unknown";
+  idempotencyKey: string;
+  updatedMs: number;
+  leaseUntilMs: number;
+  /** claim(): this call took the claim. */
+  claimed: boolean;
+}
+
+/** What every operation takes: ms since the epoch (the Redis store reads its server's clock instead). */
+interface At {
+  nowMs?: number;
+}
+
+/** The operations of an async store (recourse::Store, docs/state.md), their arguments and answers. */
+export interface StoreOperations {
+  bucket: { args: At & { tool: string; event: "read" | "retry" | "success"; spec: BucketSpec }; answer: number };
+  outcome: { args: At & { tool: string; operation: string; failed: boolean; spec: BreakerSpec }; answer: Circuit };
+  probe: { args: At & { tool: string; operation: string; spec: BreakerSpec }; answer: Circuit };
+  hold: { args: At & { tool: string; waitMs: number }; answer: Circuit };
+  control: { args: At & { tool: string; command: "isolate" | "open" | "reset"; waitMs?: number }; answer: ToolHealth };
+  vote: { args: At & { tool: string; worker: string; open: boolean; voteMs: number }; answer: number };
+  tool: { args: At & { tool: string }; answer: ToolHealth };
+  count: {
+    args: At & { operation: string; event: { kind: "read" | "attempt" | "failure" | "decision" | "success"; cost?: number; failure?: string; repair?: boolean; pushback?: number } };
+    answer: OperationState;
+  };
+  claim: { args: At & { operation: string; idempotencyKey: string; leaseMs: number }; answer: LedgerEntry };
+  transition: { args: At & { operation: string; to: "committed" | "released" }; answer: LedgerEntry };
+  read: { args: At & { operation: string }; answer: LedgerEntry };
+  entries: { args: At & { limit: number }; answer: LedgerEntry[] };
+}
+
+/**
+ * An async store: each operation atomic in the store, resolving to its answer, or null when the
+ * store could not answer (the engine then falls back to local, conservative state).
+ */
+export type AsyncStore = {
+  [K in keyof StoreOperations]: (args: StoreOperations[K]["args"]) => Promise<StoreOperations[K]["answer"] | null>;
+};
+
+/** The names of the store operations. */
+export const storeOperations: readonly (keyof StoreOperations)[];
+
+/** The in-memory store (this process): the engine's MemoryStore; its operations are AsyncStore's. */
+export interface MemoryStore extends AsyncStore {}
+export class MemoryStore {
+  /** TTLs in ms after a record's last change: tools and operations (24 h), ledger entries (7 days). */
+  constructor(options?: { stateTtlMs?: number; ledgerTtlMs?: number });
+  readonly name: "memory";
+  free(): void;
+}
+
+/** The key of an operation's counters for a tool in a store: "<scope>/<operation>/<tool>", "%" and "/" escaped. */
+export function counterKey(scope: string, operationId: string, tool: string): string;
+
+/** Per-loop budget counters, in the engine's memory store or an async store. */
 export class Workflow {
-  constructor(options?: { scope?: string });
+  constructor(options?: { scope?: string; store?: AsyncStore });
+  readonly scope: string;
+  readonly store: AsyncStore | null;
   toJSON(): unknown;
   free(): void;
 }
 
-/** Per-process tool health: breakers, retry tokens, the side-effect ledger. */
+/** Per-process tool health: breakers, retry tokens, the side-effect ledger's answer. */
 export class Health {
-  constructor();
-  circuit(tool: string): "closed" | "open" | "half_open";
+  constructor(options?: { store?: AsyncStore });
+  readonly store: AsyncStore | null;
+  circuit(tool: string): Circuit;
   toJSON(): unknown;
   free(): void;
 }
@@ -292,13 +429,30 @@ export interface RunOptions {
   signal?: AbortSignal;
 }
 
+/** What an async store answered otherwise than the records read before the step. */
+export interface Conflict {
+  /** The operation, as the step made it ({op, ...its arguments}). */
+  op: { op: keyof StoreOperations; [key: string]: unknown };
+  /** The answer of the records read before the step, which the step went by. */
+  staged: unknown;
+  /** The store's answer; null: it could not take the write. */
+  store: unknown;
+}
+
 /** One operation's recovery loop. */
 export class Runner {
-  constructor(bundle: Bundle, spec: RunnerSpec, state?: { workflow?: Workflow; health?: Health });
+  constructor(bundle: Bundle, spec: RunnerSpec, state?: { workflow?: Workflow; health?: Health; ledger?: AsyncStore });
   readonly workflow: Workflow;
   readonly health: Health;
+  /** The async stores' conflicts so far, oldest first. */
+  readonly conflicts: Conflict[];
+  /** The next action; with async stores, on the records read before the last step (use nextAsync()). */
   next(nowMs?: number): Action;
   report(outcome: Outcome, nowMs?: number): void;
+  /** next() with the async stores read before it and written after it. */
+  nextAsync(nowMs?: number): Promise<Action>;
+  /** report() with the async stores read before it and written after it. */
+  reportAsync(outcome: Outcome, nowMs?: number): Promise<void>;
   setArguments(args: unknown): void;
   cancel(): void;
   /** Runs the loop to its end: resolves to the done action. */

@@ -1,13 +1,15 @@
 // recourse for JavaScript: the engine on WebAssembly (docs/javascript.md). Compile policies,
 // decide how to recover from a failed tool call, explain a decision, read HTTP responses and the
-// official SDKs' errors through the adapters, and drive the recovery loop (Runner) with async
-// waits and an AbortSignal. The types are in index.d.ts.
+// official SDKs' errors through the adapters, drive the recovery loop (Runner) with async waits
+// and an AbortSignal, and keep its state in an async store (store.js; recourse/redis). The
+// types are in index.d.ts.
 import { FieldsPath } from "./fields.js";
 import { RecourseError, Status, allocString, callOut, check, jsonText, readString, takeString, wasm } from "./wasm.js";
 
 export { RecourseError, Status };
 export { fromResponse, fromOpenAIError, fromAnthropicError, adapt } from "./adapters.js";
 export { Runner, Workflow, Health } from "./runner.js";
+export { MemoryStore, counterKey, storeOperations } from "./store.js";
 
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
@@ -75,9 +77,20 @@ export function format(text, path = "policy.recourse") {
  * character `column` (code points) and `utf16Column`.
  */
 export function compile(sources) {
-  const list = normalizeSources(sources);
   const handle = wasm._recourse_engine_new(0);
   if (!handle) throw new RecourseError("out of WebAssembly memory", Status.NO_MEMORY);
+  const { status, diagnostics } = loadSources(handle, normalizeSources(sources), wasm._recourse_engine_load_sources);
+  if (status !== Status.OK) {
+    wasm._recourse_engine_free(handle);
+    if (status === Status.COMPILE_FAILED) return { bundle: null, diagnostics };
+    check(status);
+  }
+  return { bundle: new Bundle(handle), diagnostics };
+}
+
+// Compiles `list` ({path, text}[]) into `handle` with `load` (recourse_engine_load_sources or
+// recourse_engine_load_candidate_sources): { status, diagnostics } (each with its utf16Column).
+function loadSources(handle, list, load) {
   const texts = list.flatMap((s) => [allocString(s.path), allocString(s.text)]);
   const sp = wasm.stackSave();
   let status, diagnosticsJson;
@@ -88,18 +101,11 @@ export function compile(sources) {
       wasm.HEAPU32[(array >> 2) + 3 * i + 1] = texts[2 * i + 1].ptr;
       wasm.HEAPU32[(array >> 2) + 3 * i + 2] = texts[2 * i + 1].len;
     }
-    [status, diagnosticsJson] = callOut(1, texts, (out) =>
-      wasm._recourse_engine_load_sources(handle, array, list.length, out));
+    [status, diagnosticsJson] = callOut(1, texts, (out) => load(handle, array, list.length, out));
   } finally {
     wasm.stackRestore(sp);
   }
-  const diagnostics = readDiagnostics(diagnosticsJson, list);
-  if (status !== Status.OK) {
-    wasm._recourse_engine_free(handle);
-    if (status === Status.COMPILE_FAILED) return { bundle: null, diagnostics };
-    check(status);
-  }
-  return { bundle: new Bundle(handle), diagnostics };
+  return { status, diagnostics: readDiagnostics(diagnosticsJson, list) };
 }
 
 /** Compiled policies: decide() and explain() with them. Immutable; free() releases it at once. */
@@ -163,6 +169,44 @@ export class Bundle {
   decideFields(envelope, context = {}) {
     const handle = this.handle;
     return (this.#held.fields ??= new FieldsPath()).decide(handle, envelope, context);
+  }
+
+  /**
+   * Compiles `sources` (as compile() takes them) as the shadow candidate (docs/embedding.md,
+   * "Shadow policies"; C API 1.2 recourse_engine_load_candidate_sources): every decision for a
+   * tool the candidate has a policy for is then decided by it too, read-only (it takes no
+   * tokens, probes, claims or counts), and a disagreement is counted (shadowCounters()). The
+   * decisions returned stay the live bundle's. Returns the compile's diagnostics; throws a
+   * RecourseError COMPILE_FAILED, with them as `diagnostics`, when any source has an error, and
+   * both bundles stay as they were.
+   */
+  loadCandidate(sources) {
+    const { status, diagnostics } = loadSources(this.handle, normalizeSources(sources), wasm._recourse_engine_load_candidate_sources);
+    if (status === Status.COMPILE_FAILED) {
+      const first = diagnostics.find((d) => d.severity === "error");
+      const error = new RecourseError(`the candidate did not compile: ${first ? `${first.file}:${first.line}:${first.column}: ${first.message}` : "no policy"}`, status);
+      error.diagnostics = diagnostics;
+      throw error;
+    }
+    check(status);
+    return diagnostics;
+  }
+
+  /** Drops the shadow candidate (recourse_engine_drop_candidate); the counters are kept. */
+  dropCandidate() {
+    check(wasm._recourse_engine_drop_candidate(this.handle));
+  }
+
+  /**
+   * The shadow counters (recourse_engine_shadow_json): { decisions (the candidate's),
+   * disagreements, rules: { policy: { "live rule -> candidate rule": n } }, differences: { kind:
+   * n } } with the kinds seen among route, target, rule, delay, idempotencyKey and exhausted
+   * (recourse::shadow_differences); counted since the bundle was made, across candidates.
+   */
+  shadowCounters() {
+    const text = takeString(wasm._recourse_engine_shadow_json(this.handle));
+    if (text === null) throw new RecourseError("out of WebAssembly memory", Status.NO_MEMORY);
+    return JSON.parse(text);
   }
 
   /** The decision tables of every policy, as `recourse compile --dump` prints them (text). */

@@ -1,7 +1,9 @@
 // The recovery loop for JavaScript (docs/embedding.md, section 5): Workflow and Health over the
-// engine's memory store, and Runner, the step machine (next/report) with run(), the async form
+// engine's memory store or an async store (store.js: the records read before each step, the
+// writes applied after), and Runner, the step machine (next/report) with run(), the async form
 // whose waits are timers an AbortSignal ends.
 import { nowArgument, transportForm } from "./adapters.js";
+import { counterKey, stageOf, staged } from "./store.js";
 import { RecourseError, Status, allocString, callOut, check, jsonText, takeString, wasm } from "./wasm.js";
 
 const handles = new FinalizationRegistry(({ free, handle }) => free(handle));
@@ -32,16 +34,23 @@ class Handle {
 
 /**
  * Per-loop budget counters (recourse::Workflow): attempts, repairs, repeats and cost per operation
- * and tool, in the engine's memory store. One per loop; `scope` names the workflow.
+ * and tool, in the engine's memory store, or in `store` (an async store: store.js, MemoryStore
+ * or recourse/redis's RedisStore) shared with other loops and processes under the key
+ * counterKey(scope, operation, tool). One per loop; `scope` names the workflow.
  */
 export class Workflow extends Handle {
-  constructor({ scope = "" } = {}) {
+  constructor({ scope = "", store } = {}) {
+    if (typeof scope !== "string") throw new TypeError("Workflow: scope must be a string");
+    const stage = store ? stageOf(store) : null;
     const s = allocString(scope);
     try {
-      super(wasm._recourse_workflow_new(0, s.ptr), (h) => wasm._recourse_workflow_free(h), "Workflow");
+      super(wasm._recourse_workflow_new(stage ? stage.handle : 0, s.ptr), (h) => wasm._recourse_workflow_free(h), "Workflow");
     } finally {
       wasm._free(s.ptr);
     }
+    /** The workflow's scope, and its async store (null: the engine's memory store). */
+    this.scope = scope;
+    this.store = store ?? null;
   }
   /** The counters as recourse::Workflow::to_json writes them. */
   toJSON() {
@@ -53,11 +62,17 @@ const circuits = ["closed", "open", "half_open"];
 
 /**
  * Per-process tool health (recourse::Health): breakers, gRFC A6 retry tokens and the side-effect
- * ledger, in the engine's memory store. Share one among the runners of a process.
+ * ledger, in the engine's memory store, or in `store` (an async store) shared with other
+ * processes: the retry tokens and the ledger's answer, and the breakers of policies whose
+ * breaker says `scope = shared` (others stay in the process). Share one among the runners of a
+ * process.
  */
 export class Health extends Handle {
-  constructor() {
-    super(wasm._recourse_health_new(0), (h) => wasm._recourse_health_free(h), "Health");
+  constructor({ store } = {}) {
+    const stage = store ? stageOf(store) : null;
+    super(wasm._recourse_health_new(stage ? stage.handle : 0), (h) => wasm._recourse_health_free(h), "Health");
+    /** Its async store (null: the engine's memory store). */
+    this.store = store ?? null;
   }
   /** `tool`'s circuit now: "closed", "open" or "half_open". */
   circuit(tool) {
@@ -78,6 +93,9 @@ export class Health extends Handle {
   }
 }
 
+// What a call the circuit refused reads as (the C++ runner's refusal: docs/embedding.md).
+const refusal = Object.freeze({ code: "TRANSIENT", retryable: true, message: "the circuit of this tool is open: the call was not made" });
+
 // A wait of `ms` that `signal` ends early (resolving false), else true.
 function abortableSleep(ms, signal) {
   return new Promise((resolve) => {
@@ -97,24 +115,37 @@ function abortableSleep(ms, signal) {
  * One operation's recovery loop under a Bundle (recourse::Runner). `spec`: { tool, operationId,
  * arguments (any JSON value), workflowId, deadlineMs, maxReplacements, ledgerLeaseMs, idempotent }; tool and
  * operationId are required. `workflow` (default: a new one) and `health` (default: one shared
- * by the runners made without one) keep the counts. The bundle, workflow and health must
- * outlive the runner.
+ * by the runners made without one) keep the counts; `ledger` (an async store; default none)
+ * keeps the side-effect ledger: a call of a tool that is not idempotent claims the operation
+ * first, and an operation another process committed ends "committed". The bundle, workflow and
+ * health must outlive the runner.
  */
 export class Runner extends Handle {
   static #health;
   #keep;
-  constructor(bundle, spec, { workflow = new Workflow(), health = (Runner.#health ??= new Health()) } = {}) {
+  #stages;
+  #tools;
+  constructor(bundle, spec, { workflow = new Workflow(), health = (Runner.#health ??= new Health()), ledger } = {}) {
     const s = allocString(jsonText(spec));
+    const ledgerStage = ledger ? stageOf(ledger) : null;
     let made = 0;
     const [status, error] = callOut(1, [s], (err) => {
       const out = wasm.stackAlloc(4);
-      const st = wasm._recourse_runner_new(bundle.handle, workflow.handle, health.handle, 0, s.ptr, s.len, out, err);
+      const st = wasm._recourse_runner_new(bundle.handle, workflow.handle, health.handle, ledgerStage ? ledgerStage.handle : 0, s.ptr, s.len, out, err);
       made = wasm.HEAPU32[out >> 2];
       return st;
     });
     check(status, error);
     super(made, (h) => wasm._recourse_runner_free(h), "Runner");
-    this.#keep = { bundle, workflow, health };
+    this.#keep = { bundle, workflow, health, spec: typeof spec === "string" ? JSON.parse(spec) : spec };
+    this.#stages = [...new Set([workflow.store, health.store, ledger].filter(Boolean).map(stageOf))];
+    this.#tools = new Set([this.#keep.spec.tool]);
+    /**
+     * What the async stores answered otherwise than the records read before the step
+     * ({op, staged, store}: a write the store could not take, store null; a probe or claim
+     * another process changed meanwhile), oldest first.
+     */
+    this.conflicts = [];
   }
 
   /** The workflow and health this runner counts in. */
@@ -156,17 +187,60 @@ export class Runner extends Handle {
     check(status, error);
   }
 
+  // Runs `step` (next() or report() at nowMs) on the records of the async stores: read before,
+  // written after (store.js, staged()). Without an async store, just the step.
+  async #staged(nowMs, step) {
+    if (!this.#stages.length) return { result: step(), conflicts: [] };
+    const { scope } = this.#keep.workflow;
+    const tools = [...this.#tools];
+    const want = { tools, operations: tools.map((t) => counterKey(scope, this.#keep.spec.operationId, t)), ledger: [this.#keep.spec.operationId] };
+    const out = await staged(this.#stages, want, nowMs, step);
+    for (const miss of out.misses) if (miss.kind === "tool") this.#tools.add(miss.key);
+    this.conflicts.push(...out.conflicts);
+    return out;
+  }
+
+  /**
+   * next() on the async stores' records (Workflow, Health and ledger stores): reads what the
+   * step needs, decides, then writes what it changed back, each operation atomic in its store.
+   * Resolves to the action. Where the store answered the step otherwise than the records read
+   * (another process moved first): an operation another process committed resolves to done
+   * ("committed") without the call; a half-open probe another process took is not called either
+   * but reported as a failure of the open circuit's ("TRANSIENT", side effect none, which takes a
+   * retry token as any such failure does), and the next action is decided with the circuit open.
+   */
+  async nextAsync(nowMs = Date.now()) {
+    for (;;) {
+      const { result: action, conflicts } = await this.#staged(nowMs, () => this.next(nowMs));
+      if (action.tool) this.#tools.add(action.tool);
+      if (action.step !== "call") return action;
+      if (conflicts.some((c) => c.op.op === "claim" && c.store?.state === "committed")) {
+        this.cancel();
+        return { ...action, step: "done", ending: "committed" };
+      }
+      if (!conflicts.some((c) => c.op.op === "probe" && c.staged === "half_open" && c.store === "open")) return action;
+      await this.reportAsync({ outcome: "failure", envelope: refusal, sideEffect: "none" }, nowMs);
+    }
+  }
+
+  /** report() on the async stores' records, as nextAsync(). */
+  async reportAsync(outcome, nowMs = Date.now()) {
+    await this.#staged(nowMs, () => this.report(outcome, nowMs));
+  }
+
   /** Ends the operation: the next next() is done ("cancelled"). */
   cancel() {
     wasm._recourse_runner_cancel(this.handle);
   }
 
   /**
-   * Runs the loop to its end and resolves to the `done` action. `call(action, signal)` performs a call
-   * and resolves to an outcome ({outcome: "success"} or a failure; a rejection is a failure read
-   * as a transport error, by its message and its cause's code); `ask(action, signal)` answers repair, authorize and escalate (default:
-   * abandon); `clock()` gives ms since the epoch (default Date.now); `sleep(ms, signal)` waits
-   * (default: a timer); `signal` (an AbortSignal) cancels the operation and ends a wait at once.
+   * Runs the loop to its end and resolves to the `done` action (each step through nextAsync()
+   * and reportAsync(), so the async stores are read before and written after it).
+   * `call(action, signal)` performs a call and resolves to an outcome ({outcome: "success"} or a
+   * failure; a rejection is a failure read as a transport error, by its message and its cause's
+   * code); `ask(action, signal)` answers repair, authorize and escalate (default: abandon);
+   * `clock()` gives ms since the epoch (default Date.now); `sleep(ms, signal)` waits (default: a
+   * timer); `signal` (an AbortSignal) cancels the operation and ends a wait at once.
    */
   async run({ call, ask = async () => ({ outcome: "abandon" }), clock = Date.now, sleep = abortableSleep, signal } = {}) {
     if (typeof call !== "function") throw new TypeError("run: call(action) is required");
@@ -175,7 +249,7 @@ export class Runner extends Handle {
     signal?.addEventListener("abort", onAbort, { once: true });
     try {
       for (;;) {
-        const action = this.next(clock());
+        const action = await this.nextAsync(clock());
         if (action.step === "done") return action;
         if (action.step === "wait") {
           await sleep(action.waitMs, signal);
@@ -190,7 +264,7 @@ export class Runner extends Handle {
           if (signal?.aborted) continue;
           outcome = { outcome: "failure", raw: transportForm(error) };
         }
-        this.report(outcome, clock());
+        await this.reportAsync(outcome, clock());
       }
     } finally {
       signal?.removeEventListener("abort", onAbort);

@@ -13,6 +13,7 @@
 #include <tuple>
 #include <type_traits>
 
+#include "api/handles.hpp"
 #include "envelope/fields.hpp"
 #include "model/fields.hpp"
 #include "recourse/recourse.h"
@@ -42,15 +43,8 @@ struct Held {
   std::string rule, reason, target, policy, policy_hash, exhausted, trace_id;
 };
 
-char* copy(const std::string& s) {
-  char* out = static_cast<char*>(std::malloc(s.size() + 1));
-  if (out) std::memcpy(out, s.c_str(), s.size() + 1);
-  return out;
-}
-
-void set(char** out, const std::string& s) {
-  if (out) *out = copy(s);
-}
+using recourse::capi::copy;
+using recourse::capi::set;
 
 // Why a struct the caller passed as `name` is NULL or smaller than ABI 1's (`first` bytes), or
 // empty when it is neither.
@@ -472,10 +466,6 @@ char* recourse_engine_counters_json(const recourse_engine* engine) {
 }  // extern "C"
 
 // ABI 1.1: the adapters, the stores, Workflow and Health handles, and the runner.
-
-struct recourse_store {
-  std::shared_ptr<recourse::Store> store;
-};
 
 struct recourse_health {
   std::shared_ptr<recourse::Store> store;  // kept alive for the health's life
