@@ -32,7 +32,7 @@ void before_decision(Workflow* workflow, Health& health, const Policy& policy, C
   if (workflow) {
     workflow->record_attempt(c, policy.call_cost(), now_ms);
     workflow->record_failure(c, envelope);
-    workflow->apply(c, now_ms);
+    workflow->apply(policy, c, now_ms);
   }
   health.record_failure(policy, c, now_ms, &envelope);  // the outcome of the call that failed
   health.prepare(policy, c, now_ms);                    // the state for the next call

@@ -182,6 +182,7 @@ inline void draw_input(Source& src, const Pools& pools, const recourse::detail::
   }
   if (src.coin()) c.operation_id = "op-" + std::to_string(src.below(100));
   if (src.below(4) == 0) c.lower_retries = static_cast<std::int64_t>(src.below(4));
+  if (src.below(6) == 0) c.outer_retries = static_cast<std::int64_t>(src.below(4));
   if (src.below(3) == 0) c.repeats = static_cast<std::int64_t>(src.below(12));
   if (src.below(3) == 0) c.cost_spent = nonneg(1'000'000'000);
   if (src.below(3) == 0) c.idempotency_key_pinned = true;
@@ -190,6 +191,25 @@ inline void draw_input(Source& src, const Pools& pools, const recourse::detail::
   if (src.below(4) == 0) c.stream_output_emitted = true;
   if (src.coin()) c.stream_discard_supported = true;
   if (src.below(4) == 0) c.now_ms = nonneg(kMaxMs);
+  if (src.below(3) == 0) {  // the run's counts, around its limits
+    auto around = [&](std::int64_t limit) {
+      const std::int64_t base = limit == recourse::kUnlimited ? 20 : limit;
+      return std::clamp<std::int64_t>(base - 2 + static_cast<std::int64_t>(src.below(4)), 0,
+                                      1'000'000'000);
+    };
+    c.run_calls = around(spec.run_calls);
+    c.run_tool_calls = around(spec.run_tool_calls);
+    c.run_cost = around(spec.run_cost);
+    c.run_tool_cost = around(spec.run_tool_cost);
+    c.run_failures = around(spec.run_failures);
+    c.run_tool_failures = around(spec.run_tool_failures);
+  }
+  if (!spec.fallback.empty() && src.below(3) == 0) {  // a fallback chain's tools passed over
+    std::vector<std::string> listed;
+    for (const std::string& tool : spec.fallback)
+      if (src.coin()) listed.push_back(tool);
+    c.unavailable_tools = listed;
+  }
 }
 
 inline std::string describe(const recourse::Envelope& e, const recourse::Context& c) {

@@ -35,11 +35,13 @@ struct Value {
 };
 
 /// `key = value` or `key = [v1, v2]` inside a tool or limits block, or `key value` after backoff.
+/// A string may follow the value: `on_exhausted = degrade "cache"` names the route's target.
 struct Setting {
   std::string key;
   Pos pos;
   bool is_list = false;
-  std::vector<Value> values;  ///< one value unless is_list
+  std::vector<Value> values;    ///< one value unless is_list
+  std::optional<Value> target;  ///< the string after the value, if any
 };
 
 /// Comparison operators of a test. `Truthy` is a bare attribute (`retryable`, `suggestion`).

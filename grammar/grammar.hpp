@@ -86,11 +86,11 @@ struct comma : pg::seq<sep, pg::one<','>, sep> {};
 struct value_list : pg::seq<pg::one<'['>, sep, pg::opt<pg::list<value, comma>>, sep, pg::one<']'>> {
 };
 
-// setting = ident "=" ( list | value ) ;
+// setting = ident "=" ( list | value ) [ string ] ;   (* the string: on_exhausted's target *)
 struct setting_key : ident {};
-struct setting
-    : pg::seq<setting_key, sep, pg::must<pg::one<'='>>, sep, pg::must<pg::sor<value_list, value>>> {
-};
+struct setting_target : string_lit {};
+struct setting : pg::seq<setting_key, sep, pg::must<pg::one<'='>>, sep,
+                         pg::must<pg::sor<value_list, value>>, pg::opt<sep, setting_target>> {};
 // block = "{" { setting } "}" ;
 struct block_open : pg::one<'{'> {};
 struct block_close : pg::one<'}'> {};

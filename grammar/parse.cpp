@@ -25,13 +25,13 @@ namespace pt = tao::pegtl::parse_tree;
 template <typename Rule>
 using selector = pt::selector<
     Rule,
-    pt::store_content::on<version_number, policy_name, setting_key, string_lit, number, value_ident,
-                          backoff_kind, param_name, code_name, rule_name, route_kind, route_arg,
-                          schedule_name, route_schedule, route_attempts, attr, cmp_op, is_what,
-                          assert_kind, waiver_name, waiver_reason, hit_policy, map_protocol,
-                          map_code, base_name, test_name, envelope_json, context_json, expect_route,
-                          expect_target, expect_rule_name, delay_min, delay_max, budget_name,
-                          bound_metric, bound_code, bound_limit>,
+    pt::store_content::on<version_number, policy_name, setting_key, setting_target, string_lit,
+                          number, value_ident, backoff_kind, param_name, code_name, rule_name,
+                          route_kind, route_arg, schedule_name, route_schedule, route_attempts,
+                          attr, cmp_op, is_what, assert_kind, waiver_name, waiver_reason,
+                          hit_policy, map_protocol, map_code, base_name, test_name, envelope_json,
+                          context_json, expect_route, expect_target, expect_rule_name, delay_min,
+                          delay_max, budget_name, bound_metric, bound_code, bound_limit>,
     pt::remove_content::on<policy_decl, tool_block, limits_block, breaker_block, throttle_block,
                            setting, value_list, backoff_decl, schedule_decl, backoff_param,
                            codes_decl, rule_decl, default_decl, route, not_expr, test, in_arguments,
@@ -130,7 +130,7 @@ struct TreeReader {
     return v;
   }
 
-  // setting: setting_key (value | value_list); backoff_param: param_name value.
+  // setting: setting_key (value | value_list) [setting_target]; backoff_param: param_name value.
   ast::Setting to_setting(const Node& n) const {
     ast::Setting s;
     const Node& key = *n.children.at(0);
@@ -143,6 +143,7 @@ struct TreeReader {
     } else {
       s.values.push_back(to_value(val));
     }
+    if (n.children.size() > 2) s.target = to_value(*n.children[2]);
     return s;
   }
 

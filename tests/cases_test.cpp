@@ -909,3 +909,40 @@ TEST_CASE("cases: validation-loop-shifting-args: a rejected field repeats whatev
   no_field.erase("field");
   CHECK(bundle().decide(envelope_of(no_field.dump()), fourth).route == Route::Stop);
 }
+
+TEST_CASE("cases: validation-loop-shifting-args: re-issued as new operations, the run ends it",
+          "[cases][state][run]") {
+  // The reported trajectory: every call a new planner step (a new operation id) with reshaped
+  // arguments. Within each operation the failure is the first of its kind, so it is repaired;
+  // the run's count of the tool's failures (run_tool_failures = 5) ends the loop at the fifth,
+  // where the report ran to 25 calls.
+  const json cases = load_cases();
+  const json& c = find_case(cases, "validation-loop-shifting-args");
+  const recourse::Envelope e = envelope_of(c.at("envelope").dump());
+  json first = c;
+  first["context"].erase("attempt");
+  first["context"].erase("repairsUsed");
+  const recourse::Context base = context_of(first);
+  recourse::Workflow workflow(nullptr, "trajectory-1");
+  std::vector<std::string> rules;
+  for (int step = 0; step < 25; ++step) {
+    recourse::Context call = base;
+    call.operation_id = "step-" + std::to_string(step);
+    call.args_hash = "shape-" + std::to_string(step);
+    workflow.record_attempt(call, 1, 1000 + step);
+    workflow.record_failure(call, e);
+    workflow.apply(call, 1000 + step);
+    CHECK(call.attempt == 1);
+    CHECK(call.run_tool_failures == step + 1);
+    const Decision d = bundle().decide(e, call);
+    workflow.record_decision(call, d);
+    rules.emplace_back(d.rule);
+    if (d.route != Route::Repair) {
+      CHECK(d.route == Route::Stop);
+      CHECK(d.exhausted == "run_failures");
+      break;
+    }
+  }
+  CHECK(rules == std::vector<std::string>{"reshape", "reshape", "reshape", "reshape",
+                                          "budget:run_failures"});
+}

@@ -588,3 +588,28 @@ TEST_CASE("check: breaker counts takes a list of known codes (E011, E037)", "[ch
       "  breaker { counts = [UPSTREAM_DOWN, TIMEOUT, TIMEOUT] }\n  default -> stop\n}\n");
   CHECK_THAT(p.dump(), Catch::Contains("counts=[TIMEOUT,UPSTREAM_DOWN]"));
 }
+
+TEST_CASE("check: a fallback chain and a named degrade (E014, E021, E036, E037)",
+          "[check][fallback]") {
+  CHECK(in_policy("  tool { fallback = [\"a\", \"b\"] }\n  default -> stop").empty());
+  CHECK(in_policy("  limits { on_exhausted = degrade \"cache\" }\n  default -> stop").empty());
+  expect_one(in_policy("  tool { fallback = [\"a\", \"a\"] }\n  default -> stop"),
+             {"E021", 2, 27, "fallback names 'a' twice", nullptr});
+  expect_one(in_policy("  tool { fallback = [\"a\", b] }\n  default -> stop"),
+             {"E037", 2, 27, "fallback names a tool as a \"string\"", nullptr});
+  expect_one(in_policy("  tool { fallback = [] }\n  default -> stop"),
+             {"E037", 2, 10, "fallback names at least one tool", nullptr});
+  expect_one(
+      in_policy("  limits { on_exhausted = stop \"cache\" }\n  default -> stop"),
+      {"E014", 2, 32, "on_exhausted = stop takes no target", "only degrade names a target here"});
+  expect_one(in_policy("  tool { fallback = \"a\" }\n  limits { on_open = replace \"b\" }\n"
+                       "  default -> stop"),
+             {"E014", 3, 30, "on_open = replace takes no target",
+              "replace goes to the tool's fallback chain"});
+  expect_one(in_policy("  limits { attempts = 2 \"x\" }\n  default -> stop"),
+             {"E037", 2, 25, "'attempts' takes no string after its value",
+              "only on_exhausted and on_open name a target: on_exhausted = degrade \"tool\""});
+  expect_one(in_policy("  limits { on_open = replace }\n  default -> stop"),
+             {"E036", 2, 22, "on_open = replace needs the tool's fallback",
+              "declare it: tool { fallback = \"other.tool\" }"});
+}

@@ -490,6 +490,9 @@ std::string settings_row(const recourse::detail::SettingDef& def) {
     case K::Tool:
       value = "`\"tool\"`";
       break;
+    case K::Tools:
+      value = "`\"tool\"` or `[\"tool\", ...]`";
+      break;
     case K::Names:
       value = "list of names or strings";
       break;

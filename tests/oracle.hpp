@@ -193,9 +193,10 @@ inline Input attributes(const PolicySpec& spec, const recourse::Envelope& e,
   in[Attr::IdempotencyKey] = number(c.idempotency_key_pinned ? 1 : 0);
   in[Attr::Circuit] = number(id_of(c.circuit));
   in[Attr::RetryThrottled] = number(c.retry_throttled ? 1 : 0);
-  // min(maxAttempts or limits.attempts, 10) - attempt - lowerRetries.
+  // min(maxAttempts or limits.attempts, 10) - attempt - lowerRetries - outerRetries.
   const std::int64_t most = std::min(c.max_attempts.value_or(spec.attempts), attempt_ceiling);
-  in[Attr::AttemptsLeft] = number(minus(minus(most, c.attempt), c.lower_retries));
+  in[Attr::AttemptsLeft] =
+      number(minus(minus(minus(most, c.attempt), c.lower_retries), c.outer_retries));
   // (deadlineMs or limits.deadline) - elapsedMs; unlimited when neither is set.
   in[Attr::TimeLeft] = number(left(c.deadline_ms.value_or(spec.deadline_ms), c.elapsed_ms));
   in[Attr::CostLeft] = number(left(spec.cost_max, c.cost_spent));
@@ -363,13 +364,27 @@ inline std::optional<Override> guard(const PolicySpec& spec, const recourse::det
   // 6. budget:attempts
   if (in[Attr::AttemptsLeft].num <= 0) return spent("attempts", "attempt budget spent");
   // 6, a rule's own cap (`with attempts N`): its calls and the retries made below reach N.
-  if (rule.action.attempts != kNoLimit && c.attempt + c.lower_retries >= rule.action.attempts)
+  if (rule.action.attempts != kNoLimit &&
+      c.attempt + c.lower_retries + c.outer_retries >= rule.action.attempts)
     return spent("attempts", "attempt budget of rule " + rule.name + " spent");
   // 7. budget:repairs
   if (!retry && c.repairs >= spec.repairs) return spent("repairs", "repair budget spent");
   // 8. budget:cost, with limits.cost
   if (spec.cost_max != kNoLimit && in[Attr::CostLeft].num < spec.cost)
     return spent("cost", "cost budget spent");
+  // 8, the run's: each limit in all or of this tool whose count has reached it (cost: less left
+  // than one call costs).
+  auto reached = [](std::int64_t limit, std::int64_t used, std::int64_t need) {
+    return limit != kNoLimit && limit - used < need;
+  };
+  if (reached(spec.run_calls, c.run_calls, 1) || reached(spec.run_tool_calls, c.run_tool_calls, 1))
+    return spent("run_calls", "the run's call budget spent");
+  if (reached(spec.run_cost, c.run_cost, spec.cost) ||
+      reached(spec.run_tool_cost, c.run_tool_cost, spec.cost))
+    return spent("run_cost", "the run's cost budget spent");
+  if (reached(spec.run_failures, c.run_failures, 1) ||
+      reached(spec.run_tool_failures, c.run_tool_failures, 1))
+    return spent("run_failures", "the run's failure budget spent");
   // 9. budget:deadline: no time left
   if (time_left != kNoLimit && time_left <= 0)
     return spent("deadline", "operation deadline passed");
@@ -494,6 +509,24 @@ inline std::int64_t spend(std::int64_t before, std::int64_t amount) {
 
 /// The decision docs/language.md gives for `envelope` and `context` under `spec` (a checked
 /// policy; `attempt_ceiling` is CompileOptions::attempt_ceiling). Never reads spec.guards.
+// Section 3, "Fallback chains": a spent budget or an open circuit sent to `replace` goes to the
+// tool's fallback chain, whose first tool the context's unavailableTools does not list is the
+// target; with every one listed, the route is stop (the guard's rule and budget kept).
+inline void fallback_chain(const PolicySpec& spec, const recourse::Context& c, Expected& out) {
+  if (out.route != Route::Replace || out.rule == "gate:unknown_outcome") return;
+  const std::vector<std::string> none;
+  const std::vector<std::string>& listed = c.unavailable_tools ? *c.unavailable_tools : none;
+  for (const std::string& tool : spec.fallback) {
+    if (std::find(listed.begin(), listed.end(), tool) == listed.end()) {
+      out.target = tool;
+      return;
+    }
+  }
+  out.route = Route::Stop;
+  out.target.clear();
+  out.reason = "every fallback tool was tried by this operation or has its circuit open";
+}
+
 inline Expected decide(const PolicySpec& spec, const recourse::Envelope& e,
                        const recourse::Context& c, std::int64_t attempt_ceiling = 10) {
   using namespace naive;
@@ -519,6 +552,7 @@ inline Expected decide(const PolicySpec& spec, const recourse::Envelope& e,
       out.reason = g->reason;
       out.target = g->target;
       out.exhausted = g->exhausted;
+      fallback_chain(spec, c, out);
     }
 
   // Section 12: the delay of a retry; then section 8's check after the lookup.
@@ -542,6 +576,7 @@ inline Expected decide(const PolicySpec& spec, const recourse::Envelope& e,
       out.delay_ms = 0;
       out.jitter_ms = 0;
       out.backoff_attempt = 0;
+      fallback_chain(spec, c, out);
     }
   }
   if (spec.honours_keys && out.route == Route::Retry) out.key = recourse::KeyDirective::Reuse;
@@ -550,9 +585,10 @@ inline Expected decide(const PolicySpec& spec, const recourse::Envelope& e,
   // Section 8, "Budgets in the decision", and section 14.
   const bool call = out.route == Route::Retry || out.route == Route::Repair;
   // A rule's own cap lowers what is left, on its route and on the guard that replaced it.
-  const std::int64_t rule_left = rule.action.attempts == kNoLimit
-                                     ? kNoLimit
-                                     : rule.action.attempts - c.attempt - c.lower_retries;
+  const std::int64_t rule_left =
+      rule.action.attempts == kNoLimit
+          ? kNoLimit
+          : rule.action.attempts - c.attempt - c.lower_retries - c.outer_retries;
   out.attempts_left = std::max<std::int64_t>(0, std::min(in[Attr::AttemptsLeft].num, rule_left));
   out.repairs_left = std::max<std::int64_t>(0, minus(spec.repairs, c.repairs));
   out.attempts = {out.attempts_left, spend(out.attempts_left, call ? 1 : 0)};

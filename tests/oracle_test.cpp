@@ -146,8 +146,8 @@ TEST_CASE("oracle: every backoff kind and jitter, limits and hit policies", "[or
       const std::string text =
           std::string("policy \"matrix.") + std::to_string(n++) + "\" {\n" +
           "  tool { idempotent = false  idempotency_keys = true  cost = 2  " +
-          "arguments = [a, b]  verify = \"check\"  fallback = \"other\" }\n  " + limit +
-          "\n  backoff " + backoff +
+          "arguments = [a, b]  verify = \"check\"  fallback = [\"other\", \"second\"] }\n  " +
+          limit + "\n  backoff " + backoff +
           "\n  breaker { failures = 2 }\n  throttle { max_tokens = 4 }\n" + "  hit " + hit + "\n" +
           "  rule fix when code == VALIDATION and field in arguments -> repair\n"
           "  rule odd when code == VALIDATION and not field in arguments "

@@ -917,3 +917,125 @@ TEST_CASE("state: a server's wait beyond retry_after_max holds the circuit open 
     CHECK((d.warnings & recourse::kStoreUnavailable) != 0);
   }
 }
+
+TEST_CASE("state: a fallback chain skips the tools the operation tried and the open circuits",
+          "[state][fallback]") {
+  // primary -> its chain [secondary, small]; secondary's own chain goes back to primary first.
+  const auto primary = test::policy(R"(policy "primary" {
+    tool { idempotent = true  fallback = ["secondary", "small"] }
+    limits { attempts = 1 }
+    rule r when code == TRANSIENT -> retry
+    default -> stop })");
+  const auto secondary = test::policy(R"(policy "secondary" {
+    tool { idempotent = true  fallback = ["primary", "small"] }
+    limits { attempts = 1 }
+    rule r when code == TRANSIENT -> retry
+    default -> stop })");
+  const auto small = test::policy(R"(policy "small" {
+    tool { idempotent = true }
+    breaker { failures = 1  cooldown = 1m }
+    rule r when code == TRANSIENT -> retry
+    default -> stop })");
+  const auto e = test::envelope(R"({"code":"TRANSIENT","retryable":true})");
+  recourse::Workflow wf;
+  recourse::Health health;
+  auto fail = [&](const recourse::Policy& p, const char* op, std::int64_t now) {
+    recourse::Context c;
+    c.tool = std::string(p.name());
+    c.operation_id = op;
+    c.side_effect = recourse::SideEffect::None;
+    wf.record_attempt(c, 1, now);
+    wf.record_failure(c, e);
+    wf.apply(p, c, now);
+    health.record_failure(p, c, now, &e);
+    health.prepare(p, c, now);
+    const recourse::Decision d = p.decide(e, c);
+    wf.record_decision(c, d);
+    return std::pair(d, c.unavailable_tools.value_or(std::vector<std::string>{}));
+  };
+  // The primary's one attempt fails: the chain's first tool.
+  auto [d1, skip1] = fail(primary, "op-1", 0);
+  CHECK(d1.route == Route::Replace);
+  CHECK(d1.target == "secondary");
+  CHECK(d1.rule == "budget:attempts");
+  CHECK(skip1 == std::vector<std::string>{});
+  // The replacement fails too: its chain passes over primary, which this operation called.
+  auto [d2, skip2] = fail(secondary, "op-1", 1000);
+  CHECK(d2.route == Route::Replace);
+  CHECK(d2.target == "small");
+  CHECK(skip2 == std::vector<std::string>{"primary"});
+  // Another operation has not called primary: secondary's chain starts there.
+  CHECK(fail(secondary, "op-2", 1000).first.target == "primary");
+  // small's circuit opens (one failure) for every operation of this process.
+  fail(small, "op-3", 2000);
+  CHECK(health.get("small").circuit == CircuitState::Open);
+  auto [d3, skip3] = fail(primary, "op-4", 3000);
+  CHECK(d3.target == "secondary");
+  CHECK(skip3 == std::vector<std::string>{"small"});
+  // op-1 tried primary and small is open: nothing of secondary's chain is left.
+  auto [d4, skip4] = fail(secondary, "op-1", 4000);
+  CHECK(d4.route == Route::Stop);
+  CHECK(d4.target.empty());
+  CHECK(d4.rule == "budget:attempts");
+  CHECK(d4.exhausted == "attempts");
+  CHECK(d4.reason == "every fallback tool was tried by this operation or has its circuit open");
+  CHECK(skip4 == std::vector<std::string>{"primary", "small"});
+}
+
+TEST_CASE("state: a run's budgets count every operation of the workflow", "[state][run]") {
+  // An agent re-issues a failing search under a new operation id each time: the operation's
+  // attempts start again, the run's calls and failures do not.
+  const auto search = test::policy(R"(policy "search" {
+    tool { idempotent = true  cost = 3 }
+    limits { attempts = 3  run_calls = 7  run_tool_failures = 5  run_cost = 100 }
+    rule r when code == TRANSIENT -> retry
+    default -> stop })");
+  const auto e = test::envelope(R"({"code":"TRANSIENT","retryable":true})");
+  recourse::Workflow wf(nullptr, "run-1");
+  auto fail = [&](const std::string& op, const char* tool, std::int64_t now) {
+    recourse::Context c;
+    c.tool = tool;
+    c.operation_id = op;
+    c.side_effect = recourse::SideEffect::None;
+    wf.record_attempt(c, 3, now);
+    wf.record_failure(c, e);
+    wf.apply(c, now);
+    const recourse::Decision d = search.decide(e, c);
+    wf.record_decision(c, d);
+    return std::pair(std::string(d.rule), c);
+  };
+  std::vector<std::string> rules;
+  for (int i = 0; i < 4; ++i) rules.push_back(fail("op-" + std::to_string(i), "search", i).first);
+  // Four operations, one failed call each: four of the tool's five failures.
+  CHECK(rules == std::vector<std::string>(4, "r"));
+  // Another tool's failures count for the run's calls, not for this tool's failures.
+  fail("op-x", "fetch", 10);
+  fail("op-x", "fetch", 11);
+  const auto [fifth, c5] = fail("op-5", "search", 20);
+  CHECK(fifth == "budget:run_calls");  // the seventh call of the run
+  CHECK(c5.run_calls == 7);
+  CHECK(c5.run_cost == 21);
+  CHECK(c5.run_failures == 7);
+  CHECK(c5.run_tool_calls == 5);
+  CHECK(c5.run_tool_failures == 5);
+  CHECK(c5.attempt == 1);
+  const recourse::Decision d = search.decide(e, c5);
+  CHECK(d.route == Route::Stop);
+  CHECK(d.exhausted == "run_calls");
+  // The run's counters survive the workflow's JSON form, and a bad run member is refused.
+  recourse::Workflow restored(nullptr, "run-1");
+  REQUIRE(restored.from_json(wf.to_json()).ok());
+  recourse::Context c;
+  c.tool = "search";
+  restored.apply(c, 30);
+  CHECK(c.run_calls == 7);
+  CHECK(c.run_tool_failures == 5);
+  CHECK(c.run_tool_cost == 15);
+  const auto json = nlohmann::json::parse(wf.to_json());
+  CHECK(json.at("run").at("all").at("attempts") == 7);
+  CHECK(json.at("run").at("tools").at("fetch").at("repeats") == 2);
+  CHECK_FALSE(json.at("operations").contains("%RUN"));
+  CHECK_FALSE(restored.from_json(R"({"version":2,"operations":{},"run":{"every":{}}})").ok());
+  CHECK_FALSE(
+      restored.from_json(R"({"version":2,"operations":{},"run":{"all":{"attempts":-1}}})").ok());
+}

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <thread>
 
+#include "recourse/state.hpp"
 #include "store/logic.hpp"
 #include "support.hpp"
 
@@ -311,6 +312,50 @@ void counts(recourse::Store& s) {
   CHECK_FALSE(s.count(op, {CountEvent::Read}, now_ms())->recorded());
 }
 
+void run_counters(const Backend& backend) {
+  INFO("a run's counters, shared by the workflows of the run (recourse::Workflow)");
+  const std::string run = key("run");
+  recourse::Workflow a(backend.open({}), run), b(backend.open({}), run),
+      other(backend.open({}), key("other-run"));
+  recourse::Envelope e;
+  e.code = "TRANSIENT";
+  auto call = [&](recourse::Workflow& w, const char* op, const char* tool, std::int64_t cost,
+                  bool failed) {
+    recourse::Context c;
+    c.tool = tool;
+    c.operation_id = op;
+    w.record_attempt(c, cost, now_ms());
+    if (failed)
+      w.record_failure(c, e);
+    else
+      w.record_success(c);
+  };
+  call(a, "op-1", "search", 2, true);
+  call(a, "op-1", "search", 2, true);
+  call(b, "op-2", "search", 2, true);      // another operation (and client) of the same run
+  call(b, "op-2", "fetch", 5, false);      // a success drops op-2's counters, not the run's
+  call(other, "op-1", "search", 2, true);  // another run counts apart
+  recourse::Workflow reader(backend.open({}), run);
+  recourse::Context c;
+  c.tool = "search";
+  c.operation_id = "op-3";
+  reader.apply(c, now_ms());
+  CHECK(c.run_calls == 4);
+  CHECK(c.run_cost == 11);
+  CHECK(c.run_failures == 3);
+  CHECK(c.run_tool_calls == 3);
+  CHECK(c.run_tool_cost == 6);
+  CHECK(c.run_tool_failures == 3);
+  CHECK(c.attempt == 1);  // op-3 itself has made no call
+  CHECK_FALSE(c.store_unavailable);
+  recourse::Context f;
+  f.tool = "fetch";
+  reader.apply(f, now_ms());
+  CHECK(f.run_tool_calls == 1);
+  CHECK(f.run_tool_failures == 0);
+  CHECK(f.run_calls == 4);
+}
+
 void pushback(recourse::Store& s) {
   INFO("the attempt of the last retry on a server pushback (gRFC A6)");
   const std::string op = key("pushback");
@@ -416,6 +461,7 @@ void conformance(const Backend& backend) {
   no_lost_update(backend, *s);
   votes(*s);
   counts(*s);
+  run_counters(backend);
   pushback(*s);
   ledger(*s);
   ttl(backend);

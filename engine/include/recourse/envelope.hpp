@@ -135,6 +135,25 @@ struct Context {
   /// after it, so a retry after attempt n waits the backoff of n - pushback_attempt. 0 (none), or
   /// one at or after `attempt`, changes nothing. docs/language.md section 12.
   std::int64_t pushback_attempt = 0;
+  /// Tools a fallback chain passes over for this operation: those the operation has already
+  /// called and those whose circuit is open (Workflow::apply(policy, ...) and Health::prepare
+  /// add the policy's chain's). A `replace` to the tool's fallback (`tool { fallback = [...] }`)
+  /// goes to the chain's first tool not listed; with every one listed, to `stop`.
+  /// docs/language.md section 10.
+  std::optional<std::vector<std::string>> unavailable_tools;
+  /// Retries an outer layer (a wrapper that retries this whole operation, each time running
+  /// this layer's attempts again) has made: they count as attempts, as lower_retries do.
+  std::int64_t outer_retries = 0;
+  /// The run's (the workflow's, a workflowId's) calls, cost units and failed calls so far, of
+  /// every tool (run_*) and of this tool (run_tool_*), the failed call included: the `limits`
+  /// run budgets (run_calls, run_cost, run_failures and their run_tool_ forms) compare them.
+  /// recourse::Workflow counts them across the run's operations (docs/language.md section 10).
+  std::int64_t run_calls = 0;
+  std::int64_t run_cost = 0;           ///< cost units the run has charged, every tool
+  std::int64_t run_failures = 0;       ///< failed calls of the run, every tool
+  std::int64_t run_tool_calls = 0;     ///< calls of this tool in the run
+  std::int64_t run_tool_cost = 0;      ///< cost units this tool has charged in the run
+  std::int64_t run_tool_failures = 0;  ///< failed calls of this tool in the run
 };
 
 /// Limits of read_context(). The context is the host's own account of the call, but it travels

@@ -3,9 +3,10 @@
 // decide() itself is pure: everything stateful reaches it through the Context. These two objects
 // keep that state in a Store (store.hpp; default: a MemoryStore of their own) and fill the
 // Context from it:
-//  - Workflow: per workflow (one agent loop; not thread-safe). Per operation and tool it counts
-//    attempts, repairs, consecutive identical failures (repeats), cost units and the time since
-//    the first call, so a policy's budgets see every call of its tool for the operation.
+//  - Workflow: per workflow (one agent loop, one run; not thread-safe). Per operation and tool it
+//    counts attempts, repairs, consecutive identical failures (repeats), cost units and the time
+//    since the first call, so a policy's budgets see every call of its tool for the operation;
+//    per run (every operation) it counts calls, cost units and failures, per tool and in all.
 //  - Health: per process, shared by workflows and thread-safe. Per tool, a circuit breaker
 //    (consecutive failures or a failure ratio over a window; open for a cooldown; then one
 //    half-open probe), a retry token bucket with gRFC A6 arithmetic, and the side-effect ledger's
@@ -42,10 +43,11 @@ namespace recourse {
 ///
 /// Counters are kept per (operation, tool): the calls of one tool for one operation. A success
 /// of one tool drops that tool's counters only, and failures of one tool never count against
-/// another's attempts, repairs, repeats or cost, even under the same operation id (a budget
-/// across every tool of a run is a separate thing, built on this key). The side-effect ledger
-/// (Health, store.hpp) stays per operation: whether a payment happened does not depend on which
-/// tool asks.
+/// another's attempts, repairs, repeats or cost, even under the same operation id. The run's
+/// counters (the workflow is the run: every operation of it) are kept beside them, per tool and
+/// in all: calls, cost units and failed calls, never dropped by a success; the `limits` run
+/// budgets read them (docs/language.md section 10). The side-effect ledger (Health, store.hpp)
+/// stays per operation: whether a payment happened does not depend on which tool asks.
 class Workflow {
  public:
   /// Counters kept in `store` (nullptr: a MemoryStore of its own) under the key
@@ -55,12 +57,13 @@ class Workflow {
   explicit Workflow(std::shared_ptr<Store> store = nullptr, std::string scope = {});
   /// Records a call of `context.tool` for `context.operation_id` (made now): counts the attempt
   /// (a repair when the previous decision on that tool said repair), charges `cost` units,
-  /// starts the clock at the first call.
+  /// starts the clock at the first call; counts the call and its cost for the run too.
   void record_attempt(const Context& context, std::int64_t cost, std::int64_t now_ms);
   /// Records that the call failed with `envelope`. repeats grows when the failure matches the
   /// previous one of the same operation and tool (same code and field; for a failure without
   /// a field, also the same Context::args_hash the host computes over the call's arguments),
-  /// else restarts at 1: a rejected field repeats however the other arguments change.
+  /// else restarts at 1: a rejected field repeats however the other arguments change. Counts
+  /// the failure for the run too.
   void record_failure(const Context& context, const Envelope& envelope);
   /// Records the decision taken on the failure (a repair makes the next call a repaired one; a
   /// retry on the server's pushback, a decision with retry_after_ms, restarts the backoff of the
@@ -70,20 +73,29 @@ class Workflow {
   /// counters for the operation are dropped; other tools' counters for it are kept.
   void record_success(const Context& context);
   /// Raises `context`'s counters to those of (context.operation_id, context.tool): attempt,
-  /// repairs, repeats, cost_spent, elapsed_ms (now_ms - first call) and pushback_attempt. A count
+  /// repairs, repeats, cost_spent, elapsed_ms (now_ms - first call) and pushback_attempt; and
+  /// the run's: run_calls, run_cost, run_failures (every tool) and run_tool_calls, run_tool_cost,
+  /// run_tool_failures (context.tool). A count
   /// the host already gave higher is kept (it may have counted calls this workflow never saw). A
   /// pair never recorded changes nothing. When the store cannot answer, or could not take one of
   /// the pair's events (a write that failed while reads work: a locked SQLite file, a read-only
   /// Redis), the local counts apply (the larger of each) and context.store_unavailable is set,
   /// until the operation succeeds.
   void apply(Context& context, std::int64_t now_ms) const;
+  /// apply(context, now_ms), then lists in context.unavailable_tools each tool of `policy`'s
+  /// fallback chain (`tool { fallback }`) this operation has called (its counters are recorded
+  /// for context.operation_id), and the policy's own tool: a chain never goes back to a tool the
+  /// operation tried (docs/language.md section 10).
+  void apply(const Policy& policy, Context& context, std::int64_t now_ms) const;
   /// The counters of `tool`'s calls for an operation, if recorded (nullopt also when the store
   /// cannot answer).
   std::optional<OperationState> find(std::string_view operation_id, std::string_view tool) const;
 
   /// The local counters: {"version": 2, "operations": {operation id: {tool: {format, attempts,
-  /// repairs, repeats, cost, startedMs, lastFailure, repairPending, pushbackAttempt}}}}
-  /// (format: the record format, 2). The scope is not part of it.
+  /// repairs, repeats, cost, startedMs, lastFailure, repairPending, pushbackAttempt}}}, "run":
+  /// {"all": record, "tools": {tool: record}}} (format: the record format, 2; a run record's
+  /// attempts are the run's calls, its repeats its failures). "run" is left out while nothing
+  /// was counted. The scope is not part of it.
   std::string to_json() const;
   /// Restores the local counters from to_json()'s form, under this workflow's scope (records of
   /// formats 0, without `format`, and 1, without pushbackAttempt, too). Fails with S004 (naming the
@@ -95,6 +107,9 @@ class Workflow {
 
  private:
   std::string key(std::string_view operation_id, std::string_view tool) const;
+  /// The key of the run's counters of `tool` ("" for every tool's).
+  std::string run_key(std::string_view tool) const;
+  void apply_run(Context& context, std::int64_t now_ms) const;
   std::optional<OperationState> count(const std::string& key, const CountEvent& event,
                                       std::int64_t now_ms) const;
   std::shared_ptr<MemoryStore> local_;
@@ -142,7 +157,9 @@ class Health {
   /// (its context says half_open; others still see open until the probe's outcome is recorded
   /// or its lease, the breaker's probe_lease, ends). Sets context.store_unavailable when the store
   /// could not answer (and counts the decision, with one Workflow::apply already set it); a context
-  /// so flagged takes its retry tokens from the fallback bucket (HealthOptions).
+  /// so flagged takes its retry tokens from the fallback bucket (HealthOptions). Lists in
+  /// context.unavailable_tools each tool of the policy's fallback chain whose circuit this
+  /// process or the store records as open (its half-open probe is taken by its own callers).
   void prepare(const Policy& policy, Context& context, std::int64_t now_ms);
   /// The breaker's admission of the next call of context.tool for context.operation_id, before
   /// it is made: fills context.circuit as prepare() does (taking the half-open probe's lease

@@ -23,6 +23,7 @@ std::optional<Input> realize(const Compiled& p, const Cube& cube, Overrides may)
     c.tool = p.spec.name;
     c.side_effect = SideEffect::None;
     std::optional<std::int64_t> attempts_left, time_left, cost_left, slack, attempts_used;
+    std::optional<std::int64_t> run_calls_left, run_cost_left, run_failures_left;
     std::optional<bool> field_in_args, suspicious_text, suspicious_suggestion;
     std::vector<std::string> owned;  // strings for "other" cells
     owned.reserve(t.columns.size());
@@ -31,8 +32,10 @@ std::optional<Input> realize(const Compiled& p, const Cube& cube, Overrides may)
       // Plain inputs read best: the first allowed cell, but the last (the most left) for the
       // budgets left and absent for optional envelope fields; odd variants look from the other
       // end. The tool takes the policy's own name when allowed (so a bundle picks this policy).
+      const bool run = col.attr == Attr::RunCallsLeft || col.attr == Attr::RunCostLeft ||
+                       col.attr == Attr::RunFailuresLeft;
       const bool budget = col.attr == Attr::AttemptsLeft || col.attr == Attr::TimeLeft ||
-                          col.attr == Attr::CostLeft || col.attr == Attr::DeadlineSlack ||
+                          col.attr == Attr::CostLeft || col.attr == Attr::DeadlineSlack || run ||
                           (info(col.attr).untrusted && col.attr != Attr::Code);
       const bool from_end = (variant % 2 == 1) != budget;
       std::size_t cell = col.cells;
@@ -60,7 +63,9 @@ std::optional<Input> realize(const Compiled& p, const Cube& cube, Overrides may)
                 cell == col.cuts.size() ? std::numeric_limits<std::int64_t>::max() : col.cuts[cell];
             const bool derived = col.attr == Attr::AttemptsLeft || col.attr == Attr::TimeLeft ||
                                  col.attr == Attr::CostLeft || col.attr == Attr::DeadlineSlack;
-            const std::int64_t floor = derived ? -1'000'000
+            // A run's budget reads best spent exactly (its count at the limit).
+            const std::int64_t floor = run       ? 0
+                                       : derived ? -1'000'000
                                        : col.attr == Attr::Attempt || col.attr == Attr::AttemptsUsed
                                            ? 1
                                            : 0;
@@ -98,6 +103,15 @@ std::optional<Input> realize(const Compiled& p, const Cube& cube, Overrides may)
           break;
         case Attr::AttemptsUsed:
           attempts_used = num;
+          break;
+        case Attr::RunCallsLeft:
+          run_calls_left = num;
+          break;
+        case Attr::RunCostLeft:
+          run_cost_left = num;
+          break;
+        case Attr::RunFailuresLeft:
+          run_failures_left = num;
           break;
         case Attr::FieldInArguments:
           if (!absent) field_in_args = num != 0;
@@ -146,6 +160,18 @@ std::optional<Input> realize(const Compiled& p, const Cube& cube, Overrides may)
       c.deadline_ms = std::max<std::int64_t>(0, c.elapsed_ms + *time_left);
     if (cost_left && p.spec.cost_max != kUnlimited)
       c.cost_spent = std::max<std::int64_t>(0, p.spec.cost_max - *cost_left);
+    // A run budget left: spent on the smaller limit (in all, or this tool's), the other untouched.
+    const auto run_spent = [](std::optional<std::int64_t> left, std::int64_t all, std::int64_t tool,
+                              std::int64_t& all_used, std::int64_t& tool_used) {
+      if (!left) return;
+      std::int64_t& used = all <= tool ? all_used : tool_used;
+      used = std::clamp<std::int64_t>(std::min(all, tool) - *left, 0, kMaxCount);
+    };
+    run_spent(run_calls_left, p.spec.run_calls, p.spec.run_tool_calls, c.run_calls,
+              c.run_tool_calls);
+    run_spent(run_cost_left, p.spec.run_cost, p.spec.run_tool_cost, c.run_cost, c.run_tool_cost);
+    run_spent(run_failures_left, p.spec.run_failures, p.spec.run_tool_failures, c.run_failures,
+              c.run_tool_failures);
     if (slack && e.retry_after_ms && time_left && may.deadline)
       c.deadline_ms = std::max<std::int64_t>(0, c.elapsed_ms + *e.retry_after_ms + *slack);
     if (slack && !may.deadline && p.spec.deadline_ms != kUnlimited)  // the hint that leaves it

@@ -53,14 +53,27 @@ void Checker::tool_block(const ast::Policy& p, PolicySpec& spec) {
       }
       return;
     }
+    if (s.key == "fallback") {  // one tool or a chain of them, each named once
+      if (s.values.empty()) error("E037", s.pos, "fallback names at least one tool");
+      for (const auto& t : s.values) {
+        if (t.kind != Kind::String || t.text.empty())
+          error("E037", t.pos, "fallback names a tool as a \"string\"");
+        else if (std::find(spec.fallback.begin(), spec.fallback.end(), t.text) !=
+                 spec.fallback.end())
+          error("E021", t.pos, "fallback names '" + t.text + "' twice");
+        else
+          spec.fallback.push_back(t.text);
+      }
+      return;
+    }
     const ast::Value& v = s.values[0];  // settings() let only single values through
     if (s.key == "cost") {
       if (auto n = ranged(*setting("tool", s.key), v)) spec.cost = static_cast<std::int64_t>(*n);
-    } else if (s.key == "verify" || s.key == "fallback") {
+    } else if (s.key == "verify") {
       if (v.kind != Kind::String || v.text.empty())
         error("E037", v.pos, s.key + " names a tool as a \"string\"");
       else
-        (s.key == "verify" ? spec.verify : spec.fallback) = v.text;
+        spec.verify = v.text;
     } else {
       auto b = boolean(v);
       if (b) (s.key == "idempotent" ? spec.idempotent : spec.honours_keys) = *b;
@@ -78,20 +91,34 @@ void Checker::fallback_route(const ast::Setting& s, const PolicySpec& spec, Acti
           "a spent budget or an open circuit must not lead to another retry or repair");
     return;
   }
-  out.route = *enum_of<Route>(v.text);
-  out.target.clear();
-  if (out.route == Route::Replace) {
-    if (spec.fallback.empty())
-      error("E036", v.pos, s.key + " = replace needs the tool's fallback",
-            "declare it: tool { fallback = \"other.tool\" }");
-    out.target = spec.fallback;
+  out = Action{*enum_of<Route>(v.text), "", ""};
+  if (s.target) {  // `degrade "cache"`: the degraded answer's source
+    if (out.route != Route::Degrade)
+      error("E014", s.target->pos, s.key + " = " + v.text + " takes no target",
+            out.route == Route::Replace ? "replace goes to the tool's fallback chain"
+                                        : "only degrade names a target here");
+    else if (s.target->text.empty())
+      error("E037", s.target->pos, s.key + " = degrade names its target as a non-empty string");
+    else
+      out.target = s.target->text;
+    return;
   }
+  if (out.route != Route::Replace) return;
+  if (spec.fallback.empty()) {
+    error("E036", v.pos, s.key + " = replace needs the tool's fallback",
+          "declare it: tool { fallback = \"other.tool\" }");
+    return;
+  }
+  out.target = spec.fallback[0];  // the chain's first; decide() skips the unavailable
+  out.chain = true;
 }
 
 void Checker::limits_block(const ast::Policy& p, PolicySpec& spec) {
   // Without on_exhausted / on_open: the tool's fallback when it declares one, else stop.
-  if (!spec.fallback.empty())
-    spec.on_exhausted = spec.on_open = Action{Route::Replace, spec.fallback, ""};
+  if (!spec.fallback.empty()) {
+    spec.on_exhausted = spec.on_open = Action{Route::Replace, spec.fallback[0], ""};
+    spec.on_exhausted.chain = spec.on_open.chain = true;
+  }
   settings(p.limits, "limits", [&](const ast::Setting& s) {
     const ast::Value& v = s.values[0];
     const SettingDef& def = *setting("limits", s.key);
@@ -107,14 +134,20 @@ void Checker::limits_block(const ast::Policy& p, PolicySpec& spec) {
     const auto value = ranged(def, v, help);
     if (!value) return;
     const auto n = static_cast<std::int64_t>(*value);
-    (s.key == "attempts"          ? spec.attempts
-     : s.key == "repairs"         ? spec.repairs
-     : s.key == "repeats"         ? spec.repeats
-     : s.key == "cost"            ? spec.cost_max
-     : s.key == "retry_after_max" ? spec.retry_after_max_ms
-     : s.key == "deadline"        ? spec.deadline_ms
-     : s.key == "try_timeout"     ? spec.try_timeout_ms
-                                  : spec.min_delay_ms) = n;
+    (s.key == "attempts"            ? spec.attempts
+     : s.key == "repairs"           ? spec.repairs
+     : s.key == "repeats"           ? spec.repeats
+     : s.key == "cost"              ? spec.cost_max
+     : s.key == "retry_after_max"   ? spec.retry_after_max_ms
+     : s.key == "deadline"          ? spec.deadline_ms
+     : s.key == "try_timeout"       ? spec.try_timeout_ms
+     : s.key == "run_calls"         ? spec.run_calls
+     : s.key == "run_cost"          ? spec.run_cost
+     : s.key == "run_failures"      ? spec.run_failures
+     : s.key == "run_tool_calls"    ? spec.run_tool_calls
+     : s.key == "run_tool_cost"     ? spec.run_tool_cost
+     : s.key == "run_tool_failures" ? spec.run_tool_failures
+                                    : spec.min_delay_ms) = n;
   });
 }
 

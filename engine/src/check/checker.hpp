@@ -115,10 +115,11 @@ class Checker {
   // given once and with the right shape, to `handle`.
   template <typename Handler>
   void settings(const std::vector<ast::Setting>& list, const char* block, Handler&& handle) {
-    std::vector<std::string_view> keys, lists;
+    std::vector<std::string_view> keys, lists, either;
     for (const SettingDef* def : settings_of(block)) {
       keys.push_back(def->key);
       if (def->kind == ValueKind::Names || def->kind == ValueKind::Codes) lists.push_back(def->key);
+      if (def->kind == ValueKind::Tools) either.push_back(def->key);
     }
     std::set<std::string> seen;
     for (const auto& s : list) {
@@ -131,10 +132,16 @@ class Checker {
         error("E021", s.pos, std::string(block) + " setting '" + s.key + "' is set twice");
         continue;
       }
-      if (s.is_list != (std::find(lists.begin(), lists.end(), s.key) != lists.end())) {
+      if (std::find(either.begin(), either.end(), s.key) == either.end() &&
+          s.is_list != (std::find(lists.begin(), lists.end(), s.key) != lists.end())) {
         error("E037", s.pos,
               s.is_list ? "'" + s.key + "' takes one value, not a list"
                         : "'" + s.key + "' takes a [list]");
+        continue;
+      }
+      if (s.target && s.key != "on_exhausted" && s.key != "on_open") {
+        error("E037", s.target->pos, "'" + s.key + "' takes no string after its value",
+              "only on_exhausted and on_open name a target: on_exhausted = degrade \"tool\"");
         continue;
       }
       handle(s);
@@ -147,7 +154,8 @@ class Checker {
 
   // One method per block: its settings into `spec` (blocks.cpp).
   void tool_block(const ast::Policy& p, PolicySpec& spec);
-  // on_exhausted / on_open: never retry or repair; `replace` goes to the tool's fallback.
+  // on_exhausted / on_open: never retry or repair; `replace` goes to the tool's fallback chain,
+  // `degrade "x"` names its target.
   void fallback_route(const ast::Setting& s, const PolicySpec& spec, Action& out);
   void limits_block(const ast::Policy& p, PolicySpec& spec);
   void breaker_block(const ast::Policy& p, PolicySpec& spec);

@@ -179,6 +179,18 @@ void add_guards(PolicySpec& spec) {
     budget("cost", kBoth,
            test(Attr::CostLeft, Op::Lt, spec.cost, "cost_left < " + std::to_string(spec.cost)),
            "cost budget spent");
+  // The run's budgets (every operation of the workflow): after the operation's own.
+  if (spec.run_calls != kUnlimited || spec.run_tool_calls != kUnlimited)
+    budget("run_calls", kBoth, test(Attr::RunCallsLeft, Op::Le, 0, "run_calls_left <= 0"),
+           "the run's call budget spent");
+  if (spec.run_cost != kUnlimited || spec.run_tool_cost != kUnlimited)
+    budget(
+        "run_cost", kBoth,
+        test(Attr::RunCostLeft, Op::Lt, spec.cost, "run_cost_left < " + std::to_string(spec.cost)),
+        "the run's cost budget spent");
+  if (spec.run_failures != kUnlimited || spec.run_tool_failures != kUnlimited)
+    budget("run_failures", kBoth, test(Attr::RunFailuresLeft, Op::Le, 0, "run_failures_left <= 0"),
+           "the run's failure budget spent");
   budget("deadline", kBoth, test(Attr::TimeLeft, Op::Le, 0, "time_left <= 0"),
          "operation deadline passed");
   budget("deadline", kRetry, test(Attr::DeadlineSlack, Op::Le, 0, "retry_after >= time_left"),

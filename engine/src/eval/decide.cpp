@@ -105,10 +105,23 @@ Point make_point(const Compiled& p, const Envelope& e, const Context& c, std::ui
   // side_effect_of()'s, which a stream's undiscardable output makes committed.
   if (!c.idempotent) number(Attr::Idempotent, p.spec.idempotent);
   number(Attr::SideEffect, static_cast<std::int64_t>(side_effect.value_or(SideEffect::Unknown)));
-  // Retries made below us count against the same attempts budget (no multiplying across layers).
+  // Retries made below us and by an outer layer count against the same attempts budget (no
+  // multiplying across layers).
+  const std::int64_t retried = c.lower_retries + c.outer_retries;  // both at most 1e9
   number(Attr::AttemptsLeft,
-         saturating_sub(saturating_sub(max_attempts(p, c), c.attempt), c.lower_retries));
-  number(Attr::AttemptsUsed, c.attempt + c.lower_retries);  // both at most 1e9
+         saturating_sub(saturating_sub(max_attempts(p, c), c.attempt), retried));
+  number(Attr::AttemptsUsed, c.attempt + retried);
+  // The run's budgets: the smaller of what is left in all and of this tool.
+  const auto run_left = [](std::int64_t all, std::int64_t used, std::int64_t tool,
+                           std::int64_t tool_used) {
+    return std::min(left(all, used), left(tool, tool_used));
+  };
+  number(Attr::RunCallsLeft,
+         run_left(p.spec.run_calls, c.run_calls, p.spec.run_tool_calls, c.run_tool_calls));
+  number(Attr::RunCostLeft,
+         run_left(p.spec.run_cost, c.run_cost, p.spec.run_tool_cost, c.run_tool_cost));
+  number(Attr::RunFailuresLeft, run_left(p.spec.run_failures, c.run_failures,
+                                         p.spec.run_tool_failures, c.run_tool_failures));
   const std::int64_t time_left = left(deadline_of(p, c), c.elapsed_ms);
   number(Attr::TimeLeft, time_left);
   number(Attr::CostLeft, left(p.spec.cost_max, c.cost_spent));
@@ -134,6 +147,25 @@ std::uint64_t mint_trace_id(const Context& c, std::uint64_t seed) noexcept {
                     seed);
 }
 
+// A replace to the tool's fallback chain: the chain's first tool the context does not list as
+// unavailable (this operation called it, or its circuit is open); with none left, stop.
+void take_chain(const PolicySpec& spec, const Context& c, Decision& d) noexcept {
+  const auto listed = [&](const std::string& tool) {
+    return c.unavailable_tools &&
+           std::find(c.unavailable_tools->begin(), c.unavailable_tools->end(), tool) !=
+               c.unavailable_tools->end();
+  };
+  for (const std::string& tool : spec.fallback) {
+    if (!listed(tool)) {
+      d.target = tool;
+      return;
+    }
+  }
+  d.route = Route::Stop;
+  d.target = {};
+  d.reason = kNoFallbackLeft;
+}
+
 void finish(const Compiled& p, const Action& a, std::string_view label, std::string_view exhausted,
             const Point& point, const Envelope& e, const Context& c, Decision& d,
             std::optional<std::int64_t> rule_attempts) noexcept {
@@ -141,6 +173,7 @@ void finish(const Compiled& p, const Action& a, std::string_view label, std::str
   d.rule = label;
   d.reason = a.reason;
   d.target = a.target;
+  if (a.chain) take_chain(p.spec, c, d);
   d.exhausted = exhausted;
   d.policy = p.spec.name;
   d.policy_hash = p.hash;
@@ -178,6 +211,7 @@ void finish(const Compiled& p, const Action& a, std::string_view label, std::str
       d.target = p.spec.on_exhausted.target;
       d.rule = "budget:deadline";
       d.reason = "the next attempt would start after the deadline";
+      if (p.spec.on_exhausted.chain) take_chain(p.spec, c, d);
       d.exhausted = "deadline";
       d.delay_ms = 0;
       d.jitter_ms = 0;
@@ -196,7 +230,8 @@ void finish(const Compiled& p, const Action& a, std::string_view label, std::str
   };
   // A rule's own cap (`with attempts N`; its guard's action carries it too) lowers what is left.
   const std::int64_t cap = rule_attempts.value_or(a.attempts);
-  const std::int64_t rule_left = cap == kUnlimited ? kUnlimited : cap - c.attempt - c.lower_retries;
+  const std::int64_t rule_left =
+      cap == kUnlimited ? kUnlimited : cap - c.attempt - c.lower_retries - c.outer_retries;
   const std::int64_t attempts_left =
       std::max<std::int64_t>(0, std::min(point.number(Attr::AttemptsLeft), rule_left));
   const std::int64_t repairs_left =

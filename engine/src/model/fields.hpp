@@ -78,6 +78,14 @@ template <typename F>
   f(Field{"streamOutputEmitted", std::nullopt}, &Context::stream_output_emitted);
   f(Field{"streamDiscardSupported", std::nullopt}, &Context::stream_discard_supported);
   f(Field{"pushbackAttempt", std::nullopt}, &Context::pushback_attempt);
+  f(Field{"unavailableTools", std::nullopt}, &Context::unavailable_tools);
+  f(Field{"outerRetries", std::nullopt}, &Context::outer_retries);
+  f(Field{"runCalls", std::nullopt}, &Context::run_calls);
+  f(Field{"runCost", std::nullopt}, &Context::run_cost);
+  f(Field{"runFailures", std::nullopt}, &Context::run_failures);
+  f(Field{"runToolCalls", std::nullopt}, &Context::run_tool_calls);
+  f(Field{"runToolCost", std::nullopt}, &Context::run_tool_cost);
+  f(Field{"runToolFailures", std::nullopt}, &Context::run_tool_failures);
 }
 
 /// The side effect the gates read: output a stream already handed to the caller, which the

@@ -52,6 +52,9 @@ enum class Attr : std::uint8_t {
   SuspiciousSuggestion,  // derived: the steering detector on suggestion
   DeadlineSlack,         // derived, guards only
   AttemptsUsed,          // derived, guards only: attempt + lowerRetries, for a rule's own cap
+  RunCallsLeft,          // derived, guards only: the run's calls left (the smaller of the two)
+  RunCostLeft,           // derived, guards only: the run's cost units left
+  RunFailuresLeft,       // derived, guards only: the run's failures left
   kCount
 };
 inline constexpr std::size_t kAttrCount = static_cast<std::size_t>(Attr::kCount);
@@ -95,6 +98,9 @@ inline constexpr std::array<AttrInfo, kAttrCount> kAttributes = {{
     {"suspicious_suggestion", Type::Bool, false},
     {"deadline_slack", Type::Duration, true, true},
     {"attempts_used", Type::Count, false, true},
+    {"run_calls_left", Type::Count, false, true},
+    {"run_cost_left", Type::Count, false, true},
+    {"run_failures_left", Type::Count, false, true},
 }};
 
 // Every Attr has its row, in enum order (a missing row would be an empty name), and the
@@ -205,7 +211,14 @@ struct Action {
   std::string schedule{};              ///< the named backoff a retry waits by ("" the policy's)
   std::int32_t schedule_index = -1;    ///< its index in PolicySpec::schedules, -1 for none
   std::int64_t attempts = kUnlimited;  ///< `attempts N`: the rule's cap (kUnlimited: none)
+  /// The target is the tool's fallback chain (`tool { fallback }`): decide() takes its first
+  /// tool the context does not list as unavailable (`target` holds the chain's first).
+  bool chain = false;
 };
+
+/// The reason of a `stop` a fallback chain ends in: no tool of it is left for the operation.
+inline constexpr std::string_view kNoFallbackLeft =
+    "every fallback tool was tried by this operation or has its circuit open";
 
 /// A rule after checking. `when` empty matches every input.
 struct RuleSpec {
@@ -360,9 +373,11 @@ struct PolicySpec {
   std::vector<std::string> arguments;  ///< tool's argument names
   std::int64_t cost = 1;               ///< tool.cost: units each call charges
   std::string verify;                  ///< tool.verify: the tool that checks an unknown outcome
-  std::string fallback;                ///< tool.fallback: replace target when budgets run out
-  std::int64_t attempts = 3;           ///< limits.attempts, calls including the first
-  std::int64_t repairs = 1;            ///< limits.repairs
+  /// tool.fallback: the chain of replace targets when budgets run out or the circuit is open,
+  /// in order (one tool or a list; empty: none).
+  std::vector<std::string> fallback;
+  std::int64_t attempts = 3;  ///< limits.attempts, calls including the first
+  std::int64_t repairs = 1;   ///< limits.repairs
   std::int64_t retry_after_max_ms = 60000;
   std::int64_t deadline_ms = kUnlimited;  ///< limits.deadline (kUnlimited: none)
   std::int64_t min_delay_ms = 50;
@@ -370,8 +385,13 @@ struct PolicySpec {
   std::int64_t repeats =
       kUnlimited;  ///< limits.repeats: identical failures allowed (kUnlimited: none)
   std::int64_t try_timeout_ms = kUnlimited;  ///< limits.try_timeout (kUnlimited: none)
-  Action on_exhausted;                       ///< route when a budget guard fires
-  Action on_open;                            ///< route while the circuit is open
+  /// limits.run_*: the run's (every tool's) calls, cost units and failures; limits.run_tool_*:
+  /// this tool's within the run (kUnlimited: none).
+  std::int64_t run_calls = kUnlimited, run_cost = kUnlimited, run_failures = kUnlimited;
+  std::int64_t run_tool_calls = kUnlimited, run_tool_cost = kUnlimited,
+               run_tool_failures = kUnlimited;
+  Action on_exhausted;  ///< route when a budget guard fires
+  Action on_open;       ///< route while the circuit is open
   Breaker breaker;
   Throttle throttle;
   Backoff backoff;

@@ -18,6 +18,10 @@ std::string ms(std::int64_t v) {
 std::string count(std::int64_t v) {
   return v == kUnlimited ? std::string("none") : std::to_string(v);
 }
+// A limit printed only when set ("" otherwise: the dump leaves the setting out).
+std::string set_count(std::int64_t v) {
+  return v == kUnlimited ? std::string() : std::to_string(v);
+}
 std::string flag(bool b) {
   return b ? "true" : "false";
 }
@@ -70,10 +74,18 @@ const std::vector<SettingDef>& setting_table() {
        "the tool that checks an unknown outcome: the unknown-outcome gate replaces with it "
        "(without it the gate escalates)",
        [](const PolicySpec& s) { return recourse::quoted(s.verify); }},
-      {"tool", "fallback", K::Tool, kNone, kNone, false, false, false, "", "none",
-       "the tool to use when budgets run out or the circuit is open: the default of "
-       "`on_exhausted` and `on_open` becomes `replace` with it",
-       [](const PolicySpec& s) { return recourse::quoted(s.fallback); }},
+      // One tool prints as it always has, so only a chain changes a policy's dump and hash.
+      {"tool", "fallback", K::Tools, kNone, kNone, false, false, false, "", "none",
+       "the tools to use, in order, when budgets run out or the circuit is open: the default of "
+       "`on_exhausted` and `on_open` becomes `replace` with the first this operation has not "
+       "tried and whose circuit is not open (section 10)",
+       [](const PolicySpec& s) {
+         if (s.fallback.size() <= 1)
+           return recourse::quoted(s.fallback.empty() ? std::string() : s.fallback[0]);
+         std::string tools;
+         for (const auto& t : s.fallback) tools += (tools.empty() ? "" : ",") + recourse::quoted(t);
+         return "[" + tools + "]";
+       }},
       // limits
       {"limits", "attempts", K::Count, 1, kNone, false, false, true, "", "`3`",
        "calls in all, the first included (the high end is the engine's ceiling)",
@@ -97,6 +109,29 @@ const std::vector<SettingDef>& setting_table() {
       {"limits", "try_timeout", K::Duration, 0, kNone, true, false, false, "", "none",
        "per-try timeout; the decision's `timeoutMs` (section 14)",
        [](const PolicySpec& s) { return ms(s.try_timeout_ms); }},
+      // The run budgets print only when set, so the dumps and hashes of policies without them
+      // stay as they were.
+      {"limits", "run_calls", K::Count, 1, kCounts, false, false, false, "", "none",
+       "calls the run (every operation of the workflow, every tool) may make; the "
+       "`budget:run_calls` guard exists only when this or `run_tool_calls` is set",
+       [](const PolicySpec& s) { return set_count(s.run_calls); }},
+      {"limits", "run_cost", K::Count, 1, kCounts, false, false, false, "", "none",
+       "cost units the run may spend, every tool; the `budget:run_cost` guard exists only when "
+       "this or `run_tool_cost` is set",
+       [](const PolicySpec& s) { return set_count(s.run_cost); }},
+      {"limits", "run_failures", K::Count, 1, kCounts, false, false, false, "", "none",
+       "failed calls the run may have, every tool; the `budget:run_failures` guard exists only "
+       "when this or `run_tool_failures` is set",
+       [](const PolicySpec& s) { return set_count(s.run_failures); }},
+      {"limits", "run_tool_calls", K::Count, 1, kCounts, false, false, false, "", "none",
+       "calls of this tool the run may make",
+       [](const PolicySpec& s) { return set_count(s.run_tool_calls); }},
+      {"limits", "run_tool_cost", K::Count, 1, kCounts, false, false, false, "", "none",
+       "cost units this tool may spend in the run",
+       [](const PolicySpec& s) { return set_count(s.run_tool_cost); }},
+      {"limits", "run_tool_failures", K::Count, 1, kCounts, false, false, false, "", "none",
+       "failed calls of this tool the run may have",
+       [](const PolicySpec& s) { return set_count(s.run_tool_failures); }},
       {"limits", "on_exhausted", K::Word, kNone, kNone, false, false, false, kFallbackRoutes,
        "`replace` the tool's `fallback`, else `stop`", "the route when a budget guard fires",
        [](const PolicySpec& s) { return action_text(s.on_exhausted); }},

@@ -23,6 +23,7 @@ enum class ValueKind : std::uint8_t {
   Duration,  ///< a duration literal, in ms
   Number,    ///< a plain number (ratio, factor, tokens)
   Tool,      ///< a tool's name as a "string"
+  Tools,     ///< a tool's name as a "string", or a list of them
   Names,     ///< a list of names or strings
   Codes,     ///< a list of codes (built-in or declared)
   Word,      ///< one of `words`

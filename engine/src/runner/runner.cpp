@@ -240,7 +240,7 @@ struct Runner::State {
     const Envelope& e = read ? *read : kNone;
     if (p) {
       workflow.record_failure(c, e);
-      workflow.apply(c, now_ms);
+      workflow.apply(*p, c, now_ms);
       health.record_failure(*p, c, now_ms, &e);
       health.prepare(*p, c, now_ms);
     }
@@ -277,7 +277,7 @@ struct Runner::State {
       e.message = "the circuit of this tool is open: the call was not made";
     }
     Context c = context(now_ms);
-    workflow.apply(c, now_ms);
+    workflow.apply(p, c, now_ms);
     health.prepare(p, c, now_ms);
     const Decision d = engine.decide(e, c);
     decided(&p, c, d, std::move(e));

@@ -35,6 +35,13 @@ std::uint64_t failure_key(const Context& c, const Envelope& e, std::string_view 
   return detail::splitmix64(e.field ? h : detail::fnv1a(args_hash, h ^ 0x3f));
 }
 
+// Lists `tool` in the context's unavailable tools (a fallback chain passes over it), once.
+void mark_unavailable(Context& c, const std::string& tool) {
+  if (!c.unavailable_tools) c.unavailable_tools.emplace();
+  auto& tools = *c.unavailable_tools;
+  if (std::find(tools.begin(), tools.end(), tool) == tools.end()) tools.push_back(tool);
+}
+
 std::int64_t milli(double tokens) {
   return static_cast<std::int64_t>(tokens * 1000.0 + 0.5);
 }
@@ -154,6 +161,14 @@ std::string from_key_part(std::string_view s) {
 // The form of Workflow::to_json(): 2 keeps counters per operation and tool (none before).
 constexpr int kWorkflowStateVersion = 2;
 
+// A run counter's key parts: the operation part of every run key, and the tool part of the
+// counters of every tool. Neither can be an escaped id (a '%' is escaped as %25 there), so no
+// operation or tool shares a key with them.
+constexpr std::string_view kRunPart = "%RUN";
+constexpr std::string_view kAllTools = "%ALL";
+// The failure hash of a run's counters: one value, so their repeats count every failure.
+constexpr std::uint64_t kRunFailure = 1;
+
 }  // namespace
 
 Workflow::Workflow(std::shared_ptr<Store> store, std::string scope)
@@ -164,6 +179,11 @@ Workflow::Workflow(std::shared_ptr<Store> store, std::string scope)
 std::string Workflow::key(std::string_view operation_id, std::string_view tool) const {
   return (scope_.empty() ? std::string() : scope_ + "/") + key_part(operation_id) + "/" +
          key_part(tool);
+}
+
+std::string Workflow::run_key(std::string_view tool) const {
+  return (scope_.empty() ? std::string() : scope_ + "/") + std::string(kRunPart) + "/" +
+         (tool.empty() ? std::string(kAllTools) : key_part(tool));
 }
 
 std::optional<OperationState> Workflow::count(const std::string& key, const CountEvent& event,
@@ -181,11 +201,15 @@ std::optional<OperationState> Workflow::count(const std::string& key, const Coun
 
 void Workflow::record_attempt(const Context& c, std::int64_t cost, std::int64_t now_ms) {
   count(key(c.operation_id, c.tool), {CountEvent::Attempt, cost}, now_ms);
+  for (const std::string& k : {run_key(c.tool), run_key({})})
+    count(k, {CountEvent::Attempt, cost}, now_ms);
 }
 
 void Workflow::record_failure(const Context& c, const Envelope& e) {
   count(key(c.operation_id, c.tool), {CountEvent::Failure, 0, failure_key(c, e, c.args_hash)},
         now_ms_);
+  for (const std::string& k : {run_key(c.tool), run_key({})})
+    count(k, {CountEvent::Failure, 0, kRunFailure}, now_ms_);
 }
 
 void Workflow::record_decision(const Context& c, const Decision& d) {
@@ -200,7 +224,33 @@ void Workflow::record_success(const Context& c) {
   count(key(c.operation_id, c.tool), {CountEvent::Success}, now_ms_);
 }
 
+// The run's counters into the context, the larger count winning. When the store cannot answer,
+// this process's own, flagged; when it missed one of this process's events, the larger of its
+// counts and this process's (a run is never dropped, so the store's stays short).
+void Workflow::apply_run(Context& c, std::int64_t now_ms) const {
+  const auto read = [&](const std::string& k) {
+    auto run = count(k, {CountEvent::Read}, now_ms);
+    const auto mine = local_->count(k, {CountEvent::Read}, now_ms).value_or(OperationState{});
+    if (!run) {
+      c.store_unavailable = true;
+      return mine;
+    }
+    run->attempts = std::max(run->attempts, mine.attempts);
+    run->cost = std::max(run->cost, mine.cost);
+    run->repeats = std::max(run->repeats, mine.repeats);
+    return *run;
+  };
+  const OperationState all = read(run_key({})), tool = read(run_key(c.tool));
+  c.run_calls = std::max(c.run_calls, all.attempts);
+  c.run_cost = std::max(c.run_cost, all.cost);
+  c.run_failures = std::max(c.run_failures, all.repeats);
+  c.run_tool_calls = std::max(c.run_tool_calls, tool.attempts);
+  c.run_tool_cost = std::max(c.run_tool_cost, tool.cost);
+  c.run_tool_failures = std::max(c.run_tool_failures, tool.repeats);
+}
+
 void Workflow::apply(Context& c, std::int64_t now_ms) const {
+  apply_run(c, now_ms);
   const std::string k = key(c.operation_id, c.tool);
   auto op = count(k, {CountEvent::Read}, now_ms);
   if (!op || missed_.count(k)) {  // unreadable, or short of an event it could not take
@@ -227,6 +277,12 @@ void Workflow::apply(Context& c, std::int64_t now_ms) const {
   c.pushback_attempt = std::max(c.pushback_attempt, op->pushback_attempt);
 }
 
+void Workflow::apply(const Policy& policy, Context& c, std::int64_t now_ms) const {
+  apply(c, now_ms);
+  for (const std::string& tool : detail::compiled(policy).spec.fallback)
+    if (tool == c.tool || find(c.operation_id, tool)) mark_unavailable(c, tool);
+}
+
 std::optional<OperationState> Workflow::find(std::string_view operation_id,
                                              std::string_view tool) const {
   auto op = count(key(operation_id, tool), {CountEvent::Read}, now_ms_);
@@ -237,13 +293,20 @@ std::string Workflow::to_json() const {
   // The local store's keys, split back into operation and tool (all of them carry this scope).
   const json store = json::parse(local_->to_json());
   const std::size_t prefix = scope_.empty() ? 0 : scope_.size() + 1;
-  json operations = json::object();
+  json operations = json::object(), run = json::object();
   for (const auto& [k, counters] : store.at("operations").items()) {
     const std::size_t slash = k.rfind('/');
-    operations[from_key_part(k.substr(prefix, slash - prefix))]
-              [from_key_part(k.substr(slash + 1))] = counters;
+    const std::string operation = k.substr(prefix, slash - prefix), tool = k.substr(slash + 1);
+    if (operation == kRunPart && tool == kAllTools)
+      run["all"] = counters;
+    else if (operation == kRunPart)
+      run["tools"][from_key_part(tool)] = counters;
+    else
+      operations[from_key_part(operation)][from_key_part(tool)] = counters;
   }
-  return json{{"version", kWorkflowStateVersion}, {"operations", operations}}.dump();
+  json out{{"version", kWorkflowStateVersion}, {"operations", operations}};
+  if (!run.empty()) out["run"] = run;
+  return out.dump();
 }
 
 Status Workflow::from_json(std::string_view text) noexcept {
@@ -275,6 +338,31 @@ Status Workflow::from_json(std::string_view text) noexcept {
         }
         counters[key(operation, tool)] = state;
       }
+    }
+    // The run's counters: {"all": record, "tools": {tool: record}}, each a record's shape.
+    const json run = j.value("run", json::object());
+    if (!run.is_object()) throw std::invalid_argument("run is not an object");
+    for (const auto& [name, value] : run.items()) {
+      if (name != "all" && name != "tools")
+        throw std::invalid_argument("run has an unknown member " + recourse::quoted(name));
+      if (name == "tools" && !value.is_object())
+        throw std::invalid_argument("run.tools is not an object of tools");
+    }
+    const auto run_record = [&](const json& state, const std::string& tool) {
+      try {
+        detail::operation_from_json(state);
+      } catch (const std::exception& e) {
+        throw std::invalid_argument(
+            fmt::format("run, {}: {}",
+                        tool.empty() ? "every tool" : "tool " + recourse::quoted(tool), e.what()));
+      }
+      counters[run_key(tool)] = state;
+    };
+    if (run.contains("all")) run_record(run.at("all"), "");
+    const json tools = run.value("tools", json::object());
+    for (const auto& [tool, state] : tools.items()) {
+      if (tool.empty()) throw std::invalid_argument("run.tools names the tool \"\"");
+      run_record(state, tool);
     }
     counters_text = json{{"operations", counters}}.dump();
   } catch (const std::exception& e) {
@@ -380,6 +468,14 @@ void Health::prepare(const Policy& policy, Context& c, std::int64_t now_ms) {
     } else {  // some of the state is unreadable (counters included): only the fallback retries
       c.retry_throttled = !options_.fail_open && fallback_milli_.load() < 1000;
     }
+  }
+  // A fallback chain passes over a tool whose circuit is open, wherever its breaker is kept.
+  for (const std::string& tool : spec.fallback) {
+    const auto open = [&](Store& s) {
+      const auto h = s.tool(tool, now_ms);
+      return h && h->circuit == CircuitState::Open;
+    };
+    if (open(*local_) || (store_ != local_ && open(*store_))) mark_unavailable(c, tool);
   }
   if (down) c.store_unavailable = true;
   if (c.store_unavailable) ++unavailable_;

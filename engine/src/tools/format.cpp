@@ -129,7 +129,8 @@ class SourceText {
 
 std::string setting(const ast::Setting& s) {
   return s.key + " = " +
-         (s.is_list || s.values.size() != 1 ? list_text(s.values) : value_text(s.values[0]));
+         (s.is_list || s.values.size() != 1 ? list_text(s.values) : value_text(s.values[0])) +
+         (s.target ? " " + value_text(*s.target) : "");
 }
 
 std::string route(const ast::Route& r) {

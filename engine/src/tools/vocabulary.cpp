@@ -42,6 +42,8 @@ const char* kind_name(ValueKind kind) {
       return "number";
     case ValueKind::Tool:
       return "tool";
+    case ValueKind::Tools:
+      return "tools";
     case ValueKind::Names:
       return "names";
     case ValueKind::Codes:
