@@ -49,6 +49,7 @@ struct Options {
   std::int64_t for_ms = 0;          // breaker open --for-ms: how long it is held open
   std::string log;                  // --log FILE (decide, replay): the decision log, JSONL
   std::vector<std::string> shadow;  // replay --shadow: the candidate policies' files or folders
+  std::string log_text = "redact";  // --log-text redact|keep: the log's untrusted texts
   std::size_t max_trace_bytes = kMaxTraceBytes;     // replay --max-trace-bytes
   std::size_t max_line_bytes = kMaxTraceLineBytes;  // replay --max-line-bytes
   // fuzz
@@ -136,8 +137,9 @@ std::string delay_text(const Decision& decision);
 /// Without a path it writes nothing.
 class DecisionLogFile {
  public:
-  /// Opens `path` for appending (empty: no log); false, with the reason on stderr, on failure.
-  bool open(const std::string& path);
+  /// Opens `path` for appending (empty: no log), its records written with `options`; false,
+  /// with the reason on stderr, on failure.
+  bool open(const std::string& path, const LogOptions& options = {});
   /// Appends one record; `candidate` (with its ShadowDifference bits) when a candidate disagreed.
   void write(const Envelope& envelope, const Context& context, const Decision& decision,
              const Decision* candidate = nullptr, std::uint32_t differences = 0);
@@ -149,8 +151,11 @@ class DecisionLogFile {
  private:
   std::string path_;
   std::ofstream out_;
+  LogOptions options_;
 };
 
+/// The decision log's options --log-text gives ("keep": LogText::Keep, else LogText::Redact).
+LogOptions log_options(const Options& options);
 // adapt.cpp
 /// Reads a raw form through its adapter: `from` names the protocol (empty: the form's own
 /// "protocol" member). The policy for `context->tool` in `bundle` supplies its `map` overrides;
