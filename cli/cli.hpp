@@ -47,9 +47,10 @@ struct Options {
   std::size_t limit = 1000;         // ledger: entries listed at most
   std::string breaker;              // breaker: show, isolate, open or reset
   std::int64_t for_ms = 0;          // breaker open --for-ms: how long it is held open
+  std::string endpoint;             // breaker --endpoint: the tools' circuits for this target
   std::string log;                  // --log FILE (decide, replay): the decision log, JSONL
-  std::vector<std::string> shadow;  // replay --shadow: the candidate policies' files or folders
   std::string log_text = "redact";  // --log-text redact|keep: the log's untrusted texts
+  std::vector<std::string> shadow;  // replay --shadow: the candidate policies' files or folders
   std::size_t max_trace_bytes = kMaxTraceBytes;     // replay --max-trace-bytes
   std::size_t max_line_bytes = kMaxTraceLineBytes;  // replay --max-line-bytes
   // fuzz
@@ -150,12 +151,12 @@ class DecisionLogFile {
 
  private:
   std::string path_;
-  std::ofstream out_;
   LogOptions options_;
+  std::ofstream out_;
 };
-
 /// The decision log's options --log-text gives ("keep": LogText::Keep, else LogText::Redact).
 LogOptions log_options(const Options& options);
+
 // adapt.cpp
 /// Reads a raw form through its adapter: `from` names the protocol (empty: the form's own
 /// "protocol" member). The policy for `context->tool` in `bundle` supplies its `map` overrides;

@@ -171,6 +171,11 @@ int main(int argc, char** argv) {
       ->required()
       ->check(CLI::IsMember({"show", "isolate", "open", "reset"}));
   breaker->add_option("tools", o.paths, "the tools (breaker keys)")->required();
+  breaker
+      ->add_option("--endpoint", o.endpoint,
+                   "the circuit of each tool for this target (context.endpoint); default: the "
+                   "tool's own")
+      ->type_name("ENDPOINT");
 
   auto* compile =
       app.add_subcommand("compile", "compile policies; --dump prints the decision tables");

@@ -131,6 +131,11 @@ struct Context {
   std::optional<std::int64_t> now_ms;  ///< wall clock, ms since the epoch; gives retry_at_ms
   std::string
       args_hash;  ///< the host's hash of the call's arguments (Workflow counts repeats by it)
+  /// The target the call went to (a region, a deployment, a host: the URL authority, say), for
+  /// a tool served by several: Health keeps one circuit per tool and endpoint
+  /// (circuit_key(), state.hpp), so one failing target does not open the tool's circuit for the
+  /// others. Empty: one circuit for the tool.
+  std::string endpoint;
   /// A streamed call handed part of its output to the caller before it failed. Unless the host
   /// can take that output back (stream_discard_supported), a resend delivers it twice: the call
   /// reads as side_effect committed (docs/language.md section 13).
