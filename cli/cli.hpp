@@ -47,7 +47,9 @@ struct Options {
   std::size_t limit = 1000;         // ledger: entries listed at most
   std::string breaker;              // breaker: show, isolate, open or reset
   std::int64_t for_ms = 0;          // breaker open --for-ms: how long it is held open
+  std::string endpoint;             // breaker --endpoint: the tools' circuits for this target
   std::string log;                  // --log FILE (decide, replay): the decision log, JSONL
+  std::string log_text = "redact";  // --log-text redact|keep: the log's untrusted texts
   std::vector<std::string> shadow;  // replay --shadow: the candidate policies' files or folders
   std::size_t max_trace_bytes = kMaxTraceBytes;     // replay --max-trace-bytes
   std::size_t max_line_bytes = kMaxTraceLineBytes;  // replay --max-line-bytes
@@ -136,8 +138,9 @@ std::string delay_text(const Decision& decision);
 /// Without a path it writes nothing.
 class DecisionLogFile {
  public:
-  /// Opens `path` for appending (empty: no log); false, with the reason on stderr, on failure.
-  bool open(const std::string& path);
+  /// Opens `path` for appending (empty: no log), its records written with `options`; false,
+  /// with the reason on stderr, on failure.
+  bool open(const std::string& path, const LogOptions& options = {});
   /// Appends one record; `candidate` (with its ShadowDifference bits) when a candidate disagreed.
   void write(const Envelope& envelope, const Context& context, const Decision& decision,
              const Decision* candidate = nullptr, std::uint32_t differences = 0);
@@ -148,8 +151,11 @@ class DecisionLogFile {
 
  private:
   std::string path_;
+  LogOptions options_;
   std::ofstream out_;
 };
+/// The decision log's options --log-text gives ("keep": LogText::Keep, else LogText::Redact).
+LogOptions log_options(const Options& options);
 
 // adapt.cpp
 /// Reads a raw form through its adapter: `from` names the protocol (empty: the form's own

@@ -90,7 +90,7 @@ int run_decide(const Options& o, bool explain) {
   }
   if (!explain) {
     DecisionLogFile log;
-    if (!log.open(o.log)) return 1;
+    if (!log.open(o.log, log_options(o))) return 1;
     const Decision d = bundle->decide(envelope, context);
     if (stateful) after_decision(workflow ? &*workflow : nullptr, *health, *stateful, context, d);
     std::cout << to_json(d, envelope) << "\n";

@@ -244,8 +244,15 @@ void print_diagnostics(const std::vector<Diagnostic>& diagnostics, Format format
   for (const auto& d : diagnostics) out << to_text(d);
 }
 
-bool DecisionLogFile::open(const std::string& path) {
+LogOptions log_options(const Options& o) {
+  LogOptions options;
+  if (o.log_text == "keep") options.text = LogText::Keep;
+  return options;
+}
+
+bool DecisionLogFile::open(const std::string& path, const LogOptions& options) {
   path_ = path;
+  options_ = options;
   if (path.empty()) return true;
   out_.open(path, std::ios::binary | std::ios::app);
   if (!out_) std::cerr << fmt::format("error: cannot write the decision log {}\n", path);
@@ -256,7 +263,8 @@ void DecisionLogFile::write(const Envelope& envelope, const Context& context,
                             const Decision& decision, const Decision* candidate,
                             std::uint32_t differences) {
   if (out_.is_open())
-    out_ << to_json(DecisionRecord{envelope, context, decision, candidate, differences}) << '\n';
+    out_ << to_json(DecisionRecord{envelope, context, decision, candidate, differences}, options_)
+         << '\n';
 }
 
 void DecisionLogFile::write(const std::string& json_line) {

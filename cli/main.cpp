@@ -88,6 +88,14 @@ int main(int argc, char** argv) {
         ->type_name("FILE");
   };
   log(decide);
+  auto log_text = [&](CLI::App* c) {
+    c->add_option("--log-text", o.log_text,
+                  "the decision log's message and suggestion: redact (default: as modelMessage, "
+                  "secrets and markup removed) or keep (as received)")
+        ->check(CLI::IsMember({"redact", "keep"}))
+        ->type_name("redact|keep");
+  };
+  log_text(decide);
   decide->add_option("--state", o.state, "shared state: memory, sqlite:PATH or redis://HOST:PORT")
       ->type_name("SPEC");
 
@@ -131,6 +139,7 @@ int main(int argc, char** argv) {
   replay->add_option("trace", o.paths, "trace file, one {\"tool\",\"envelope\",\"context\"} a line")
       ->required();
   log(replay);
+  log_text(replay);
   replay
       ->add_option("--max-line-bytes", o.max_line_bytes,
                    "longest trace line read; a longer one is a bad line")
@@ -162,6 +171,11 @@ int main(int argc, char** argv) {
       ->required()
       ->check(CLI::IsMember({"show", "isolate", "open", "reset"}));
   breaker->add_option("tools", o.paths, "the tools (breaker keys)")->required();
+  breaker
+      ->add_option("--endpoint", o.endpoint,
+                   "the circuit of each tool for this target (context.endpoint); default: the "
+                   "tool's own")
+      ->type_name("ENDPOINT");
 
   auto* compile =
       app.add_subcommand("compile", "compile policies; --dump prints the decision tables");

@@ -7,9 +7,10 @@
 // replace the line's own, and the per-tool health (circuit breaker, retry tokens) is shared by
 // every workflow of the run. Time comes from each line ("now" or context.nowMs, in ms), never
 // from the clock, so a replay is deterministic. Lines without a workflowId decide as they are.
-// A line may also be a decision-log record (engine.hpp): its input is decided as it was logged;
-// an operator's breaker command in the same log (`recourse breaker --log`) is counted and
-// skipped.
+// A line may also be a decision-log record (engine.hpp): its input is decided as it was logged
+// (a redacted record with the steering categories logged beside its redacted texts, counted as
+// redacted); an operator's breaker command in the same log (`recourse breaker --log`) is counted
+// and skipped.
 //
 // --shadow CANDIDATE decides every failure of a tool the candidate policies name with them too
 // (the tools they lack are not shadowed), with the context the
@@ -32,8 +33,8 @@ namespace {
 using json = nlohmann::ordered_json;
 
 struct Summary {
-  int decisions = 0, successes = 0, bad = 0, retries_avoided = 0, records = 0, commands = 0,
-      shadowed = 0;
+  int decisions = 0, successes = 0, bad = 0, retries_avoided = 0, records = 0, redacted = 0,
+      commands = 0, shadowed = 0;
   std::map<std::string, int> routes, warnings, exhausted;
 };
 
@@ -42,6 +43,7 @@ struct Disagreement {
   int count = 0;
   std::uint32_t differences = 0;  // every ShadowDifference seen
   int line = 0;
+  bool redacted = false;  // the example is a redacted decision-log record
   std::string envelope, context, live_route, candidate_route;
 };
 // (policy, live rule, candidate rule) -> disagreements
@@ -66,6 +68,7 @@ json shadow_json(const ShadowTable& table, int decisions) {
                     {"differences", difference_names(d.differences)},
                     {"example",
                      {{"line", d.line},
+                      {"redacted", d.redacted},
                       {"liveRoute", d.live_route},
                       {"candidateRoute", d.candidate_route},
                       {"envelope", json::parse(d.envelope)},
@@ -90,9 +93,14 @@ void print_shadow(const ShadowTable& table, int decisions, const std::vector<std
                              difference_names(d.differences), fmt::format("line {}", d.line));
   std::cout << "examples (recourse decide --policy CANDIDATE --envelope E --context C gives the "
                "candidate's route):\n";
-  for (const auto& [key, d] : table)
+  for (const auto& [key, d] : table) {
     std::cout << fmt::format("  line {}: {} -> {}\n    envelope {}\n    context  {}\n", d.line,
                              d.live_route, d.candidate_route, d.envelope, d.context);
+    if (d.redacted)
+      std::cout << "    note: a redacted decision-log record, decided with the steering "
+                   "categories logged for its texts as received; recourse decide scans the "
+                   "redacted texts instead\n";
+  }
 }
 
 }  // namespace
@@ -108,7 +116,7 @@ int run_replay(const Options& o) {
   if (!reader.open(o.paths.front())) return std::cerr << "error: " << reader.error() << "\n", 1;
 
   DecisionLogFile log;
-  if (!log.open(o.log)) return 1;
+  if (!log.open(o.log, log_options(o))) return 1;
   std::shared_ptr<Store> store;  // --state: shared with other processes (default: this run's)
   if (!o.state.empty() && !(store = open_state(o.state))) return 1;
   TraceState state(*bundle, store);
@@ -171,6 +179,7 @@ int run_replay(const Options& o) {
           shadow[{std::string(d.policy), std::string(d.rule), std::string(other->rule)}];
       if (row.count++ == 0) {
         row.line = number;
+        row.redacted = line->redacted;
         row.envelope = to_json(line->envelope);
         row.context = to_json(c);
         row.live_route = to_string(d.route);
@@ -180,6 +189,7 @@ int run_replay(const Options& o) {
     }
     log.write(line->envelope, c, d, differences ? &*other : nullptr, differences);
     sum.records += line->record;
+    sum.redacted += line->redacted;
     ++sum.decisions;
     ++sum.routes[to_string(d.route)];
     // The warnings' kinds as the decision's JSON lists them: the envelope's, then the decision's.
@@ -194,10 +204,11 @@ int run_replay(const Options& o) {
     if (!d.exhausted.empty()) ++sum.exhausted[std::string(d.exhausted)];
     if (line->envelope.retryable.value_or(false) && d.route != Route::Retry) ++sum.retries_avoided;
     if (o.format == Format::Json) {
-      const json row = {{"line", number},
-                        {"tool", c.tool},
-                        {"workflow", c.workflow_id},
-                        {"decision", json::parse(to_json(d, line->envelope))}};
+      json row = {{"line", number},
+                  {"tool", c.tool},
+                  {"workflow", c.workflow_id},
+                  {"decision", json::parse(to_json(d, line->envelope))}};
+      if (line->redacted) row["redacted"] = true;
       std::cout << (first_row ? "\n    " : ",\n    ") << indented(row, "    ");
       first_row = false;
       continue;
@@ -216,6 +227,7 @@ int run_replay(const Options& o) {
                     {"exhausted", sum.exhausted},
                     {"warnings", sum.warnings}};
     if (sum.records) summary["logRecords"] = sum.records;
+    if (sum.redacted) summary["redactedRecords"] = sum.redacted;
     if (sum.commands) summary["breakerCommands"] = sum.commands;
     if (candidate) summary["shadow"] = shadow_json(shadow, sum.shadowed);
     std::cout << (first_row ? "]" : "\n  ]") << ",\n  \"summary\": " << indented(summary, "  ")
@@ -235,8 +247,12 @@ int run_replay(const Options& o) {
             << "budgets exhausted:" << list(sum.exhausted) << "\n"
             << "warnings:" << list(sum.warnings) << "\n";
   if (sum.records)
-    std::cout << fmt::format("{} of the lines were decision-log records, decided as logged\n",
-                             sum.records);
+    std::cout << fmt::format("{} of the lines were decision-log records, decided as logged{}\n",
+                             sum.records,
+                             sum.redacted ? fmt::format(" ({} redacted: their texts as the log "
+                                                        "kept them, their steering as logged)",
+                                                        sum.redacted)
+                                          : std::string());
   if (sum.commands)
     std::cout << fmt::format("{} breaker commands (recourse breaker --log) skipped\n",
                              sum.commands);

@@ -88,16 +88,20 @@ int run_breaker(const Options& o) {
   const std::optional<BreakerCommand> command = breaker_command(o.breaker);  // nullopt: show
   auto out = nlohmann::ordered_json::array();
   for (const auto& tool : o.paths) {
+    const std::string key = circuit_key(tool, o.endpoint);
     const auto health =
-        command ? store->control(tool, *command, o.for_ms, now) : store->tool(tool, now);
+        command ? store->control(key, *command, o.for_ms, now) : store->tool(key, now);
     if (!health) return std::cerr << "error: " << store->name() << " did not answer\n", 1;
     auto record = nlohmann::ordered_json::parse(to_json(*health));
     record.erase("format");
     nlohmann::ordered_json line = {{"tool", tool}};
+    if (!o.endpoint.empty()) line["endpoint"] = o.endpoint;
     line.update(record);
     if (command) {  // the decision log keeps who changed a circuit by hand, and to what
-      nlohmann::ordered_json entry = {
-          {"breaker", o.breaker}, {"tool", tool}, {"store", store->name()}, {"atMs", now}};
+      nlohmann::ordered_json entry = {{"breaker", o.breaker}, {"tool", tool}};
+      if (!o.endpoint.empty()) entry["endpoint"] = o.endpoint;
+      entry["store"] = store->name();
+      entry["atMs"] = now;
       if (*command == BreakerCommand::Open) entry["forMs"] = o.for_ms;
       entry["health"] = record;
       log.write(entry.dump());
@@ -113,7 +117,8 @@ int run_breaker(const Options& o) {
                            "isolated", "consecutive", "opened ms", "hold until ms");
   for (const auto& t : out)
     std::cout << fmt::format(
-        "{:<32} {:<9} {:<8} {:>11} {:>15} {:>15}\n", t["tool"].get<std::string>(),
+        "{:<32} {:<9} {:<8} {:>11} {:>15} {:>15}\n",
+        circuit_key(t["tool"].get<std::string>(), t.value("endpoint", "")),
         t["circuit"].get<std::string>(), t["isolated"].get<bool>() ? "yes" : "no",
         t["consecutiveFailures"].get<std::int64_t>(), t["openedMs"].get<std::int64_t>(),
         t["holdUntilMs"].get<std::int64_t>());

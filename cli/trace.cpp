@@ -47,8 +47,20 @@ std::optional<TraceLine> parse_trace_line(const std::string& text, const std::st
   if (const RawMember* input = find_member(members, "input");
       object && input && find_member(members, "result") && !find_member(members, "envelope")) {
     if (text[input->begin] != '{') return bad("a decision-log record's input is not an object");
-    auto line = parse_trace_line(std::string(raw_text(input)), where, bundle, from);
-    if (line) line->record = true;
+    const std::string inner(raw_text(input));
+    auto line = parse_trace_line(inner, where, bundle, from);
+    if (!line) return line;
+    line->record = true;
+    if (const RawMember* note = find_member(raw_members(inner), "redacted")) {
+      const json n = json::parse(
+          std::string_view(inner).substr(note->begin, note->end - note->begin), nullptr, false);
+      const json* steering = n.is_object() && n.contains("steering") ? &n["steering"] : nullptr;
+      if (!steering || !steering->is_number_unsigned() ||
+          steering->get<std::uint64_t>() > UINT32_MAX)
+        return bad("a decision-log record's input.redacted has no \"steering\" of 0 to 2^32-1");
+      line->envelope.steering = steering->get<std::uint32_t>();
+      line->redacted = true;
+    }
     return line;
   }
   // The envelope (or a raw form, for its adapter) goes to its reader as written, and the context

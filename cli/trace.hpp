@@ -22,6 +22,10 @@ struct TraceLine {
   /// context is the one the engine decided with, state already filled in, so it is decided as
   /// it is.
   bool record = false;
+  /// A decision-log record whose message or suggestion the log redacted (its "input.redacted"
+  /// note, LogText::Redact): the envelope holds the redacted texts and, in Envelope::steering,
+  /// what the steering detector found in them as received, so it decides as logged.
+  bool redacted = false;
   /// An operator's breaker command as `recourse breaker --log` writes it ({"breaker", "tool",
   /// ...}): no decision; replay counts and skips it.
   bool command = false;

@@ -152,7 +152,7 @@ TEST_CASE("engine: the context's JSON reads back to the same context", "[engine]
     "attempt":3,"repairs":1,"elapsedMs":900,"arguments":["a","b"],"maxAttempts":4,
     "deadlineMs":60000,"operationId":"op","workflowId":"wf","lowerRetries":2,"repeats":1,
     "costSpent":7,"idempotencyKey":"k-1","circuit":"half_open","retryThrottled":true,
-    "nowMs":1700000000000,"argsHash":"h"})");
+    "nowMs":1700000000000,"argsHash":"h","endpoint":"eu-west"})");
   const auto back = test::context(recourse::to_json(c));
   CHECK(recourse::to_json(back) == recourse::to_json(c));
   CHECK(back.idempotency_key_pinned);

@@ -51,6 +51,15 @@ const char* kCandidate = R"(policy "p" {
   default -> stop
 })";
 
+// Instruction-like text escalates; a transient failure is retried.
+const char* kSteer = R"(policy "p" {
+  tool { idempotent = true }
+  limits { attempts = 3 }
+  rule steered when suspicious_text -> escalate "instruction-like text"
+  rule t when code == TRANSIENT -> retry
+  default -> stop
+})";
+
 recourse::Bundle bundle(const char* text) {
   auto r = recourse::compile({{"p.recourse", text}});
   REQUIRE(r.ok());
@@ -243,4 +252,141 @@ TEST_CASE("cli: replay --shadow tabulates the disagreements by rule pair", "[sha
   CHECK(replayed["logRecords"] == 4);
   CHECK(replayed["shadow"]["disagreements"] == 3);
   CHECK(replayed["shadow"]["rules"] == shadow["rules"]);
+}
+
+TEST_CASE("engine: the decision log redacts the envelope's texts and keeps what the decision read",
+          "[shadow][log]") {
+  recourse::Engine engine(bundle(kSteer));
+  // A secret pair and an encoded payload (a 56-character base64 run, steering category
+  // encoded_payload, bit 5) in the message; markup in the suggestion.
+  const auto envelope = test::envelope(
+      R"({"code":"TRANSIENT","message":"Upstream busy; api_key=sk-live0123456789abcdefXYZ )"
+      R"(rejected. Payload: QWxhZGRpbjpvcGVuIHNlc2FtZQ0KQWxhZGRpbjpvcGVuIHNlc2FtZQ0K",)"
+      R"("suggestion":"<b>Retry</b> in 5 s","traceId":"t-1"})");
+  const auto context = test::context(R"({"tool":"p","sideEffect":"none"})");
+  std::string redacted, kept, capped;
+  engine.set_log([&](const recourse::DecisionRecord& r) {
+    redacted = recourse::to_json(r);
+    kept = recourse::to_json(r, {recourse::LogText::Keep});
+    capped = recourse::to_json(r, {recourse::LogText::Redact, 16});
+  });
+  const auto d = engine.decide(envelope, context);
+  CHECK(d.rule == "steered");
+  CHECK(d.steering == 32u);
+
+  const auto j = nlohmann::json::parse(redacted);
+  CHECK(j["input"]["envelope"]["message"] ==
+        "Upstream busy; api_key=[redacted] rejected. Payload: [redacted]");
+  CHECK(j["input"]["envelope"]["suggestion"] == "Retry in 5 s");
+  CHECK(j["input"]["envelope"]["code"] == "TRANSIENT");
+  CHECK(j["input"]["redacted"]["fields"] == nlohmann::json::array({"message", "suggestion"}));
+  CHECK(j["input"]["redacted"]["steering"] == 32);
+  CHECK(redacted.find("sk-live") == std::string::npos);
+  CHECK(redacted.find("QWxh") == std::string::npos);
+  CHECK(redacted.find("<b>") == std::string::npos);
+  CHECK(j["rule"] == "steered");
+  // max_text_bytes cuts each text on a character boundary, the ellipsis included.
+  CHECK(nlohmann::json::parse(capped)["input"]["envelope"]["message"] ==
+        "Upstream busy\xe2\x80\xa6");
+  // LogText::Keep writes the texts as received, with no note.
+  const auto k = nlohmann::json::parse(kept);
+  CHECK(k["input"]["envelope"]["message"] == *envelope.message);
+  CHECK(k["input"]["envelope"]["suggestion"] == "<b>Retry</b> in 5 s");
+  CHECK_FALSE(k["input"].contains("redacted"));
+
+  // The logged envelope alone decides otherwise (its payload is gone); with the note's steering
+  // it decides as logged, and its own record keeps the note.
+  auto logged = test::envelope(j["input"]["envelope"].dump());
+  CHECK(engine.decide(logged, context).rule == "t");
+  logged.steering = j["input"]["redacted"]["steering"].get<std::uint32_t>();
+  const auto again = engine.decide(logged, context);
+  CHECK(again.rule == "steered");
+  CHECK(again.route == recourse::Route::Escalate);
+  CHECK(again.steering == d.steering);
+  const auto relogged = nlohmann::json::parse(redacted);
+  CHECK(relogged["input"]["redacted"]["fields"] == nlohmann::json::array());
+  CHECK(relogged["input"]["redacted"]["steering"] == 32);
+  CHECK(relogged["input"]["envelope"] == j["input"]["envelope"]);
+
+  // Texts the redaction leaves as they are give the record of old: no note.
+  engine.decide(test::envelope(R"({"code":"TRANSIENT","message":"Upstream busy.","traceId":"t"})"),
+                context);
+  CHECK_FALSE(nlohmann::json::parse(redacted)["input"].contains("redacted"));
+}
+
+TEST_CASE("cli: a redacted decision-log record replays as logged and is counted as redacted",
+          "[shadow][cli][log]") {
+  const Dir dir;
+  // The live policy escalates instruction-like text; the candidate stops on it.
+  std::string candidate_text = kSteer;
+  candidate_text.replace(candidate_text.find("escalate"), 8, "stop");
+  const std::string live = dir.write("live/p.recourse", kSteer);
+  const std::string candidate = dir.write("candidate/p.recourse", candidate_text);
+  // A secret and an encoded payload (steering category encoded_payload) in the message, markup
+  // and a bearer token in the suggestion.
+  const std::string envelope = dir.write(
+      "envelope.json", R"({"code":"TRANSIENT","message":"Upstream busy. Payload: )"
+                       R"(QWxhZGRpbjpvcGVuIHNlc2FtZQ0KQWxhZGRpbjpvcGVuIHNlc2FtZQ0K","suggestion":)"
+                       R"("<i>retry</i> with Bearer abcdef0123456789","traceId":"t-1"})");
+  const std::string context = dir.write("context.json", R"({"tool":"p","sideEffect":"none"})");
+  const std::string log = dir.path("decisions.jsonl"), kept = dir.path("kept.jsonl");
+  const auto decided =
+      cli({"decide", "--policy", live, "--envelope", envelope, "--context", context, "--log", log});
+  REQUIRE(decided.status == 0);
+  CHECK(nlohmann::json::parse(decided.out)["rule"] == "steered");
+  REQUIRE(cli({"decide", "--policy", live, "--envelope", envelope, "--context", context, "--log",
+               kept, "--log-text", "keep"})
+              .status == 0);
+
+  std::string record, raw;
+  std::getline(std::ifstream(log), record);
+  std::getline(std::ifstream(kept), raw);
+  const auto j = nlohmann::json::parse(record);
+  CHECK(j["input"]["envelope"]["message"] == "Upstream busy. Payload: [redacted]");
+  CHECK(j["input"]["envelope"]["suggestion"] == "retry with Bearer [redacted]");
+  CHECK(j["input"]["redacted"]["steering"] == 32);
+  CHECK(record.find("abcdef0123456789") == std::string::npos);
+  CHECK(raw.find("abcdef0123456789") != std::string::npos);
+  CHECK_FALSE(nlohmann::json::parse(raw)["input"].contains("redacted"));
+
+  // Replayed, the redacted record decides as the original did and is counted as redacted.
+  const auto r = cli({"replay", "--policy", live, "--format", "json", log});
+  REQUIRE(r.status == 0);
+  const auto out = nlohmann::json::parse(r.out);
+  CHECK(out["decisions"][0]["decision"]["rule"] == "steered");
+  CHECK(out["decisions"][0]["decision"]["route"] == "escalate");
+  CHECK(out["decisions"][0]["redacted"] == true);
+  CHECK(out["summary"]["logRecords"] == 1);
+  CHECK(out["summary"]["redactedRecords"] == 1);
+  // The record without its note is the redacted text alone, which no longer reads as steering.
+  auto bare = j;
+  bare["input"].erase("redacted");
+  const std::string stripped = dir.write("bare.jsonl", bare.dump() + "\n");
+  const auto b =
+      nlohmann::json::parse(cli({"replay", "--policy", live, "--format", "json", stripped}).out);
+  CHECK(b["decisions"][0]["decision"]["rule"] == "t");
+  CHECK_FALSE(b["summary"].contains("redactedRecords"));
+  // A note whose steering is no 32-bit count is a bad line, never a guess.
+  auto wrong = j;
+  wrong["input"]["redacted"]["steering"] = 4294967296;
+  const auto w = cli({"replay", "--policy", live, "--format", "json",
+                      dir.write("wrong.jsonl", wrong.dump() + "\n")});
+  CHECK(w.status == 1);
+  CHECK(nlohmann::json::parse(w.out)["summary"]["badLines"] == 1);
+
+  // --shadow decides it as logged too: the candidate's steered rule stops, a disagreement whose
+  // example says it is redacted.
+  const auto s = cli({"replay", "--policy", live, "--shadow", candidate, "--format", "json", log});
+  REQUIRE(s.status == 0);
+  const auto shadow = nlohmann::json::parse(s.out)["summary"]["shadow"];
+  CHECK(shadow["disagreements"] == 1);
+  REQUIRE(shadow["rules"].size() == 1);
+  CHECK(shadow["rules"][0]["liveRule"] == "steered");
+  CHECK(shadow["rules"][0]["candidateRule"] == "steered");
+  CHECK(shadow["rules"][0]["example"]["redacted"] == true);
+  CHECK(shadow["rules"][0]["example"]["candidateRoute"] == "stop");
+  const auto text = cli({"replay", "--policy", live, "--shadow", candidate, log});
+  CHECK(text.out.find("1 of the lines were decision-log records, decided as logged (1 redacted") !=
+        std::string::npos);
+  CHECK(text.out.find("note: a redacted decision-log record") != std::string::npos);
 }

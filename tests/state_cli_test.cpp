@@ -131,6 +131,25 @@ TEST_CASE("cli: breaker isolates, opens, shows and resets tools in a shared stor
   CHECK(summary["breakerCommands"] == 4);
   CHECK(summary["decisions"] == 0);
   CHECK(summary["badLines"] == 0);
+  // --endpoint names the circuit of one target: the tool's own and the other targets' stay.
+  auto keyed = test::run(
+      recourse_cmd("breaker --format json" + state + "--endpoint eu-west isolate search.query"));
+  REQUIRE(keyed.status == 0);
+  const auto isolated = nlohmann::json::parse(keyed.out)[0];
+  CHECK(isolated["tool"] == "search.query");
+  CHECK(isolated["endpoint"] == "eu-west");
+  CHECK(isolated["isolated"] == true);
+  CHECK(store->tool("search.query@eu-west", test::now_ms())->isolated);
+  CHECK_FALSE(store->tool("search.query", test::now_ms())->isolated);
+  CHECK_FALSE(store->tool("search.query@us-east", test::now_ms())->isolated);
+  auto shown_keyed = test::run(
+      recourse_cmd("breaker --state sqlite:" + db + " --endpoint eu-west show search.query"));
+  CHECK(shown_keyed.out.find("search.query@eu-west             open      yes") !=
+        std::string::npos);
+  std::ifstream again(log);
+  std::string last;
+  for (std::string line; std::getline(again, line);) last = line;
+  CHECK(nlohmann::json::parse(last)["endpoint"] == "eu-west");
   auto bad = test::run(recourse_cmd("breaker --state sqlite:" + db + " flip search.query 2>&1"));
   CHECK(bad.status == 2);
   auto none = test::run(recourse_cmd("breaker isolate search.query 2>&1"));  // no --state

@@ -681,6 +681,38 @@ TEST_CASE("state: a shared breaker is seen by every process, a local one by its 
             .message == "quorum needs scope = quorum");
 }
 
+TEST_CASE("state: a breaker keeps one circuit per endpoint the context names", "[state][breaker]") {
+  const auto p = test::policy(
+      R"(policy "b" { breaker { failures = 2 cooldown = 10s scope = shared } default -> stop })");
+  auto store = std::make_shared<recourse::MemoryStore>();
+  recourse::Health a(store), b(store);
+  auto call = [](const std::string& endpoint) {
+    return test::context(R"({"tool":"b","operationId":"op","endpoint":")" + endpoint + "\"}");
+  };
+  auto circuit = [&](recourse::Health& h, const std::string& endpoint, std::int64_t now) {
+    recourse::Context c = call(endpoint);
+    h.prepare(p, c, now);
+    return c.circuit;
+  };
+  CHECK(call("eu-west").endpoint == "eu-west");
+  a.record_failure(p, call("eu-west"), 1000);
+  a.record_failure(p, call("us-east"), 1500);
+  a.record_failure(p, call("eu-west"), 2000);  // the second of eu-west: its circuit opens
+  CHECK(circuit(b, "eu-west", 2000) == CircuitState::Open);  // shared: the other process too
+  CHECK(circuit(b, "us-east", 2000) == CircuitState::Closed);
+  CHECK(circuit(b, "", 2000) == CircuitState::Closed);  // the tool's own circuit
+  CHECK(a.get("b", "eu-west").circuit == CircuitState::Open);
+  CHECK(a.get("b", "us-east").consecutive_failures == 1);
+  CHECK(a.get("b").consecutive_failures == 0);
+  CHECK(store->tool("b@eu-west", 2000)->circuit == CircuitState::Open);
+  // An operator resets the one circuit; the cooldown half-opens the other as usual.
+  REQUIRE(a.control(p, "b", recourse::BreakerCommand::Reset, 3000, 0, "eu-west"));
+  CHECK(circuit(b, "eu-west", 3000) == CircuitState::Closed);
+  a.record_failure(p, call("us-east"), 4000);
+  CHECK(circuit(b, "us-east", 4000) == CircuitState::Open);
+  CHECK(circuit(b, "us-east", 14000) == CircuitState::HalfOpen);
+}
+
 TEST_CASE("state: a quorum breaker opens for all only when enough processes see it open",
           "[state]") {
   auto text = std::string(kThrottled);

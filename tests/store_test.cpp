@@ -280,6 +280,33 @@ void no_lost_update(const Backend& backend, recourse::Store& s) {
   CHECK(s.count(tool, {CountEvent::Read}, now_ms())->attempts == 400);
 }
 
+void keyed(recourse::Store& s) {
+  INFO("one circuit per endpoint (circuit_key)");
+  const std::string tool = key("keyed");
+  const std::string eu = recourse::circuit_key(tool, "eu-west"),
+                    us = recourse::circuit_key(tool, "us-east");
+  CHECK(eu == tool + "@eu-west");
+  CHECK(recourse::circuit_key(tool, "") == tool);
+  const BreakerSpec spec{2, 0, 20, 10, 60000, 60000};
+  CHECK(s.outcome(eu, "op-1", true, spec, now_ms()) == CircuitState::Closed);
+  CHECK(s.outcome(us, "op-1", true, spec, now_ms()) == CircuitState::Closed);
+  CHECK(s.outcome(eu, "op-2", true, spec, now_ms()) == CircuitState::Open);
+  CHECK(s.outcome(us, "op-2", false, spec, now_ms()) == CircuitState::Closed);
+  CHECK(s.probe(eu, "op-3", spec, now_ms()) == CircuitState::Open);
+  CHECK(s.probe(us, "op-3", spec, now_ms()) == CircuitState::Closed);
+  CHECK(s.probe(tool, "op-3", spec, now_ms()) == CircuitState::Closed);  // the tool's own
+  CHECK(s.tool(eu, now_ms())->consecutive_failures == 2);
+  CHECK(s.tool(us, now_ms())->consecutive_failures == 0);
+  CHECK(s.tool(tool, now_ms())->consecutive_failures == 0);
+  const auto isolated = s.control(us, recourse::BreakerCommand::Isolate, 0, now_ms());
+  REQUIRE(isolated);
+  CHECK(isolated->isolated);
+  CHECK(s.control(eu, recourse::BreakerCommand::Reset, 0, now_ms())->circuit ==
+        CircuitState::Closed);
+  CHECK(s.probe(us, "op-4", spec, now_ms()) == CircuitState::Open);
+  CHECK_FALSE(s.tool(tool, now_ms())->isolated);
+}
+
 void votes(recourse::Store& s) {
   INFO("quorum votes");
   const std::string tool = key("votes");
@@ -457,6 +484,7 @@ void conformance(const Backend& backend) {
   probe_lease(*s);
   hold(*s);
   control(*s);
+  keyed(*s);
   one_probe(backend, *s);
   no_lost_update(backend, *s);
   votes(*s);

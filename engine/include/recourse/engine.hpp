@@ -34,6 +34,7 @@
 // Thread-safety: every member function may be called from any thread at any time.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -58,12 +59,36 @@ struct DecisionRecord {
   std::uint32_t differences = 0;  ///< ShadowDifference bits, with `candidate`
 };
 
-/// The record as one line of JSON (no newline), the decision log's schema (docs/embedding.md):
-/// {"policy", "policyHash", "rule", "route", "traceId", "tool", "input": {"envelope", "context"},
-/// "result": <to_json(decision, envelope)>}, and with a disagreeing candidate
-/// "shadow": {"differences": ["route", ...], "result": <the candidate's decision>}.
-/// "input.context" uses read_context()'s keys, plus "idempotencyKeyPinned".
-std::string to_json(const DecisionRecord& record);
+/// How the decision log writes the envelope's untrusted texts, `message` and `suggestion`.
+enum class LogText : std::uint8_t {
+  /// Each text as modelMessage's rules leave it (model_text(), adapters.hpp): controls, ANSI
+  /// escapes, invisible Unicode and HTML stripped, likely secrets replaced by [redacted], cut at
+  /// LogOptions::max_text_bytes; the steering categories found in the texts as received are
+  /// written beside them instead of a flag in the text. The default.
+  Redact,
+  /// Each text as read (within ReaderLimits::max_text_bytes): for a log kept where secrets and
+  /// hostile text may rest.
+  Keep,
+};
+
+/// Options of the decision log's record (to_json(DecisionRecord, LogOptions)).
+struct LogOptions {
+  LogText text = LogText::Redact;
+  /// UTF-8 bytes of each redacted text, the ellipsis of a cut text included (LogText::Redact).
+  std::size_t max_text_bytes = 1024;
+};
+
+/// The record as one line of JSON (no newline), the decision log's schema (docs/embedding.md,
+/// docs/schema/decision-log.schema.json): {"policy", "policyHash", "rule", "route", "traceId",
+/// "tool", "input": {"envelope", "context"}, "result": <to_json(decision, envelope)>}, and with a
+/// disagreeing candidate "shadow": {"differences": ["route", ...], "result": <the candidate's
+/// decision>}. "input.context" uses read_context()'s keys, plus "idempotencyKeyPinned". With
+/// LogText::Redact, a record whose message or suggestion the redaction changed has
+/// "input.redacted": {"fields": ["message", ...], "steering": <Decision::steering of the texts as
+/// received>}, which a reader hands on as Envelope::steering so the record decides as logged.
+/// `code`, `field` and `traceId` are written as read: the policy compares them byte for byte
+/// (ReaderLimits bounds them to 64, 256 and 256 bytes).
+std::string to_json(const DecisionRecord& record, const LogOptions& options = {});
 
 /// What a candidate's decision changes (bits of shadow_differences()).
 enum ShadowDifference : std::uint32_t {

@@ -46,6 +46,13 @@ struct Envelope {
                        ///< -1e-400 negative, -0 is 0); saturates at INT64_MAX
   std::optional<std::string> trace_id;
   std::vector<EnvelopeWarning> warnings;  ///< what the reader dropped, in input order
+  /// The steering detector's categories as a decision already found them in the texts as
+  /// received (Decision::steering's layout: the message's in bits 0-15, the suggestion's in
+  /// 16-31), for an envelope read back from a decision log whose texts were redacted
+  /// (LogOptions): decide() and model_text() use it instead of scanning the redacted texts, so
+  /// the record decides as logged. Never read from an envelope's JSON or an adapter (the
+  /// server's text cannot vouch for itself); only a reader of the host's own log sets it.
+  std::optional<std::uint32_t> steering;
 };
 
 /// Limits of the envelope reader. Input beyond max_bytes or max_depth is an error; a string
@@ -124,6 +131,11 @@ struct Context {
   std::optional<std::int64_t> now_ms;  ///< wall clock, ms since the epoch; gives retry_at_ms
   std::string
       args_hash;  ///< the host's hash of the call's arguments (Workflow counts repeats by it)
+  /// The target the call went to (a region, a deployment, a host: the URL authority, say), for
+  /// a tool served by several: Health keeps one circuit per tool and endpoint
+  /// (circuit_key(), state.hpp), so one failing target does not open the tool's circuit for the
+  /// others. Empty: one circuit for the tool.
+  std::string endpoint;
   /// A streamed call handed part of its output to the caller before it failed. Unless the host
   /// can take that output back (stream_discard_supported), a resend delivers it twice: the call
   /// reads as side_effect committed (docs/language.md section 13).

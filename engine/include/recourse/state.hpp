@@ -7,7 +7,8 @@
 //    counts attempts, repairs, consecutive identical failures (repeats), cost units and the time
 //    since the first call, so a policy's budgets see every call of its tool for the operation;
 //    per run (every operation) it counts calls, cost units and failures, per tool and in all.
-//  - Health: per process, shared by workflows and thread-safe. Per tool, a circuit breaker
+//  - Health: per process, shared by workflows and thread-safe. Per tool (and per endpoint, when
+//    the host names the call's target in Context::endpoint), a circuit breaker
 //    (consecutive failures or a failure ratio over a window; open for a cooldown; then one
 //    half-open probe), a retry token bucket with gRFC A6 arithmetic, and the side-effect ledger's
 //    answer when the host gives no side effect.
@@ -119,6 +120,11 @@ class Workflow {
   mutable std::set<std::string> missed_;  ///< operations with an event the store did not take
 };
 
+/// The key of a tool's circuit breaker in Health and the Store: `tool` alone without an
+/// endpoint, else "TOOL@ENDPOINT" (Context::endpoint), one circuit per target. A tool whose own
+/// name is such a string shares its key. Retry tokens stay per tool.
+std::string circuit_key(std::string_view tool, std::string_view endpoint);
+
 /// What Health does while its store cannot answer.
 struct HealthOptions {
   /// Retries this process may still make during an outage, from a local bucket refilled when
@@ -175,18 +181,20 @@ class Health {
   void record_decision(const Policy& policy, const Context& context, const Decision& decision);
   /// Records a success: gives token_ratio tokens back (up to max_tokens) and closes the circuit.
   void record_success(const Policy& policy, const Context& context, std::int64_t now_ms);
-  /// An operator's command on `tool`'s breaker (BreakerCommand: isolate; open, held for wait_ms;
-  /// reset) where `policy` keeps it: in the store with `scope = shared`, so every process
-  /// sharing it follows (as `recourse breaker --state` does), else this process's breaker
+  /// An operator's command on `tool`'s breaker, the circuit of `endpoint` when one is named
+  /// (circuit_key()) (BreakerCommand: isolate; open, held for wait_ms; reset) where `policy` keeps
+  /// it: in the store with `scope = shared`, so every process sharing it follows (as `recourse
+  /// breaker --state` does), else this process's breaker
   /// (`local`, and the vote of `quorum`). Returns the tool's health after it; nullopt when the
   /// store could not answer (this process's breaker takes the command all the same, as it takes
   /// every outcome, for the outages it decides through). Thread-safe.
   std::optional<ToolHealth> control(const Policy& policy, std::string_view tool,
                                     BreakerCommand command, std::int64_t now_ms,
-                                    std::int64_t wait_ms = 0);
-  /// One tool's health: its breaker from where the policy keeps it, its tokens from the store
-  /// (default when never recorded or when the store cannot answer).
-  ToolHealth get(std::string_view tool) const;
+                                    std::int64_t wait_ms = 0, std::string_view endpoint = {});
+  /// One tool's health: its breaker (the circuit of `endpoint`, circuit_key(); empty: the
+  /// tool's own) from this process's breakers, its tokens from the store (default when never
+  /// recorded or when the store cannot answer).
+  ToolHealth get(std::string_view tool, std::string_view endpoint = {}) const;
   /// Decisions prepared while the store could not answer (store_unavailable).
   std::int64_t store_unavailable() const noexcept { return unavailable_.load(); }
 

@@ -23,6 +23,7 @@
 #include <cctype>
 #include <cstdint>
 
+#include "envelope/redact.hpp"
 #include "envelope/steering.hpp"
 #include "recourse/adapters.hpp"
 #include "source/utf8.hpp"
@@ -366,6 +367,11 @@ std::string cap(std::string text, std::size_t max_bytes, bool& truncated) {
 
 }  // namespace
 
+std::string detail::redact_text(std::string_view text, std::size_t max_bytes) {
+  bool changed = false;
+  return cap(redact(clean(text, changed), changed), max_bytes, changed);
+}
+
 ModelText model_text(const Envelope& e, const ModelTextOptions& options) {
   ModelText out;
   std::string message = e.message ? clean(*e.message, out.stripped) : std::string();
@@ -384,8 +390,11 @@ ModelText model_text(const Envelope& e, const ModelTextOptions& options) {
     if (!suggestion.empty()) text += " Suggestion: " + suggestion;
   }
   text = redact(text, out.redacted);
-  for (const auto& part : {e.message, e.field, e.suggestion})
-    if (part) out.steering |= detail::scan_steering(*part, options.steering);
+  // A record read back from a decision log carries what the texts as received gave.
+  if (e.steering) out.steering = (*e.steering & 0xffffu) | *e.steering >> 16;
+  for (const auto* part : {&e.message, &e.field, &e.suggestion})
+    if (*part && (!e.steering || part == &e.field))
+      out.steering |= detail::scan_steering(**part, options.steering);
   out.instruction_like = out.steering != 0;
   if (out.instruction_like)
     text = std::string(kFlag) + detail::steering_names(out.steering) + "] " + text;

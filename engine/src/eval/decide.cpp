@@ -132,9 +132,14 @@ Point make_point(const Compiled& p, const Envelope& e, const Context& c, std::ui
     point.set(Attr::FieldInArguments, in);
   }
   // The steering detector reads the untrusted texts on every decision: its warning names what
-  // it found whatever the table tests (docs/language.md section 4).
-  const std::uint32_t message = e.message ? scan_steering(*e.message, p.steering) : 0;
-  const std::uint32_t suggestion = e.suggestion ? scan_steering(*e.suggestion, p.steering) : 0;
+  // it found whatever the table tests (docs/language.md section 4). A redacted decision-log
+  // record brings what it found in the texts as received (Envelope::steering).
+  const std::uint32_t message = e.steering  ? *e.steering & 0xffffu
+                                : e.message ? scan_steering(*e.message, p.steering)
+                                            : 0;
+  const std::uint32_t suggestion = e.steering     ? *e.steering >> 16
+                                   : e.suggestion ? scan_steering(*e.suggestion, p.steering)
+                                                  : 0;
   point.steering = message | suggestion << 16;
   if (point.steering) warnings |= kSuspiciousText;
   number(Attr::SuspiciousText, (message | suggestion) != 0);

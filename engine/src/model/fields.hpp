@@ -66,6 +66,7 @@ template <typename F>
   f(Field{"deadlineMs", std::nullopt, 0, kMaxMs}, &Context::deadline_ms);
   f(Field{"operationId", std::nullopt}, &Context::operation_id);
   f(Field{"workflowId", std::nullopt}, &Context::workflow_id);
+  f(Field{"endpoint", std::nullopt}, &Context::endpoint);
   f(Field{"lowerRetries", std::nullopt}, &Context::lower_retries);
   f(Field{"repeats", Attr::Repeats}, &Context::repeats);
   f(Field{"costSpent", std::nullopt}, &Context::cost_spent);

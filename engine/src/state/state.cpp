@@ -387,6 +387,10 @@ Health::Health(std::shared_ptr<Store> store, HealthOptions options)
   }
 }
 
+std::string circuit_key(std::string_view tool, std::string_view endpoint) {
+  return endpoint.empty() ? std::string(tool) : std::string(tool) + "@" + std::string(endpoint);
+}
+
 Store& Health::breakers(const Policy& policy) const {
   return detail::compiled(policy).spec.breaker.shared ? *store_ : *local_;
 }
@@ -407,14 +411,15 @@ void Health::record_failure(const Policy& policy, const Context& c, std::int64_t
   if (!b.enabled) return;
   // A failure `counts` leaves out is the tool's answer: a success for its circuit.
   const bool failed = counts_for_breaker(detail::compiled(policy), envelope);
+  const std::string circuit = circuit_key(c.tool, c.endpoint);
   Store& store = breakers(policy);
   if (&store != local_.get())
-    store.outcome(c.tool, c.operation_id, failed, breaker_spec(b), now_ms);
-  local_->outcome(c.tool, c.operation_id, failed, breaker_spec(b), now_ms);
+    store.outcome(circuit, c.operation_id, failed, breaker_spec(b), now_ms);
+  local_->outcome(circuit, c.operation_id, failed, breaker_spec(b), now_ms);
   // A server's wait the policy will not make (budget:retry_after): no call before it ends.
   if (envelope && envelope->retry_after_ms && *envelope->retry_after_ms > spec.retry_after_max_ms) {
-    if (&store != local_.get()) store.hold(c.tool, *envelope->retry_after_ms, now_ms);
-    local_->hold(c.tool, *envelope->retry_after_ms, now_ms);
+    if (&store != local_.get()) store.hold(circuit, *envelope->retry_after_ms, now_ms);
+    local_->hold(circuit, *envelope->retry_after_ms, now_ms);
   }
 }
 
@@ -424,15 +429,16 @@ CircuitState Health::admit(const Policy& policy, Context& c, std::int64_t now_ms
   c.circuit = CircuitState::Closed;
   if (!spec.breaker.enabled) return c.circuit;
   const BreakerSpec b = breaker_spec(spec.breaker);
-  auto circuit = breakers(policy).probe(c.tool, c.operation_id, b, now_ms);
+  const std::string key = circuit_key(c.tool, c.endpoint);
+  auto circuit = breakers(policy).probe(key, c.operation_id, b, now_ms);
   if (!circuit) {
     c.store_unavailable = true;
-    circuit = local_->probe(c.tool, c.operation_id, b, now_ms);
+    circuit = local_->probe(key, c.operation_id, b, now_ms);
   }
   c.circuit = circuit.value_or(CircuitState::Closed);
   if (spec.breaker.by_quorum) {  // this process's breaker votes; the votes decide
     const bool open = c.circuit != CircuitState::Closed;
-    if (auto live = store_->vote(c.tool, options_.worker, open, b.cooldown_ms, now_ms))
+    if (auto live = store_->vote(key, options_.worker, open, b.cooldown_ms, now_ms))
       c.circuit = *live < spec.breaker.quorum ? CircuitState::Closed
                   : open                      ? c.circuit
                                               : CircuitState::Open;
@@ -494,22 +500,24 @@ void Health::record_success(const Policy& policy, const Context& c, std::int64_t
     store_->bucket(c.tool, BucketEvent::Success, bucket_spec(spec.throttle), now_ms);
   if (!spec.breaker.enabled) return;
   const BreakerSpec b = breaker_spec(spec.breaker);
+  const std::string circuit = circuit_key(c.tool, c.endpoint);
   Store& store = breakers(policy);
-  if (&store != local_.get()) store.outcome(c.tool, c.operation_id, false, b, now_ms);
-  local_->outcome(c.tool, c.operation_id, false, b, now_ms);
+  if (&store != local_.get()) store.outcome(circuit, c.operation_id, false, b, now_ms);
+  local_->outcome(circuit, c.operation_id, false, b, now_ms);
 }
 
 std::optional<ToolHealth> Health::control(const Policy& policy, std::string_view tool,
                                           BreakerCommand command, std::int64_t now_ms,
-                                          std::int64_t wait_ms) {
+                                          std::int64_t wait_ms, std::string_view endpoint) {
   now_ms_ = std::max(now_ms_.load(), now_ms);
   Store& store = breakers(policy);
-  auto local = local_->control(tool, command, wait_ms, now_ms);
-  return &store == local_.get() ? local : store.control(tool, command, wait_ms, now_ms);
+  const std::string key = circuit_key(tool, endpoint);
+  auto local = local_->control(key, command, wait_ms, now_ms);
+  return &store == local_.get() ? local : store.control(key, command, wait_ms, now_ms);
 }
 
-ToolHealth Health::get(std::string_view tool) const {
-  ToolHealth h = local_->tool(tool, now_ms_).value_or(ToolHealth{});
+ToolHealth Health::get(std::string_view tool, std::string_view endpoint) const {
+  ToolHealth h = local_->tool(circuit_key(tool, endpoint), now_ms_).value_or(ToolHealth{});
   if (store_ != local_)
     if (auto shared = store_->tool(tool, now_ms_)) h.milli_tokens = shared->milli_tokens;
   return h;

@@ -55,6 +55,13 @@ const nlohmann::json& member(const nlohmann::json& j, std::string_view key) {
   return it == j.end() ? null : *it;
 }
 
+// ContextMembers::kCount is the fields and nextAttemptIdempotencyKey.
+static_assert([] {
+  std::size_t n = 1;
+  detail::for_each_context_field([&](const detail::Field&, auto) { ++n; });
+  return n;
+}() == detail::ContextMembers::kCount);
+
 // Calls `f(key, min, max, member)` for member `i` of ContextMembers: a pointer to the Context's
 // member, or nullptr for nextAttemptIdempotencyKey.
 template <typename F>

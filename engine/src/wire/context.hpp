@@ -38,7 +38,7 @@ struct ContextValue {
 class ContextMembers {
  public:
   /// The members read: the context's fields and nextAttemptIdempotencyKey.
-  static constexpr std::size_t kCount = 32;
+  static constexpr std::size_t kCount = 33;
   /// The member named `key`, or kCount for a key the context does not know (ignored).
   static std::size_t index(std::string_view key) noexcept;
   /// The key of member `i` (< kCount).
