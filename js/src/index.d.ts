@@ -361,6 +361,11 @@ export class MemoryStore {
 
 /** The key of an operation's counters for a tool in a store: "<scope>/<operation>/<tool>", "%" and "/" escaped. */
 export function counterKey(scope: string, operationId: string, tool: string): string;
+/**
+ * The key of a run's counters in a store (recourse::Workflow): "<scope>/%RUN/<tool>", or
+ * "<scope>/%RUN/%ALL" (tool omitted) for every tool of the run; the run is the workflow.
+ */
+export function runKey(scope: string, tool?: string): string;
 
 /** Per-loop budget counters, in the engine's memory store or an async store. */
 export class Workflow {

@@ -3,7 +3,7 @@
 // writes applied after), and Runner, the step machine (next/report) with run(), the async form
 // whose waits are timers an AbortSignal ends.
 import { nowArgument, transportForm } from "./adapters.js";
-import { counterKey, stageOf, staged } from "./store.js";
+import { counterKey, runKey, stageOf, staged } from "./store.js";
 import { RecourseError, Status, allocString, callOut, check, jsonText, takeString, wasm } from "./wasm.js";
 
 const handles = new FinalizationRegistry(({ free, handle }) => free(handle));
@@ -193,7 +193,9 @@ export class Runner extends Handle {
     if (!this.#stages.length) return { result: step(), conflicts: [] };
     const { scope } = this.#keep.workflow;
     const tools = [...this.#tools];
-    const want = { tools, operations: tools.map((t) => counterKey(scope, this.#keep.spec.operationId, t)), ledger: [this.#keep.spec.operationId] };
+    // Each tool's counters for this operation and for the run, and the run's over every tool.
+    const operations = [runKey(scope), ...tools.flatMap((t) => [counterKey(scope, this.#keep.spec.operationId, t), runKey(scope, t)])];
+    const want = { tools, operations, ledger: [this.#keep.spec.operationId] };
     const out = await staged(this.#stages, want, nowMs, step);
     for (const miss of out.misses) if (miss.kind === "tool") this.#tools.add(miss.key);
     this.conflicts.push(...out.conflicts);

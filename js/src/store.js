@@ -72,9 +72,20 @@ export class MemoryStore {
  * and %2F.
  */
 export function counterKey(scope, operationId, tool) {
-  const part = (s) => s.replaceAll("%", "%25").replaceAll("/", "%2F");
-  return `${scope ? `${scope}/` : ""}${part(operationId)}/${part(tool)}`;
+  return `${scope ? `${scope}/` : ""}${keyPart(operationId)}/${keyPart(tool)}`;
 }
+
+/**
+ * The key of a run's counters in a store (recourse::Workflow::run_key): "<scope>/%RUN/<tool>",
+ * or "<scope>/%RUN/%ALL" for every tool of the run (`tool` undefined). No escaped id is "%RUN" or
+ * "%ALL", so no operation or tool shares these keys.
+ */
+export function runKey(scope, tool) {
+  return `${scope ? `${scope}/` : ""}%RUN/${tool === undefined ? "%ALL" : keyPart(tool)}`;
+}
+
+// An id as a part of a store key: "%" and "/" escaped as %25 and %2F.
+const keyPart = (s) => s.replaceAll("%", "%25").replaceAll("/", "%2F");
 
 // The operations whose answer steers the step that made them: the half-open probe's lease and
 // the ledger's claim. When the store answers them otherwise than the staged copy did (another

@@ -8,7 +8,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
 
-import { Health, MemoryStore, Runner, Workflow, compile, counterKey, storeOperations } from "../src/index.js";
+import { Health, MemoryStore, Runner, Workflow, compile, counterKey, runKey, storeOperations } from "../src/index.js";
 import { createClient } from "redis";
 
 import { RedisStore } from "../src/redis.js";
@@ -27,6 +27,13 @@ const retrying = (name, settings) => `policy "${name}" {
 const POLICY = `${retrying("svc.count", "")}
 ${retrying("svc.tokens", "throttle { max_tokens = 10  token_ratio = 0.5 }")}
 ${retrying("svc.fleet", "breaker { failures = 4  cooldown = 30s  scope = shared }")}
+policy "svc.run" {
+  tool { idempotent = true }
+  limits { attempts = 3  run_calls = 2 }
+  backoff constant base 10ms jitter none
+  rule transient when code == TRANSIENT -> retry
+  default -> stop
+}
 policy "pay.charge" {
   tool { idempotent = false  idempotency_keys = true }
   rule transient when code == TRANSIENT and side_effect == none -> retry
@@ -86,6 +93,24 @@ for (const [name, open] of Object.entries(backends)) {
       const b = await operation(processOn(store), "svc.count", id, () => failure);
       assert.equal(b.calls, 2);
       assert.deepEqual([b.done.ending, b.done.decision.exhausted, b.done.decision.attempt], ["decided", "attempts", 3]);
+      assert.deepEqual(b.runner.conflicts, []);
+    } finally {
+      await close();
+    }
+  });
+
+  test(`${name}: a run's calls are counted across its operations and processes`, async () => {
+    const { store, close } = await open();
+    try {
+      // Process A's operation makes the run's two calls (run_calls = 2): its second failure ends it.
+      const a = await operation(processOn(store), "svc.run", `run-a-${name}`, () => failure);
+      assert.deepEqual([a.calls, a.done.decision.exhausted], [2, "run_calls"]);
+      const all = await store.count({ operation: runKey("agents"), event: { kind: "read" }, nowMs: Date.now() });
+      const tool = await store.count({ operation: runKey("agents", "svc.run"), event: { kind: "read" }, nowMs: Date.now() });
+      assert.deepEqual([all.attempts, tool.attempts], [2, 2]);
+      // Process B's new operation of the same run reads the run's count: one call, then the stop.
+      const b = await operation(processOn(store), "svc.run", `run-b-${name}`, () => failure);
+      assert.deepEqual([b.calls, b.done.decision.exhausted, b.done.decision.rule], [1, "run_calls", "budget:run_calls"]);
       assert.deepEqual(b.runner.conflicts, []);
     } finally {
       await close();
