@@ -152,16 +152,20 @@ export class McpRecovery {
           const args = action.arguments !== null && typeof action.arguments === "object" ? { arguments: action.arguments } : {};
           const request = { ...params, name: tool, ...meta, ...args };
           const timeout = action.timeoutMs ?? options.timeout;
+          // A rejection is a failure whatever was thrown (null and undefined included); a result
+          // is a success only as a CallToolResult object without isError.
+          let threw = false;
           let error;
           try {
             result = await this.#client.callTool(request, undefined, { ...options.requestOptions, signal, ...(timeout === undefined ? {} : { timeout }) });
           } catch (e) {
             if (signal?.aborted) throw e;
+            threw = true;
             error = e;
             result = undefined;
           }
-          if (!error && result?.isError !== true) return { outcome: "success" };
-          return this.#failure(tool, error, result);
+          if (!threw && result !== null && typeof result === "object" && result.isError !== true) return { outcome: "success" };
+          return this.#failure(tool, threw, error, result);
         },
       });
       if (done.ending === "cancelled" && options.signal?.aborted) throw options.signal.reason;
@@ -191,8 +195,8 @@ export class McpRecovery {
 
   // The outcome of a failed call: the JSON-RPC error or the isError result as the MCP adapter's
   // raw form, with what the call did downstream.
-  #failure(tool, error, result) {
-    const rpc = error === undefined ? undefined : jsonRpcError(error);
+  #failure(tool, threw, error, result) {
+    const rpc = threw ? jsonRpcError(error) : undefined;
     const annotations = this.#annotations.get(tool);
     let sideEffect = this.#options.sideEffect?.({ tool, error, result });
     if (sideEffect === undefined) {
@@ -202,7 +206,7 @@ export class McpRecovery {
     }
     // An error without a JSON-RPC code (the SDK's "Not connected", a socket's) reads as a
     // transport error, as run() reads a rejected call.
-    if (error !== undefined && rpc === undefined) return { outcome: "failure", raw: transportForm(error), sideEffect };
+    if (threw && rpc === undefined) return { outcome: "failure", raw: transportForm(error), sideEffect };
     const raw = rpc ? { protocol: "mcp", error: rpc } : { protocol: "mcp", result };
     // An untrusted server's annotations go to the adapter, whose decision then warns that they
     // were not believed (a trusted server's are the runner's `idempotent` already).

@@ -90,5 +90,10 @@ export function check(status, error) {
 
 /** A JSON argument: a string is passed as it is, anything else through JSON.stringify. */
 export function jsonText(value) {
-  return typeof value === "string" ? value : JSON.stringify(value);
+  return typeof value === "string" ? wellFormed(value) : JSON.stringify(value, (key, v) => (typeof v === "string" ? wellFormed(v) : v));
 }
+
+// A lone surrogate (a server's text cut inside a pair) as U+FFFD, as UTF-8 has no form for it:
+// JSON.stringify writes it as an escape the engine's JSON reader refuses, with the whole value.
+// (String.prototype.toWellFormed, from Node 20, does the same.)
+const wellFormed = (s) => s.replace(/[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g, "\ufffd");

@@ -295,3 +295,24 @@ test("docs/javascript.md's MCP agent loop, taken from the page, runs against the
     unlinkSync(file);
   }
 });
+
+// A client (or a transport under it) that does what the SDK never should: rejects with null or
+// undefined, answers with something other than a result object, or sends text cut inside a
+// surrogate pair. Each is a failure decided by the policy, never a success and never a throw.
+test("a falsy rejection, a non-object result and a lone surrogate are failures the policy decides", async () => {
+  const { bundle } = compile(policies(false));
+  const answers = [
+    () => Promise.reject(null),
+    () => Promise.reject(undefined),
+    async () => "x",
+    async () => ({ isError: true, content: [{ type: "text", text: "\ud800 upstream \udc00 busy" }] }),
+  ];
+  for (const [i, answer] of answers.entries()) {
+    let calls = 0;
+    const client = { callTool: () => (++calls, answer()) };
+    const tools = new McpRecovery(client, bundle, { health: new Health(), sleep: async () => {} });
+    const r = await tools.callTool({ name: "notes.edit", arguments: {} });
+    assert.deepEqual([i, r.ok, r.route, calls], [i, false, "stop", 1]);
+    assert.ok(!/[\ud800-\udfff]/.test(r.modelMessage), r.modelMessage);
+  }
+});
