@@ -345,7 +345,16 @@ export interface StoreOperations {
  */
 export type AsyncStore = {
   [K in keyof StoreOperations]: (args: StoreOperations[K]["args"]) => Promise<StoreOperations[K]["answer"] | null>;
+} & {
+  /**
+   * How long (ms) one operation may take before it reads as unanswered (default
+   * STORE_TIMEOUT_MS); an answer that is not JSON (a BigInt, a cycle) reads as unanswered too.
+   */
+  readonly timeoutMs?: number;
 };
+
+/** The default bound (ms) on one async store operation: 5000. */
+export const STORE_TIMEOUT_MS: number;
 
 /** The names of the store operations. */
 export const storeOperations: readonly (keyof StoreOperations)[];

@@ -9,7 +9,7 @@ import { RecourseError, Status, allocString, callOut, check, jsonText, readStrin
 export { RecourseError, Status };
 export { fromResponse, fromOpenAIError, fromAnthropicError, adapt } from "./adapters.js";
 export { Runner, Workflow, Health } from "./runner.js";
-export { MemoryStore, counterKey, runKey, storeOperations } from "./store.js";
+export { MemoryStore, STORE_TIMEOUT_MS, counterKey, runKey, storeOperations } from "./store.js";
 
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();

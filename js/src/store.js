@@ -95,12 +95,23 @@ const steering = {
   claim: (a) => a && `${a.claimed} ${a.state}`,
 };
 
-// An operation's answer, or null when the store rejected or threw (it could not answer).
-async function settle(call) {
+/** How long an async store's operation may take (ms) before it reads as unanswered, unless the store says (its `timeoutMs`). */
+export const STORE_TIMEOUT_MS = 5000;
+
+// An operation's answer, or null when the store could not answer: it rejected, threw, did not
+// settle within `timeoutMs`, or answered with what is not JSON (a BigInt, a cycle, a throwing
+// getter), which no record can be read from.
+async function settle(call, timeoutMs) {
+  let timer;
   try {
-    return (await call()) ?? null;
+    const bound = new Promise((resolve) => (timer = setTimeout(resolve, timeoutMs, null)));
+    const answer = (await Promise.race([Promise.resolve().then(call), bound])) ?? null;
+    JSON.stringify(answer);
+    return answer;
   } catch {
     return null;
+  } finally {
+    clearTimeout(timer);
   }
 }
 
@@ -113,6 +124,8 @@ class Stage {
     for (const name of storeOperations)
       if (typeof store?.[name] !== "function") throw new TypeError(`store: ${name}() is missing (an async store has ${storeOperations.join(", ")})`);
     this.store = store;
+    const t = store.timeoutMs;
+    this.timeoutMs = Number.isFinite(t) && t > 0 ? t : STORE_TIMEOUT_MS;
     this.handle = ownHandle(this, wasm._recourse_js_staged_store(), "staged store");
   }
 
@@ -124,7 +137,7 @@ class Stage {
   async read({ tools = [], operations = [], ledger = [] }, nowMs) {
     const records = { tools: {}, operations: {}, ledger: {} };
     const fetch = async (member, key, call) => {
-      records[member][key] = (await settle(call)) ?? false;
+      records[member][key] = (await settle(call, this.timeoutMs)) ?? false;
     };
     await Promise.all([
       ...tools.map((tool) => fetch("tools", tool, () => this.store.tool({ tool, nowMs }))),
@@ -156,7 +169,7 @@ class Stage {
   async write(ops) {
     const conflicts = [];
     for (const { answer, ...op } of ops) {
-      const got = await settle(() => this.store[op.op](op));
+      const got = await settle(() => this.store[op.op](op), this.timeoutMs);
       const steers = steering[op.op];
       if (got === null || (steers && steers(got) !== steers(answer))) conflicts.push({ op, staged: answer, store: got });
     }

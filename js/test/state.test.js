@@ -214,6 +214,21 @@ test("the native command counts on the counters a JavaScript runner wrote to Red
   }
 });
 
+test("a store operation that never settles, or answers what is not JSON, reads as unanswered", async () => {
+  const store = new MemoryStore();
+  const bad = {
+    hangs: { tool: () => new Promise(() => {}), timeoutMs: 50 },
+    bigint: { tool: async () => ({ circuit: "closed", milliTokens: 10n }) },
+    cycle: { tool: async () => { const a = { circuit: "closed" }; a.self = a; return a; } },
+  };
+  for (const [name, override] of Object.entries(bad)) {
+    const odd = { ...Object.fromEntries(storeOperations.map((n) => [n, store[n].bind(store)])), ...override };
+    const { done, calls } = await operation(processOn(odd), "svc.tokens", `${name}-1`, () => failure);
+    assert.deepEqual([name, calls, done.decision.exhausted, done.decision.warnings.some((w) => w.kind === "store_unavailable")], [name, 1, "retry_tokens", true]);
+  }
+  store.free();
+});
+
 test("a record that does not read as its shape reads as unanswered, as a C++ store's BADRECORD", async () => {
   const store = new MemoryStore();
   const odd = Object.fromEntries(storeOperations.map((n) => [n, store[n].bind(store)]));
