@@ -93,6 +93,15 @@ export function redisKey(kind, name) {
 }
 
 // A client for "redis://HOST:PORT" or "redis+unix://PATH" (the C++ store specs), connected.
+// `reply` (a command's promise) within `ms`, or a rejection.
+function within(reply, ms) {
+  let timer;
+  const late = new Promise((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms);
+  });
+  return Promise.race([reply, late]).finally(() => clearTimeout(timer));
+}
+
 async function connectTo(url, timeoutMs) {
   const { createClient } = await import("redis");
   const socket = url.startsWith("redis+unix://") ? { path: url.slice("redis+unix://".length) } : undefined;
@@ -149,15 +158,18 @@ export class RedisStore {
       }
     if (typeof client?.sendCommand !== "function") throw new TypeError("RedisStore.open: a URL or a node-redis client");
     const store = new RedisStore(client, owned, { ttl: String(stateTtlMs), ledgerTtl: String(ledgerTtlMs), timeoutMs, downMs });
+    // Opening takes the connection's bound (a client passed in may be connected to a server that
+    // no longer answers: without one, open() would wait for ever).
+    const opening = Math.max(timeoutMs, 1000);
     try {
       const value = async (name) => {
-        const reply = await client.sendCommand(["CONFIG", "GET", name]); // [name, value], or {name: value}
+        const reply = await within(client.sendCommand(["CONFIG", "GET", name]), opening); // [name, value], or {name: value}
         return String((Array.isArray(reply) ? reply[1] : reply?.[name]) ?? "?");
       };
       const [aof, fsync] = [await value("appendonly"), await value("appendfsync")];
       if (aof !== "yes" || fsync !== "always")
         store.ledgerRefusal = `ledger disabled: the server runs with appendonly ${aof} and appendfsync ${fsync} (the ledger needs appendonly yes and appendfsync always)`;
-      for (const s of scripts) await store.#load(s.name);
+      for (const s of scripts) await store.#load(s.name, opening);
     } catch (error) {
       if (owned) await client.quit().catch(() => {});
       throw new RecourseError(`cannot open the Redis store: ${error.message}`, Status.UNAVAILABLE);
@@ -183,18 +195,15 @@ export class RedisStore {
     if (this.#owned) await this.#client.quit();
   }
 
-  async #load(name) {
+  // SCRIPT LOAD of `name` within `timeoutMs` (default: each command's).
+  async #load(name, timeoutMs = this.#settings.timeoutMs) {
     const source = scripts.find((s) => s.name === name).source;
-    this.#shas.set(name, String(await this.#client.sendCommand(["SCRIPT", "LOAD", source])));
+    this.#shas.set(name, String(await within(this.#client.sendCommand(["SCRIPT", "LOAD", source]), timeoutMs)));
   }
 
   // One command within timeoutMs, or a rejection.
   #send(args) {
-    let timer;
-    const late = new Promise((_, reject) => {
-      timer = setTimeout(() => reject(new Error(`no answer within ${this.#settings.timeoutMs} ms`)), this.#settings.timeoutMs);
-    });
-    return Promise.race([this.#client.sendCommand(args), late]).finally(() => clearTimeout(timer));
+    return within(this.#client.sendCommand(args), this.#settings.timeoutMs);
   }
 
   // EVALSHA of `script` on `key`, loading it again on NOSCRIPT; the reply, or null on a failure

@@ -71,6 +71,22 @@ test("bad arguments are errors; an unreachable server rejects open()", async () 
   await assert.rejects(RedisStore.open(`redis+unix://${server.socket}.missing`, { timeoutMs: 200 }), (e) => e.status === Status.UNAVAILABLE);
 });
 
+test("open() over a connected client whose server stopped answering rejects within its bound", async () => {
+  const { createClient } = await import("redis");
+  const client = createClient({ socket: { path: server.socket } });
+  client.on("error", () => {});
+  await client.connect();
+  process.kill(server.pid, "SIGSTOP");
+  const started = Date.now();
+  try {
+    await assert.rejects(RedisStore.open(client, { timeoutMs: 50 }), (e) => e.status === Status.UNAVAILABLE && /no answer within 1000 ms/.test(e.message));
+    assert.ok(Date.now() - started < 5000);
+  } finally {
+    process.kill(server.pid, "SIGCONT");
+    await client.disconnect().catch(() => {});
+  }
+});
+
 test("the C++ Redis store and the package's share one state", async () => {
   const store = await RedisStore.open(server.url, { timeoutMs: 2000 });
   try {
