@@ -51,7 +51,8 @@ std::optional<TraceLine> parse_trace_line(const std::string& text, const std::st
     auto line = parse_trace_line(inner, where, bundle, from);
     if (!line) return line;
     line->record = true;
-    if (const RawMember* note = find_member(raw_members(inner), "redacted")) {
+    const std::vector<RawMember> inner_members = raw_members(inner);  // outlives `note`
+    if (const RawMember* note = find_member(inner_members, "redacted")) {
       const json n = json::parse(
           std::string_view(inner).substr(note->begin, note->end - note->begin), nullptr, false);
       const json* steering = n.is_object() && n.contains("steering") ? &n["steering"] : nullptr;
